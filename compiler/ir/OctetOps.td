@@ -1,0 +1,575 @@
+//===- OctetOps.td - octet dialect ops --------------------------*- tablegen -*-===//
+#ifndef OCTET_OPS_TD
+#define OCTET_OPS_TD
+
+include "compiler/ir/OctetDialect.td"
+include "mlir/IR/BuiltinAttributeInterfaces.td"
+include "mlir/IR/CommonAttrConstraints.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def Octet_Tensor : RankedTensorOf<[AnyType]>;
+def Octet_FloatTensor : RankedTensorOf<[AnyFloat]>;
+def Octet_BoolTensor : RankedTensorOf<[I1]>;
+def Octet_IntTensor : RankedTensorOf<[AnyInteger]>;
+def Octet_QuantTensor : RankedTensorOf<[I8, UI8]>;
+def Octet_F32Tensor : RankedTensorOf<[F32]>;
+def Octet_I32Tensor : RankedTensorOf<[I32]>;
+def Octet_Axes : ConfinedAttr<DenseI64ArrayAttr, [DenseArrayNonNegative<DenseI64ArrayAttr>]>;
+def Octet_Axis : ConfinedAttr<I64Attr, [IntNonNegative]>;
+
+//===----------------------------------------------------------------------===//
+// Constants and shapes
+//===----------------------------------------------------------------------===//
+
+def Octet_ConstantOp : Octet_Op<"constant",
+    [ConstantLike, Pure, AllTypesMatch<["value", "result"]>]> {
+  let summary = "a tensor constant (weights, biases, scalars)";
+  let description = [{
+    Holds a tensor value. Small constants are `dense<…>` attributes; imported
+    weights are `dense_resource<…>` blobs that reference the model's bytes
+    without copying them.
+
+    ```mlir
+    %eps = octet.constant dense<9.99999996E-13> : tensor<f32>
+    %w = octet.constant dense_resource<encoder.q.weight> : tensor<768x768xf32>
+    ```
+  }];
+  let arguments = (ins ElementsAttr:$value);
+  let results = (outs Octet_Tensor:$result);
+  let assemblyFormat = "attr-dict $value";
+  let hasFolder = 1;
+}
+
+def Octet_DimOp : Octet_Op<"dim", [Pure]> {
+  let summary = "the run-time size of one dimension of a tensor";
+  let description = [{
+    Folds to a constant when the dimension is static, and to the size operand
+    that produced it when the tensor comes from `octet.reshape` or
+    `octet.expand`; through shape-preserving ops it looks at their input.
+
+    ```mlir
+    %seq = octet.dim %input_ids[1] : tensor<?x?xi64>
+    ```
+  }];
+  let arguments = (ins Octet_Tensor:$source, Octet_Axis:$index);
+  let results = (outs Index:$result);
+  let assemblyFormat = "$source `[` $index `]` attr-dict `:` type($source)";
+  let hasFolder = 1;
+  let hasVerifier = 1;
+}
+
+def Octet_FromElementsOp : Octet_Op<"from_elements", [Pure]> {
+  let summary = "a 1-D integer tensor made of index values (a shape as data)";
+  let description = [{
+    Materializes a shape computed at run time when a model uses it as data
+    (e.g. ONNX `Shape` as a graph output).
+
+    ```mlir
+    %shape = octet.from_elements %b, %s : tensor<2xi64>
+    ```
+  }];
+  let arguments = (ins Variadic<Index>:$elements);
+  let results = (outs RankedTensorOf<[I64, I32]>:$result);
+  let assemblyFormat = "$elements attr-dict `:` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Octet_RangeOp : Octet_Op<"range", [Pure]> {
+  let summary = "start, start + delta, … up to (excluding) limit";
+  let description = [{
+    ONNX `Range` over integers, with run-time bounds (position ids).
+
+    ```mlir
+    %pos = octet.range %c0, %seq, %c1 : tensor<?xi64>
+    ```
+  }];
+  let arguments = (ins Index:$start, Index:$limit, Index:$delta);
+  let results = (outs RankedTensorOf<[I64, I32, F32]>:$result);
+  let assemblyFormat = "$start `,` $limit `,` $delta attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise ops (numpy broadcasting)
+//===----------------------------------------------------------------------===//
+
+class Octet_BinaryOp<string mnemonic, string what, list<Trait> traits = []>
+    : Octet_Op<mnemonic, !listconcat(traits, [Pure, InferTypeOpAdaptor])> {
+  let summary = "elementwise " # what # " with numpy broadcasting";
+  let description = [{
+    Elementwise over the broadcast shape of both operands (ONNX / numpy rules).
+    Both operands have the same element type.
+
+    ```mlir
+    %y = octet.}] # mnemonic # [{ %a, %b : tensor<?x?x768xf32>, tensor<768xf32>
+    ```
+  }];
+  let arguments = (ins Octet_Tensor:$lhs, Octet_Tensor:$rhs);
+  let results = (outs Octet_Tensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs)";
+  let hasFolder = 1;
+  let hasVerifier = 1;
+}
+
+def Octet_AddOp : Octet_BinaryOp<"add", "sum", [Commutative]>;
+def Octet_SubOp : Octet_BinaryOp<"sub", "difference">;
+def Octet_MulOp : Octet_BinaryOp<"mul", "product", [Commutative]>;
+def Octet_DivOp : Octet_BinaryOp<"div", "quotient (integers round toward zero)">;
+def Octet_PowOp : Octet_BinaryOp<"pow", "power">;
+def Octet_MaxOp : Octet_BinaryOp<"max", "maximum", [Commutative]>;
+def Octet_MinOp : Octet_BinaryOp<"min", "minimum", [Commutative]>;
+def Octet_EqualOp : Octet_BinaryOp<"equal", "comparison a == b (to i1)", [Commutative]>;
+def Octet_LessOp : Octet_BinaryOp<"less", "comparison a < b (to i1)">;
+def Octet_GreaterOp : Octet_BinaryOp<"greater", "comparison a > b (to i1)">;
+def Octet_AndOp : Octet_BinaryOp<"and", "logical and of i1", [Commutative]>;
+def Octet_OrOp : Octet_BinaryOp<"or", "logical or of i1", [Commutative]>;
+
+class Octet_UnaryOp<string mnemonic, string what, Type operandType = Octet_FloatTensor>
+    : Octet_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
+  let summary = "elementwise " # what;
+  let description = [{
+    Elementwise; the result has the operand's type.
+
+    ```mlir
+    %y = octet.}] # mnemonic # [{ %x : tensor<?x?x768xf32>
+    ```
+  }];
+  let arguments = (ins operandType:$input);
+  let results = (outs operandType:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasFolder = 1;
+}
+
+def Octet_NegOp : Octet_UnaryOp<"neg", "negation", Octet_Tensor>;
+def Octet_AbsOp : Octet_UnaryOp<"abs", "absolute value", Octet_Tensor>;
+def Octet_ExpOp : Octet_UnaryOp<"exp", "e^x">;
+def Octet_LogOp : Octet_UnaryOp<"log", "natural logarithm">;
+def Octet_ErfOp : Octet_UnaryOp<"erf", "error function">;
+def Octet_TanhOp : Octet_UnaryOp<"tanh", "hyperbolic tangent">;
+def Octet_SqrtOp : Octet_UnaryOp<"sqrt", "square root">;
+def Octet_RsqrtOp : Octet_UnaryOp<"rsqrt", "1 / sqrt(x)">;
+def Octet_ReciprocalOp : Octet_UnaryOp<"reciprocal", "1 / x">;
+def Octet_ReluOp : Octet_UnaryOp<"relu", "max(x, 0)">;
+def Octet_SigmoidOp : Octet_UnaryOp<"sigmoid", "1 / (1 + e^-x)">;
+def Octet_NotOp : Octet_UnaryOp<"not", "logical negation", Octet_BoolTensor>;
+
+def Octet_CastOp : Octet_Op<"cast", [Pure, SameOperandsAndResultShape]> {
+  let summary = "elementwise conversion of the element type";
+  let description = [{
+    Converts as ONNX `Cast` does: float to integer truncates toward zero,
+    anything to `i1` is `x != 0`.
+
+    ```mlir
+    %f = octet.cast %mask : tensor<?x?xi64> to tensor<?x?xf32>
+    ```
+  }];
+  let arguments = (ins Octet_Tensor:$input);
+  let results = (outs Octet_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `to` type($result)";
+  let hasFolder = 1;
+}
+
+def Octet_WhereOp : Octet_Op<"where", [Pure, InferTypeOpAdaptor]> {
+  let summary = "elementwise select: cond ? a : b, with broadcasting";
+  let description = [{
+    ```mlir
+    %y = octet.where %c, %a, %b : tensor<?x1x1x?xi1>, tensor<f32>, tensor<?x12x?x?xf32>
+    ```
+  }];
+  let arguments = (ins Octet_BoolTensor:$condition, Octet_Tensor:$lhs, Octet_Tensor:$rhs);
+  let results = (outs Octet_Tensor:$result);
+  let assemblyFormat = [{
+    $condition `,` $lhs `,` $rhs attr-dict `:` type($condition) `,` type($lhs) `,` type($rhs)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Linear algebra and reductions
+//===----------------------------------------------------------------------===//
+
+def Octet_MatMulOp : Octet_Op<"matmul", [Pure, InferTypeOpAdaptor]> {
+  let summary = "matrix product with numpy semantics (batched, broadcast)";
+  let description = [{
+    `numpy.matmul`: the last two dims are multiplied, leading dims broadcast;
+    a 1-D operand is a vector.
+
+    ```mlir
+    %s = octet.matmul %q, %kt : tensor<?x12x?x64xf32>, tensor<?x12x64x?xf32>
+    ```
+  }];
+  let arguments = (ins Octet_Tensor:$lhs, Octet_Tensor:$rhs);
+  let results = (outs Octet_Tensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs)";
+  let hasVerifier = 1;
+}
+
+def Octet_LinearOp : Octet_Op<"linear", [Pure, InferTypeOpAdaptor]> {
+  let summary = "x · W (+ bias): a dense layer with a 2-D weight";
+  let description = [{
+    `x` is `[..., K]`, `weight` is `[K, N]`, the optional `bias` is `[N]`; the
+    result is `[..., N]`. `octet-recognize` forms it from `matmul` + `add`.
+
+    ```mlir
+    %y = octet.linear %x, %w, %b : tensor<?x?x768xf32>, tensor<768x3072xf32>, tensor<3072xf32>
+    ```
+  }];
+  let arguments = (ins Octet_Tensor:$input, Octet_Tensor:$weight,
+                       Optional<Octet_Tensor>:$bias);
+  let results = (outs Octet_Tensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight (`,` $bias^)? attr-dict `:` type($input) `,` type($weight) (`,` type($bias)^)?
+  }];
+  let hasVerifier = 1;
+}
+
+class Octet_ReduceOp<string mnemonic, string what>
+    : Octet_Op<mnemonic, [Pure, InferTypeOpAdaptor]> {
+  let summary = what # " over the given axes";
+  let description = [{
+    Reduces over `axes` (sorted, unique, non-negative); `keepdims` keeps them
+    as size-1 dims.
+
+    ```mlir
+    %m = octet.}] # mnemonic # [{ %x axes = [2] keepdims : tensor<?x?x768xf32>
+    ```
+  }];
+  let arguments = (ins Octet_Tensor:$input, Octet_Axes:$axes, UnitAttr:$keepdims);
+  let results = (outs Octet_Tensor:$result);
+  let assemblyFormat = "$input `axes` `=` $axes (`keepdims` $keepdims^)? attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+def Octet_ReduceMeanOp : Octet_ReduceOp<"reduce_mean", "mean">;
+def Octet_ReduceSumOp : Octet_ReduceOp<"reduce_sum", "sum">;
+def Octet_ReduceMaxOp : Octet_ReduceOp<"reduce_max", "maximum">;
+def Octet_ReduceMinOp : Octet_ReduceOp<"reduce_min", "minimum">;
+
+def Octet_CumSumOp : Octet_Op<"cumsum", [Pure, SameOperandsAndResultType]> {
+  let summary = "cumulative sum along one axis";
+  let description = [{
+    ONNX `CumSum` (XLM-RoBERTa computes position ids with it).
+
+    ```mlir
+    %c = octet.cumsum %mask axis = 1 : tensor<?x?xi32>
+    ```
+  }];
+  let arguments = (ins Octet_Tensor:$input, Octet_Axis:$axis, UnitAttr:$exclusive,
+                       UnitAttr:$reverse);
+  let results = (outs Octet_Tensor:$result);
+  let assemblyFormat = [{
+    $input `axis` `=` $axis (`exclusive` $exclusive^)? (`reverse` $reverse^)? attr-dict `:` type($input)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Recognized encoder blocks
+//===----------------------------------------------------------------------===//
+
+def Octet_SoftmaxOp : Octet_Op<"softmax", [Pure, SameOperandsAndResultType]> {
+  let summary = "softmax along one axis";
+  let description = [{
+    ```mlir
+    %p = octet.softmax %s axis = 3 : tensor<?x12x?x?xf32>
+    ```
+  }];
+  let arguments = (ins Octet_FloatTensor:$input, Octet_Axis:$axis);
+  let results = (outs Octet_FloatTensor:$result);
+  let assemblyFormat = "$input `axis` `=` $axis attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+def Octet_LayerNormOp : Octet_Op<"layer_norm", [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "layer normalization over the dims from `axis` on";
+  let description = [{
+    y = (x - mean) / sqrt(var + epsilon) * gamma + beta, with mean and (biased)
+    variance over dims `axis ..< rank`; `gamma` and `beta` have the shape of
+    those dims.
+
+    ```mlir
+    %y = octet.layer_norm %x, %gamma, %beta axis = 2 epsilon = 1.0e-12
+           : tensor<?x?x768xf32>, tensor<768xf32>, tensor<768xf32>
+    ```
+  }];
+  let arguments = (ins Octet_FloatTensor:$input, Octet_FloatTensor:$gamma,
+                       Optional<Octet_FloatTensor>:$beta, Octet_Axis:$axis, F32Attr:$epsilon);
+  let results = (outs Octet_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $gamma (`,` $beta^)? `axis` `=` $axis `epsilon` `=` $epsilon attr-dict
+    `:` type($input) `,` type($gamma) (`,` type($beta)^)?
+  }];
+  let hasVerifier = 1;
+}
+
+def Octet_AddLayerNormOp : Octet_Op<"add_layer_norm",
+    [Pure, AllTypesMatch<["input", "residual", "result"]>]> {
+  let summary = "layer_norm(input + residual): the residual add fused with LayerNorm";
+  let description = [{
+    The post-LN block of BERT: `layer_norm(x + residual)`. `residual` has the
+    input's type.
+
+    ```mlir
+    %y = octet.add_layer_norm %x, %r, %gamma, %beta axis = 2 epsilon = 1.0e-12
+           : tensor<?x?x768xf32>, tensor<768xf32>, tensor<768xf32>
+    ```
+  }];
+  let arguments = (ins Octet_FloatTensor:$input, Octet_FloatTensor:$residual,
+                       Octet_FloatTensor:$gamma, Optional<Octet_FloatTensor>:$beta,
+                       Octet_Axis:$axis, F32Attr:$epsilon);
+  let results = (outs Octet_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $residual `,` $gamma (`,` $beta^)? `axis` `=` $axis `epsilon` `=` $epsilon attr-dict
+    `:` type($input) `,` type($gamma) (`,` type($beta)^)?
+  }];
+  let hasVerifier = 1;
+}
+
+def Octet_GeluOp : Octet_Op<"gelu", [Pure, SameOperandsAndResultType]> {
+  let summary = "GELU activation, exact (erf) or tanh-approximated";
+  let description = [{
+    `approximate = "none"`: 0.5·x·(1 + erf(x/√2)); `"tanh"`:
+    0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))).
+
+    ```mlir
+    %y = octet.gelu %x : tensor<?x?x3072xf32>
+    %z = octet.gelu %x approximate = "tanh" : tensor<?x?x3072xf32>
+    ```
+  }];
+  let arguments = (ins Octet_FloatTensor:$input,
+                       DefaultValuedStrAttr<StrAttr, "none">:$approximate);
+  let results = (outs Octet_FloatTensor:$result);
+  let assemblyFormat = "$input (`approximate` `=` $approximate^)? attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+def Octet_AttentionOp : Octet_Op<"attention",
+    [Pure, AllTypesMatch<["query", "key", "value", "result"]>]> {
+  let summary = "multi-head scaled dot-product attention on [batch, seq, heads·dim]";
+  let description = [{
+    Splits `query`, `key` and `value`, all `[B, S, H·D]` (self-attention), into
+    `num_heads` heads, computes softmax(scale · Q·Kᵀ + mask)·V per head and
+    merges the heads back to `[B, S, H·D]`. `mask` is additive, broadcastable
+    to `[B, H, S, S]` (0 where a key is visible, a large negative number
+    where it is masked).
+
+    ```mlir
+    %ctx = octet.attention %q, %k, %v, %mask num_heads = 12 scale = 0.125
+             : tensor<?x?x768xf32>, tensor<?x1x1x?xf32>
+    ```
+  }];
+  let arguments = (ins Octet_FloatTensor:$query, Octet_FloatTensor:$key,
+                       Octet_FloatTensor:$value, Optional<Octet_FloatTensor>:$mask,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$num_heads, F32Attr:$scale);
+  let results = (outs Octet_FloatTensor:$result);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value (`,` $mask^)? `num_heads` `=` $num_heads `scale` `=` $scale attr-dict
+    `:` type($query) (`,` type($mask)^)?
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Data movement
+//===----------------------------------------------------------------------===//
+
+def Octet_ReshapeOp : Octet_Op<"reshape", [Pure]> {
+  let summary = "reinterpret a tensor with another shape of the same size";
+  let description = [{
+    The result type gives the new shape; each `?` in it takes its run-time
+    size from one `index` operand, in order.
+
+    ```mlir
+    %h = octet.reshape %x(%b, %s) : tensor<?x?x768xf32> -> tensor<?x?x12x64xf32>
+    ```
+  }];
+  let arguments = (ins Octet_Tensor:$input, Variadic<Index>:$dynamic_dims);
+  let results = (outs Octet_Tensor:$result);
+  let assemblyFormat = [{
+    $input (`(` $dynamic_dims^ `)`)? attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasFolder = 1;
+  let hasVerifier = 1;
+  let hasCanonicalizer = 1;
+}
+
+def Octet_ExpandOp : Octet_Op<"expand", [Pure]> {
+  let summary = "broadcast a tensor to a larger shape";
+  let description = [{
+    The result type gives the target shape, with one `index` operand per `?`.
+    The input must be broadcastable to it.
+
+    ```mlir
+    %p = octet.expand %pos(%b, %s) : tensor<1x?xi64> -> tensor<?x?xi64>
+    ```
+  }];
+  let arguments = (ins Octet_Tensor:$input, Variadic<Index>:$dynamic_dims);
+  let results = (outs Octet_Tensor:$result);
+  let assemblyFormat = [{
+    $input (`(` $dynamic_dims^ `)`)? attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasFolder = 1;
+  let hasVerifier = 1;
+}
+
+def Octet_TransposeOp : Octet_Op<"transpose", [Pure, InferTypeOpAdaptor]> {
+  let summary = "permute the dims of a tensor";
+  let description = [{
+    Result dim i is input dim `permutation[i]`.
+
+    ```mlir
+    %t = octet.transpose %x permutation = [0, 2, 1, 3] : tensor<?x?x12x64xf32>
+    ```
+  }];
+  let arguments = (ins Octet_Tensor:$input, DenseI64ArrayAttr:$permutation);
+  let results = (outs Octet_Tensor:$result);
+  let assemblyFormat = "$input `permutation` `=` $permutation attr-dict `:` type($input)";
+  let hasFolder = 1;
+  let hasVerifier = 1;
+  let hasCanonicalizer = 1;
+}
+
+def Octet_ConcatOp : Octet_Op<"concat", [Pure, InferTypeOpAdaptor]> {
+  let summary = "join tensors along one axis";
+  let description = [{
+    ```mlir
+    %y = octet.concat %a, %b axis = 1 : tensor<?x4xf32>, tensor<?x2xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Octet_Tensor>:$inputs, Octet_Axis:$axis);
+  let results = (outs Octet_Tensor:$result);
+  let assemblyFormat = "$inputs `axis` `=` $axis attr-dict `:` type($inputs)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Octet_SliceOp : Octet_Op<"slice", [Pure, AttrSizedOperandSegments]> {
+  let summary = "ONNX Slice: a strided window along some axes";
+  let description = [{
+    For each listed axis, takes `start, start + step, …` up to `end`
+    (excluded). Negative starts/ends count from the end and out-of-range ones
+    are clamped, as in ONNX. Starts and ends may be run-time `index` values.
+
+    ```mlir
+    %p = octet.slice %ids axes = [1] starts = [0] ends = [%s] steps = [1]
+           : tensor<1x512xi64> -> tensor<1x?xi64>
+    ```
+  }];
+  let arguments = (ins Octet_Tensor:$input, Variadic<Index>:$starts, Variadic<Index>:$ends,
+                       Octet_Axes:$axes, DenseI64ArrayAttr:$static_starts,
+                       DenseI64ArrayAttr:$static_ends, DenseI64ArrayAttr:$steps);
+  let results = (outs Octet_Tensor:$result);
+  let assemblyFormat = [{
+    $input `axes` `=` $axes
+    `starts` `=` custom<DynamicIndexList>($starts, $static_starts)
+    `ends` `=` custom<DynamicIndexList>($ends, $static_ends)
+    `steps` `=` $steps attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Octet_GatherOp : Octet_Op<"gather", [Pure, InferTypeOpAdaptor]> {
+  let summary = "ONNX Gather: take slices of `data` along `axis` at `indices`";
+  let description = [{
+    The embedding lookup of an encoder is `gather` on axis 0 of a table.
+    Negative indices count from the end.
+
+    ```mlir
+    %e = octet.gather %table, %ids axis = 0 : tensor<30522x768xf32>, tensor<?x?xi64>
+    ```
+  }];
+  let arguments = (ins Octet_Tensor:$data, RankedTensorOf<[I32, I64]>:$indices, Octet_Axis:$axis);
+  let results = (outs Octet_Tensor:$result);
+  let assemblyFormat = "$data `,` $indices `axis` `=` $axis attr-dict `:` type($data) `,` type($indices)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Quantization
+//===----------------------------------------------------------------------===//
+
+def Octet_QuantizeOp : Octet_Op<"quantize", [Pure]> {
+  let summary = "float to int8/uint8: saturate(round(x / scale) + zero_point)";
+  let description = [{
+    Per-tensor when `scale` is a scalar; per-axis when it is 1-D along `axis`.
+    Rounding is to nearest even. Without `zero_point` it is 0.
+
+    ```mlir
+    %q = octet.quantize %x, %s, %zp : tensor<?x?x768xf32>, tensor<f32>, tensor<ui8> -> tensor<?x?x768xui8>
+    %w = octet.quantize %x, %s axis = 1 : tensor<768x768xf32>, tensor<768xf32> -> tensor<768x768xi8>
+    ```
+  }];
+  let arguments = (ins Octet_F32Tensor:$input, Octet_F32Tensor:$scale,
+                       Optional<Octet_QuantTensor>:$zero_point, OptionalAttr<Octet_Axis>:$axis);
+  let results = (outs Octet_QuantTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $scale (`,` $zero_point^)? (`axis` `=` $axis^)? attr-dict
+    `:` type($input) `,` type($scale) (`,` type($zero_point)^)? `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Octet_DequantizeOp : Octet_Op<"dequantize", [Pure]> {
+  let summary = "int8/uint8/int32 to float: (x - zero_point) · scale";
+  let description = [{
+    Per-tensor or per-axis, as `octet.quantize`.
+
+    ```mlir
+    %x = octet.dequantize %q, %s, %zp : tensor<?x768xui8>, tensor<f32>, tensor<ui8> -> tensor<?x768xf32>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[I8, UI8, I32]>:$input, Octet_F32Tensor:$scale,
+                       Optional<RankedTensorOf<[I8, UI8, I32]>>:$zero_point,
+                       OptionalAttr<Octet_Axis>:$axis);
+  let results = (outs Octet_F32Tensor:$result);
+  let assemblyFormat = [{
+    $input `,` $scale (`,` $zero_point^)? (`axis` `=` $axis^)? attr-dict
+    `:` type($input) `,` type($scale) (`,` type($zero_point)^)? `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Octet_DynamicQuantizeOp : Octet_Op<"dynamic_quantize", [Pure, InferTypeOpAdaptor]> {
+  let summary = "ONNX DynamicQuantizeLinear: uint8 with scale and zero point from the data";
+  let description = [{
+    scale = (max(0, max x) - min(0, min x)) / 255, zero_point =
+    saturate(round(-min / scale)); returns the quantized tensor, the scale and
+    the zero point.
+
+    ```mlir
+    %q, %s, %zp = octet.dynamic_quantize %x : tensor<?x768xf32>
+    ```
+  }];
+  let arguments = (ins Octet_F32Tensor:$input);
+  let results = (outs RankedTensorOf<[UI8]>:$result, 0DTensorOf<[F32]>:$scale,
+                      0DTensorOf<[UI8]>:$zero_point);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def Octet_MatMulIntegerOp : Octet_Op<"matmul_integer",
+    [Pure, InferTypeOpAdaptor, AttrSizedOperandSegments]> {
+  let summary = "integer matmul (a - a_zero_point) · (b - b_zero_point) into i32";
+  let description = [{
+    numpy matmul semantics as `octet.matmul`; zero points come as a pair
+    (imported ONNX models without one get a zero constant); `a`'s is a scalar,
+    `b`'s a scalar or one per column.
+
+    ```mlir
+    %y = octet.matmul_integer %a, %b zero_points(%azp, %bzp)
+           : (tensor<?x768xui8>, tensor<768x768xi8>, tensor<ui8>, tensor<i8>) -> tensor<?x768xi32>
+    ```
+  }];
+  let arguments = (ins Octet_QuantTensor:$lhs, Octet_QuantTensor:$rhs,
+                       Optional<Octet_QuantTensor>:$lhs_zero_point,
+                       Optional<Octet_QuantTensor>:$rhs_zero_point);
+  let results = (outs Octet_I32Tensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs (`zero_points` `(` $lhs_zero_point^ `,` $rhs_zero_point `)`)? attr-dict
+    `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // OCTET_OPS_TD
