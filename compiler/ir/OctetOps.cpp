@@ -7,10 +7,11 @@
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/TypeUtilities.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 #include <cmath>
-#include <numeric>
 
 using namespace mlir;
 using namespace octet;
@@ -61,13 +62,54 @@ static std::string shapeStr(ArrayRef<int64_t> shape) {
 
 static RankedTensorType tensorOf(Value v) { return cast<RankedTensorType>(v.getType()); }
 
-/// A small dense constant behind `attr`, or null. Large weights (resource blobs)
-/// are never folded: folding them would copy the model.
+/// Two dims that may be equal at run time.
+static bool dimsCompatible(int64_t a, int64_t b) {
+  return ShapedType::isDynamic(a) || ShapedType::isDynamic(b) || a == b;
+}
+
+/// Whether `from` may broadcast (numpy rules) to exactly `to`.
+static bool isBroadcastableTo(ArrayRef<int64_t> from, ArrayRef<int64_t> to) {
+  if (from.size() > to.size())
+    return false;
+  ArrayRef<int64_t> aligned = to.take_back(from.size());
+  for (auto [f, t] : llvm::zip_equal(from, aligned))
+    if (f != 1 && !dimsCompatible(f, t))
+      return false;
+  return true;
+}
+
+/// Constants up to this many elements are folded; larger ones (weights) stay
+/// as they are so that folding never copies the model.
+static constexpr int64_t kMaxFoldedElements = 4096;
+
+/// A small dense constant behind `attr`, or null. Resource blobs (imported
+/// weights) are never `DenseElementsAttr`, so they are never folded.
 static DenseElementsAttr smallDense(Attribute attr) {
   auto dense = dyn_cast_or_null<DenseElementsAttr>(attr);
-  if (!dense || (!dense.isSplat() && dense.getNumElements() > 4096))
+  if (!dense || (!dense.isSplat() && dense.getNumElements() > kMaxFoldedElements))
     return {};
   return dense;
+}
+
+/// Integers that ONNX treats as unsigned: `ui*`, and `i1` (bool is 0 or 1).
+static bool isUnsignedInt(Type type) {
+  return type.isUnsignedInteger() || type.isInteger(1);
+}
+
+/// The row-major position in an operand of shape `shape` of the element that
+/// numpy broadcasting maps to position `index` of a result of shape `result`.
+static int64_t broadcastIndex(ArrayRef<int64_t> shape, ArrayRef<int64_t> result,
+                              int64_t index) {
+  int64_t position = 0, stride = 1;
+  int64_t offset = result.size() - shape.size();
+  for (int64_t d = result.size() - 1; d >= offset; --d) {
+    int64_t coordinate = index % result[d];
+    index /= result[d];
+    int64_t size = shape[d - offset];
+    position += (size == 1 ? 0 : coordinate) * stride;
+    stride *= size;
+  }
+  return position;
 }
 
 //===----------------------------------------------------------------------===//
@@ -89,10 +131,10 @@ Operation *OctetDialect::materializeConstant(OpBuilder &builder, Attribute value
                                              Location loc) {
   if (isa<IndexType>(type))
     if (auto intAttr = dyn_cast<IntegerAttr>(value))
-      return builder.create<arith::ConstantIndexOp>(loc, intAttr.getInt());
+      return arith::ConstantIndexOp::create(builder, loc, intAttr.getInt());
   if (auto elements = dyn_cast<ElementsAttr>(value))
     if (elements.getType() == type)
-      return builder.create<ConstantOp>(loc, elements);
+      return ConstantOp::create(builder, loc, elements);
   return nullptr;
 }
 
@@ -110,44 +152,285 @@ LogicalResult DimOp::verify() {
   return success();
 }
 
-/// The `index` operand that gives dim `dim` of a reshape/expand result, or null.
+static std::optional<ValueDim> operandDimEqualTo(OpResult result, int64_t dim,
+                                                 int resolveDepth);
+static ValueDim traceDimSource(Value value, int64_t dim, int resolveDepth);
+/// How deep ambiguous broadcasts are resolved by tracing both sides (each level
+/// multiplies the work, and two levels cover embeddings + position ids).
+static constexpr int kResolveDepth = 3;
+static ValueDim canonicalArgumentDim(ValueDim v);
+
+/// The run-time end `e` when `slice` takes [0, e) with step 1 along `axis`:
+/// its size there is then min(e, N), since ONNX clamps the end to the input
+/// size N. Exporters slice position ids this way (`ids[:, :seq]`).
+static Value prefixSliceEnd(SliceOp slice, int64_t axis) {
+  ArrayRef<int64_t> axes = slice.getAxes(), ends = slice.getStaticEnds();
+  const auto *it = llvm::find(axes, axis);
+  if (it == axes.end())
+    return {};
+  size_t pos = it - axes.begin();
+  if (slice.getStaticStarts()[pos] != 0 || slice.getSteps()[pos] != 1 ||
+      !ShapedType::isDynamic(ends[pos]))
+    return {};
+  return slice.getEnds()[llvm::count_if(ends.take_front(pos), ShapedType::isDynamic)];
+}
+
+/// True if `v`'s size is at most `bound`'s in every run: `v` is a prefix slice
+/// whose run-time end is `bound`.
+static bool boundedBy(ValueDim v, ValueDim bound, int resolveDepth) {
+  ValueDim source = traceDimSource(v.value, v.dim, resolveDepth);
+  auto slice = source.value.getDefiningOp<SliceOp>();
+  Value end = slice && source.dim >= 0 ? prefixSliceEnd(slice, source.dim) : Value();
+  return end && traceDimSource(end, -1, resolveDepth) == bound;
+}
+
+/// The operand dim that result dim `dim` of a numpy broadcast provably equals.
+/// Operand i takes part with its leading `broadcastRanks[i]` dims. That is the
+/// case when every other operand lacks the dim or has a static 1 there; with
+/// `resolveDepth` > 0, also when two dynamic candidates trace to the same size,
+/// or one is bounded by the other (a valid broadcast then yields the larger).
+static std::optional<ValueDim> broadcastSourceOfDim(ValueRange operands,
+                                                    ArrayRef<int64_t> broadcastRanks, int64_t dim,
+                                                    int resolveDepth) {
+  int64_t rank = *llvm::max_element(broadcastRanks);
+  std::optional<ValueDim> source;
+  for (auto [operand, operandRank] : llvm::zip_equal(operands, broadcastRanks)) {
+    int64_t aligned = dim - (rank - operandRank);
+    if (aligned < 0 || tensorOf(operand).getDimSize(aligned) == 1)
+      continue;
+    ValueDim candidate{operand, aligned};
+    if (!source) {
+      source = candidate;
+      continue;
+    }
+    // Two candidates: either may be a run-time 1 unless they are provably related.
+    if (resolveDepth <= 0)
+      return std::nullopt;
+    ValueDim a = traceDimSource(source->value, source->dim, resolveDepth - 1);
+    ValueDim b = traceDimSource(operand, aligned, resolveDepth - 1);
+    if (a == b || boundedBy(candidate, a, resolveDepth - 1))
+      continue;
+    if (boundedBy(*source, b, resolveDepth - 1)) {
+      source = candidate;
+      continue;
+    }
+    return std::nullopt;
+  }
+  return source;
+}
+
+static std::optional<ValueDim> broadcastSourceOfDim(ValueRange operands, int64_t dim,
+                                                    int resolveDepth) {
+  SmallVector<int64_t> ranks;
+  for (Value v : operands)
+    ranks.push_back(tensorOf(v).getRank());
+  return broadcastSourceOfDim(operands, ranks, dim, resolveDepth);
+}
+
+/// numpy.matmul: the rows come from lhs, the columns from rhs, the leading
+/// dims from the broadcast of both batch shapes.
+static std::optional<ValueDim> matmulSourceOfDim(Value lhs, Value rhs, int64_t resultRank,
+                                                 int64_t dim, int resolveDepth) {
+  int64_t lhsRank = tensorOf(lhs).getRank(), rhsRank = tensorOf(rhs).getRank();
+  bool lhsIsMatrix = lhsRank >= 2, rhsIsMatrix = rhsRank >= 2;
+  if (rhsIsMatrix && dim == resultRank - 1)
+    return ValueDim{rhs, rhsRank - 1};
+  if (lhsIsMatrix && dim == resultRank - 1 - rhsIsMatrix)
+    return ValueDim{lhs, lhsRank - 2};
+  return broadcastSourceOfDim({lhs, rhs},
+                              {std::max<int64_t>(lhsRank - 2, 0), std::max<int64_t>(rhsRank - 2, 0)},
+                              dim, resolveDepth);
+}
+
+/// Ops whose result has exactly the shape of their first operand.
+static bool preservesShape(Operation *op) {
+  return op->hasTrait<OpTrait::SameOperandsAndResultShape>() ||
+         op->hasTrait<OpTrait::SameOperandsAndResultType>() ||
+         isa<LayerNormOp, AddLayerNormOp, AttentionOp, QuantizeOp, DequantizeOp>(op);
+}
+
+/// A dim of an operand of `result`'s producer that provably has the run-time
+/// size of `result`'s dim `dim`.
+static std::optional<ValueDim> operandDimEqualTo(OpResult result, int64_t dim,
+                                                 int resolveDepth) {
+  Operation *op = result.getOwner();
+  int64_t resultRank = tensorOf(result).getRank();
+  return TypeSwitch<Operation *, std::optional<ValueDim>>(op)
+      .Case<AddOp, SubOp, MulOp, DivOp, PowOp, MaxOp, MinOp, EqualOp, LessOp, GreaterOp,
+            AndOp, OrOp, WhereOp>(
+          [&](Operation *op) {
+            return broadcastSourceOfDim(op->getOperands(), dim, resolveDepth);
+          })
+      .Case<MatMulOp, MatMulIntegerOp>([&](auto op) {
+        return matmulSourceOfDim(op.getLhs(), op.getRhs(), resultRank, dim, resolveDepth);
+      })
+      .Case([&](LinearOp op) {
+        return dim == resultRank - 1 ? ValueDim{op.getWeight(), 1} : ValueDim{op.getInput(), dim};
+      })
+      .Case<ReduceMeanOp, ReduceSumOp, ReduceMaxOp, ReduceMinOp>(
+          [&](auto op) -> std::optional<ValueDim> {
+            ArrayRef<int64_t> axes = op.getAxes();
+            if (op.getKeepdims())
+              return llvm::is_contained(axes, dim) ? std::nullopt
+                                                   : std::optional(ValueDim{op.getInput(), dim});
+            // Without keepdims, result dim `dim` is the dim-th input dim that is kept.
+            for (int64_t i = 0, kept = 0, e = op.getInput().getType().getRank(); i < e; ++i)
+              if (!llvm::is_contained(axes, i) && kept++ == dim)
+                return ValueDim{op.getInput(), i};
+            return std::nullopt;
+          })
+      .Case([&](TransposeOp op) { return ValueDim{op.getInput(), op.getPermutation()[dim]}; })
+      .Case([&](ConcatOp op) -> std::optional<ValueDim> {
+        if (dim == static_cast<int64_t>(op.getAxis()))
+          return std::nullopt;
+        return ValueDim{op.getInputs().front(), dim};
+      })
+      .Case([&](SliceOp op) -> std::optional<ValueDim> {
+        if (llvm::is_contained(op.getAxes(), dim))
+          return std::nullopt;
+        return ValueDim{op.getInput(), dim};
+      })
+      .Case([&](GatherOp op) {
+        int64_t axis = op.getAxis(), indicesRank = op.getIndices().getType().getRank();
+        if (dim < axis)
+          return ValueDim{op.getData(), dim};
+        if (dim < axis + indicesRank)
+          return ValueDim{op.getIndices(), dim - axis};
+        return ValueDim{op.getData(), dim - indicesRank + 1};
+      })
+      .Case([&](DynamicQuantizeOp op) -> std::optional<ValueDim> {
+        if (result != op.getResult())
+          return std::nullopt;
+        return ValueDim{op.getInput(), dim};
+      })
+      .Default([&](Operation *op) -> std::optional<ValueDim> {
+        if (!preservesShape(op))
+          return std::nullopt;
+        return ValueDim{op->getOperand(0), dim};
+      });
+}
+
+/// The `index` operand that gives dim `dim` of a reshape/expand result.
 template <typename OpT> static Value sizeOperandOf(OpT op, int64_t dim) {
   auto shape = op.getType().getShape();
-  if (!ShapedType::isDynamic(shape[dim]))
-    return {};
-  int64_t pos = llvm::count_if(shape.take_front(dim), ShapedType::isDynamic);
-  return op.getDynamicDims()[pos];
+  int64_t position = llvm::count_if(shape.take_front(dim), ShapedType::isDynamic);
+  return op.getDynamicDims()[position];
+}
+
+/// Follows one step at a time what DimOp::fold follows, plus the size operands
+/// of reshape/expand and the `octet.dim` ops that produce them.
+static ValueDim traceDimSource(Value value, int64_t dim, int resolveDepth) {
+  while (true) {
+    if (dim < 0) {
+      auto dimOp = value.getDefiningOp<DimOp>();
+      if (!dimOp)
+        break;
+      value = dimOp.getSource();
+      dim = dimOp.getIndex();
+      continue;
+    }
+    auto result = dyn_cast<OpResult>(value);
+    if (!result || !ShapedType::isDynamic(tensorOf(value).getDimSize(dim)))
+      break;
+    if (isa<ReshapeOp, ExpandOp>(result.getOwner())) {
+      value = isa<ReshapeOp>(result.getOwner())
+                  ? sizeOperandOf(cast<ReshapeOp>(result.getOwner()), dim)
+                  : sizeOperandOf(cast<ExpandOp>(result.getOwner()), dim);
+      dim = -1;
+      continue;
+    }
+    std::optional<ValueDim> next = operandDimEqualTo(result, dim, resolveDepth);
+    if (!next)
+      break;
+    value = next->value;
+    dim = next->dim;
+  }
+  return canonicalArgumentDim({value, dim});
+}
+
+/// Inputs that share a named symbolic dim (ONNX dim_param, kept as the
+/// `octet.dim_params` argument attribute) have one size: the runtime checks
+/// it. Such dims are represented by the first argument that has the name.
+static ValueDim canonicalArgumentDim(ValueDim v) {
+  auto arg = dyn_cast<BlockArgument>(v.value);
+  auto fn = arg ? dyn_cast_or_null<FunctionOpInterface>(arg.getOwner()->getParentOp()) : nullptr;
+  if (!fn || v.dim < 0 || !arg.getOwner()->isEntryBlock())
+    return v;
+  auto nameOf = [&](unsigned argIndex, int64_t dim) -> StringRef {
+    auto names = fn.getArgAttrOfType<ArrayAttr>(argIndex, "octet.dim_params");
+    if (!names || dim >= static_cast<int64_t>(names.size()))
+      return {};
+    auto name = dyn_cast<StringAttr>(names[dim]);
+    return name ? name.getValue() : StringRef();
+  };
+  StringRef name = nameOf(arg.getArgNumber(), v.dim);
+  if (name.empty())
+    return v;
+  for (unsigned i = 0; i <= arg.getArgNumber(); ++i)
+    for (int64_t d = 0, e = tensorOf(fn.getArgument(i)).getRank(); d < e; ++d)
+      if (nameOf(i, d) == name)
+        return {fn.getArgument(i), d};
+  return v;
+}
+
+ValueDim octet::traceDimSource(Value value, int64_t dim) {
+  return ::traceDimSource(value, dim, kResolveDepth);
 }
 
 OpFoldResult DimOp::fold(FoldAdaptor) {
   int64_t dim = getIndex();
-  Value source = getSource();
-  int64_t size = tensorOf(source).getDimSize(dim);
+  int64_t size = getSource().getType().getDimSize(dim);
   if (!ShapedType::isDynamic(size))
     return IntegerAttr::get(IndexType::get(getContext()), size);
-  Operation *def = source.getDefiningOp();
-  if (!def)
+  auto result = dyn_cast<OpResult>(getSource());
+  if (!result)
     return {};
-  if (auto reshape = dyn_cast<ReshapeOp>(def))
+  if (auto reshape = dyn_cast<ReshapeOp>(result.getOwner()))
     return sizeOperandOf(reshape, dim);
-  if (auto expand = dyn_cast<ExpandOp>(def))
+  if (auto expand = dyn_cast<ExpandOp>(result.getOwner()))
     return sizeOperandOf(expand, dim);
-  if (auto transpose = dyn_cast<TransposeOp>(def)) {
-    getSourceMutable().assign(transpose.getInput());
-    setIndex(transpose.getPermutation()[dim]);
-    return getResult();
+  // Ask the producer's operand in place; the next fold continues from there.
+  std::optional<ValueDim> equal = operandDimEqualTo(result, dim, kResolveDepth);
+  if (!equal)
+    return {};
+  getSourceMutable().assign(equal->value);
+  setIndex(equal->dim);
+  return getResult();
+}
+
+/// Index values that cannot be negative: sizes, and min/max of such.
+static bool isKnownNonNegative(Value v) {
+  if (v.getDefiningOp<DimOp>())
+    return true;
+  APInt c;
+  if (matchPattern(v, m_ConstantInt(&c)))
+    return !c.isNegative();
+  if (auto min = v.getDefiningOp<arith::MinSIOp>())
+    return isKnownNonNegative(min.getLhs()) && isKnownNonNegative(min.getRhs());
+  if (auto max = v.getDefiningOp<arith::MaxSIOp>())
+    return isKnownNonNegative(max.getLhs()) || isKnownNonNegative(max.getRhs());
+  return false;
+}
+
+namespace {
+/// dim of a prefix slice [0, e) with e ≥ 0 is min(e, N); the explicit min lets
+/// cleanup see that the slice broadcasts against e without growing it.
+struct DimOfPrefixSlice : OpRewritePattern<DimOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(DimOp op, PatternRewriter &rewriter) const override {
+    auto slice = op.getSource().getDefiningOp<SliceOp>();
+    Value end = slice ? prefixSliceEnd(slice, op.getIndex()) : Value();
+    if (!end || !isKnownNonNegative(end))
+      return failure();
+    Value size = rewriter.createOrFold<DimOp>(op.getLoc(), slice.getInput(), op.getIndex());
+    rewriter.replaceOpWithNewOp<arith::MinSIOp>(op, end, size);
+    return success();
   }
-  // Shape-preserving ops: ask their first operand.
-  if (def->hasTrait<OpTrait::SameOperandsAndResultShape>() ||
-      def->hasTrait<OpTrait::SameOperandsAndResultType>() ||
-      isa<LayerNormOp, AddLayerNormOp, AttentionOp, SoftmaxOp, QuantizeOp, DequantizeOp>(def)) {
-    Value input = def->getOperand(0);
-    if (input != source && tensorOf(input).getRank() == tensorOf(source).getRank()) {
-      getSourceMutable().assign(input);
-      return getResult();
-    }
-  }
-  return {};
+};
+} // namespace
+
+void DimOp::getCanonicalizationPatterns(RewritePatternSet &results, MLIRContext *context) {
+  results.add<DimOfPrefixSlice>(context);
 }
 
 LogicalResult FromElementsOp::verify() {
@@ -165,7 +448,7 @@ OpFoldResult FromElementsOp::fold(FoldAdaptor adaptor) {
     auto intAttr = dyn_cast_or_null<IntegerAttr>(a);
     if (!intAttr)
       return {};
-    values.push_back(APInt(width, intAttr.getInt(), /*isSigned=*/true));
+    values.push_back(APInt(width, intAttr.getInt(), /*isSigned=*/true, /*implicitTrunc=*/true));
   }
   return DenseElementsAttr::get(getType(), values);
 }
@@ -173,9 +456,23 @@ OpFoldResult FromElementsOp::fold(FoldAdaptor adaptor) {
 LogicalResult RangeOp::verify() {
   if (getType().getRank() != 1)
     return emitOpError("result must be 1-D, got ") << getType();
-  APInt delta;
-  if (matchPattern(getDelta(), m_ConstantInt(&delta)) && delta.isZero())
+  APInt start, limit, delta;
+  if (!matchPattern(getDelta(), m_ConstantInt(&delta)))
+    return success();
+  if (delta.isZero())
     return emitOpError("delta must not be zero");
+  int64_t size = getType().getDimSize(0);
+  if (ShapedType::isDynamic(size) || !matchPattern(getStart(), m_ConstantInt(&start)) ||
+      !matchPattern(getLimit(), m_ConstantInt(&limit)))
+    return success();
+  // ONNX: max(ceil((limit - start) / delta), 0) elements.
+  int64_t first = start.getSExtValue(), last = limit.getSExtValue(), step = delta.getSExtValue();
+  int64_t span = step > 0 ? last - first : first - last, stride = step > 0 ? step : -step;
+  int64_t expected = span > 0 ? (span + stride - 1) / stride : 0;
+  if (size != expected)
+    return emitOpError("range from ")
+           << first << " to " << last << " by " << step << " has " << expected
+           << " elements, but the result type has " << size;
   return success();
 }
 
@@ -192,13 +489,11 @@ template <typename OpT> static constexpr bool isLogical() {
 }
 
 static LogicalResult inferBroadcast(std::optional<Location> loc, StringRef opName,
-                                    ArrayRef<Value> operands, Type elementType,
+                                    ValueRange operands, Type elementType,
                                     SmallVectorImpl<Type> &types) {
   SmallVector<int64_t> shape;
   for (Value v : operands) {
-    auto type = dyn_cast<RankedTensorType>(v.getType());
-    if (!type)
-      return emitOptionalError(loc, opName, ": operands must be ranked tensors");
+    auto type = tensorOf(v);
     SmallVector<int64_t> next;
     if (failed(broadcastShapes(shape, type.getShape(), next)))
       return emitOptionalError(loc, opName, ": operand shapes ", shapeStr(shape), " and ",
@@ -225,168 +520,213 @@ template <typename OpT> static LogicalResult verifyBinary(OpT op) {
   Type element = getElementTypeOrSelf(op.getLhs().getType());
   if constexpr (isLogical<OpT>()) {
     if (!element.isInteger(1))
-      return op.emitOpError("operands must be i1 tensors, got ") << element;
+      return op.emitOpError("operands must be i1 tensors, got element type ") << element;
   } else if constexpr (!isComparison<OpT>()) {
     if (element.isInteger(1))
-      return op.emitOpError("arithmetic on i1 tensors is not defined");
+      return op.emitOpError("arithmetic on i1 tensors is not defined; use octet.and/octet.or");
   }
   return success();
 }
 
-/// Constant folding and the algebraic identities x+0, x-0, x·1, x/1.
-template <typename OpT, typename FloatFn, typename IntFn>
-static OpFoldResult foldArith(OpT op, Attribute lhsAttr, Attribute rhsAttr, FloatFn floatFn,
-                              IntFn intFn) {
-  auto lhs = smallDense(lhsAttr), rhs = smallDense(rhsAttr);
-  auto type = op.getType();
-  if (lhs && rhs && lhs.getType() == type && rhs.getType() == type) {
-    if (isa<FloatType>(type.getElementType()))
-      return constFoldBinaryOp<FloatAttr, APFloat, void>({lhs, rhs}, floatFn);
-    return constFoldBinaryOp<IntegerAttr, APInt, void>({lhs, rhs}, intFn);
+/// Numpy-broadcast elementwise fold of two small constants into `type`: `fn`
+/// maps one element pair to a result element, or nullopt to refuse to fold.
+template <typename ResultT, typename ElementT, typename Fn>
+static Attribute foldBroadcastConstants(DenseElementsAttr lhs, DenseElementsAttr rhs,
+                                        RankedTensorType type, Fn fn) {
+  if (!type.hasStaticShape())
+    return {};
+  if (lhs.isSplat() && rhs.isSplat()) {
+    std::optional<ResultT> value = fn(lhs.getSplatValue<ElementT>(), rhs.getSplatValue<ElementT>());
+    if (!value)
+      return {};
+    return DenseElementsAttr::get(type, ArrayRef<ResultT>(*value));
   }
-  // Broadcast scalars: fold when the result type equals one side.
-  if (lhs && rhs && lhs.isSplat() && rhs.isSplat() && type.hasStaticShape()) {
-    Attribute folded;
-    if (isa<FloatType>(type.getElementType())) {
-      auto r = floatFn(lhs.getSplatValue<APFloat>(), rhs.getSplatValue<APFloat>());
-      if (r)
-        folded = DenseElementsAttr::get(type, *r);
-    } else {
-      auto r = intFn(lhs.getSplatValue<APInt>(), rhs.getSplatValue<APInt>());
-      if (r)
-        folded = DenseElementsAttr::get(type, *r);
-    }
-    return folded;
+  if (type.getNumElements() > kMaxFoldedElements)
+    return {};
+  auto lhsValues = lhs.getValues<ElementT>().begin();
+  auto rhsValues = rhs.getValues<ElementT>().begin();
+  ArrayRef<int64_t> shape = type.getShape();
+  SmallVector<ResultT> results;
+  for (int64_t i = 0, e = type.getNumElements(); i < e; ++i) {
+    std::optional<ResultT> value =
+        fn(lhsValues[broadcastIndex(lhs.getType().getShape(), shape, i)],
+           rhsValues[broadcastIndex(rhs.getType().getShape(), shape, i)]);
+    if (!value)
+      return {};
+    results.push_back(*value);
   }
-  return {};
+  return DenseElementsAttr::get(type, ArrayRef<ResultT>(results));
 }
 
-static bool isSplatOf(Attribute attr, double value) {
+/// Constant folding of a binary op: `floatFn(x, y)` for float operands,
+/// `intFn(x, y, isUnsigned)` for integer ones; each returns the result element
+/// or nullopt.
+template <typename FloatFn, typename IntFn>
+static OpFoldResult foldBinaryConstants(RankedTensorType type, Attribute lhsAttr,
+                                        Attribute rhsAttr, FloatFn floatFn, IntFn intFn) {
+  auto lhs = smallDense(lhsAttr), rhs = smallDense(rhsAttr);
+  if (!lhs || !rhs)
+    return {};
+  Type element = lhs.getElementType();
+  if (isa<FloatType>(element)) {
+    using ResultT = typename std::invoke_result_t<FloatFn, APFloat, APFloat>::value_type;
+    return foldBroadcastConstants<ResultT, APFloat>(lhs, rhs, type, floatFn);
+  }
+  if (!isa<IntegerType>(element))
+    return {};
+  bool isUnsigned = isUnsignedInt(element);
+  using ResultT = typename std::invoke_result_t<IntFn, APInt, APInt, bool>::value_type;
+  return foldBroadcastConstants<ResultT, APInt>(
+      lhs, rhs, type, [&](const APInt &x, const APInt &y) { return intFn(x, y, isUnsigned); });
+}
+
+/// The float half of a fold for ops defined only on integers (and, or).
+template <typename ResultT>
+static std::optional<ResultT> noFloatFold(const APFloat &, const APFloat &) {
+  return std::nullopt;
+}
+
+static bool isSplatOf(Attribute attr, int64_t value) {
   auto dense = dyn_cast_or_null<DenseElementsAttr>(attr);
   if (!dense || !dense.isSplat())
     return false;
   if (isa<FloatType>(dense.getElementType()))
-    return dense.getSplatValue<APFloat>().convertToDouble() == value;
-  if (dense.getElementType().isInteger(1))
+    return dense.getSplatValue<APFloat>().isExactlyValue(static_cast<double>(value));
+  if (!isa<IntegerType>(dense.getElementType()) || dense.getElementType().isInteger(1))
     return false;
-  return dense.getSplatValue<APInt>().getSExtValue() == static_cast<int64_t>(value);
+  return dense.getSplatValue<APInt>() ==
+         APInt(dense.getElementType().getIntOrFloatBitWidth(), value, /*isSigned=*/true);
+}
+
+/// `value` when the op is `value ∘ identity` and broadcasting does not change
+/// its type (`x + zeros(4)` with `x : tensor<1xf32>` is not `x`).
+static OpFoldResult identityFold(Value value, Attribute identity, int64_t identityValue,
+                                 Type resultType) {
+  if (isSplatOf(identity, identityValue) && value.getType() == resultType)
+    return value;
+  return {};
 }
 
 using OptAPFloat = std::optional<APFloat>;
 using OptAPInt = std::optional<APInt>;
+using OptBool = std::optional<bool>;
 
+// x + 0 → x ignores the sign of a zero x (-0 + 0 is +0), as ML compilers do.
 OpFoldResult AddOp::fold(FoldAdaptor a) {
-  if (isSplatOf(a.getRhs(), 0) && getLhs().getType() == getType())
-    return getLhs();
-  if (isSplatOf(a.getLhs(), 0) && getRhs().getType() == getType())
-    return getRhs();
-  return foldArith(
-      *this, a.getLhs(), a.getRhs(),
+  if (OpFoldResult x = identityFold(getLhs(), a.getRhs(), 0, getType()))
+    return x;
+  if (OpFoldResult x = identityFold(getRhs(), a.getLhs(), 0, getType()))
+    return x;
+  return foldBinaryConstants(
+      getType(), a.getLhs(), a.getRhs(),
       [](const APFloat &x, const APFloat &y) -> OptAPFloat { return x + y; },
-      [](const APInt &x, const APInt &y) -> OptAPInt { return x + y; });
+      [](const APInt &x, const APInt &y, bool) -> OptAPInt { return x + y; });
 }
 OpFoldResult SubOp::fold(FoldAdaptor a) {
-  if (isSplatOf(a.getRhs(), 0) && getLhs().getType() == getType())
-    return getLhs();
-  return foldArith(
-      *this, a.getLhs(), a.getRhs(),
+  if (OpFoldResult x = identityFold(getLhs(), a.getRhs(), 0, getType()))
+    return x;
+  return foldBinaryConstants(
+      getType(), a.getLhs(), a.getRhs(),
       [](const APFloat &x, const APFloat &y) -> OptAPFloat { return x - y; },
-      [](const APInt &x, const APInt &y) -> OptAPInt { return x - y; });
+      [](const APInt &x, const APInt &y, bool) -> OptAPInt { return x - y; });
 }
 OpFoldResult MulOp::fold(FoldAdaptor a) {
-  if (isSplatOf(a.getRhs(), 1) && getLhs().getType() == getType())
-    return getLhs();
-  if (isSplatOf(a.getLhs(), 1) && getRhs().getType() == getType())
-    return getRhs();
-  return foldArith(
-      *this, a.getLhs(), a.getRhs(),
+  if (OpFoldResult x = identityFold(getLhs(), a.getRhs(), 1, getType()))
+    return x;
+  if (OpFoldResult x = identityFold(getRhs(), a.getLhs(), 1, getType()))
+    return x;
+  return foldBinaryConstants(
+      getType(), a.getLhs(), a.getRhs(),
       [](const APFloat &x, const APFloat &y) -> OptAPFloat { return x * y; },
-      [](const APInt &x, const APInt &y) -> OptAPInt { return x * y; });
+      [](const APInt &x, const APInt &y, bool) -> OptAPInt { return x * y; });
 }
 OpFoldResult DivOp::fold(FoldAdaptor a) {
-  if (isSplatOf(a.getRhs(), 1) && getLhs().getType() == getType())
-    return getLhs();
-  return foldArith(
-      *this, a.getLhs(), a.getRhs(),
+  if (OpFoldResult x = identityFold(getLhs(), a.getRhs(), 1, getType()))
+    return x;
+  return foldBinaryConstants(
+      getType(), a.getLhs(), a.getRhs(),
       [](const APFloat &x, const APFloat &y) -> OptAPFloat { return x / y; },
-      [](const APInt &x, const APInt &y) -> OptAPInt {
-        if (y.isZero())
-          return std::nullopt; // leave the run-time error to the runtime
-        return x.sdiv(y);
+      [](const APInt &x, const APInt &y, bool isUnsigned) -> OptAPInt {
+        // Division by zero and INT_MIN / -1 are left to the runtime.
+        if (y.isZero() || (!isUnsigned && x.isMinSignedValue() && y.isAllOnes()))
+          return std::nullopt;
+        return isUnsigned ? x.udiv(y) : x.sdiv(y);
       });
 }
 OpFoldResult PowOp::fold(FoldAdaptor a) {
-  if (isSplatOf(a.getRhs(), 1) && getLhs().getType() == getType())
-    return getLhs();
-  return foldArith(
-      *this, a.getLhs(), a.getRhs(),
+  if (OpFoldResult x = identityFold(getLhs(), a.getRhs(), 1, getType()))
+    return x;
+  return foldBinaryConstants(
+      getType(), a.getLhs(), a.getRhs(),
       [](const APFloat &x, const APFloat &y) -> OptAPFloat {
         if (&x.getSemantics() != &APFloat::IEEEsingle())
           return std::nullopt;
         return APFloat(std::pow(x.convertToFloat(), y.convertToFloat()));
       },
-      [](const APInt &, const APInt &) -> OptAPInt { return std::nullopt; });
+      [](const APInt &, const APInt &, bool) -> OptAPInt { return std::nullopt; });
 }
 OpFoldResult MaxOp::fold(FoldAdaptor a) {
   if (getLhs() == getRhs() && getLhs().getType() == getType())
     return getLhs();
-  return foldArith(
-      *this, a.getLhs(), a.getRhs(),
+  return foldBinaryConstants(
+      getType(), a.getLhs(), a.getRhs(),
       [](const APFloat &x, const APFloat &y) -> OptAPFloat { return llvm::maximum(x, y); },
-      [](const APInt &x, const APInt &y) -> OptAPInt { return x.sge(y) ? x : y; });
+      [](const APInt &x, const APInt &y, bool isUnsigned) -> OptAPInt {
+        return (isUnsigned ? x.uge(y) : x.sge(y)) ? x : y;
+      });
 }
 OpFoldResult MinOp::fold(FoldAdaptor a) {
   if (getLhs() == getRhs() && getLhs().getType() == getType())
     return getLhs();
-  return foldArith(
-      *this, a.getLhs(), a.getRhs(),
+  return foldBinaryConstants(
+      getType(), a.getLhs(), a.getRhs(),
       [](const APFloat &x, const APFloat &y) -> OptAPFloat { return llvm::minimum(x, y); },
-      [](const APInt &x, const APInt &y) -> OptAPInt { return x.sle(y) ? x : y; });
+      [](const APInt &x, const APInt &y, bool isUnsigned) -> OptAPInt {
+        return (isUnsigned ? x.ule(y) : x.sle(y)) ? x : y;
+      });
 }
 
-/// Comparisons and logic on small constants (shape logic of exported graphs).
-template <typename OpT, typename Pred>
-static OpFoldResult foldPredicate(OpT op, Attribute lhsAttr, Attribute rhsAttr, Pred pred) {
-  auto lhs = smallDense(lhsAttr), rhs = smallDense(rhsAttr);
-  auto type = op.getType();
-  if (!lhs || !rhs || !type.hasStaticShape())
-    return {};
-  int64_t n = type.getNumElements();
-  auto at = [&](DenseElementsAttr attr, int64_t i) -> double {
-    if (attr.isSplat())
-      i = 0;
-    else if (attr.getNumElements() != n)
-      return NAN;
-    if (isa<FloatType>(attr.getElementType()))
-      return (*(attr.getValues<APFloat>().begin() + i)).convertToDouble();
-    if (attr.getElementType().isInteger(1))
-      return *(attr.getValues<bool>().begin() + i) ? 1.0 : 0.0;
-    return static_cast<double>((*(attr.getValues<APInt>().begin() + i)).getSExtValue());
-  };
-  if ((!lhs.isSplat() && lhs.getNumElements() != n) || (!rhs.isSplat() && rhs.getNumElements() != n))
-    return {};
-  SmallVector<bool> out;
-  for (int64_t i = 0; i < n; ++i)
-    out.push_back(pred(at(lhs, i), at(rhs, i)));
-  return DenseElementsAttr::get(type, out);
-}
-
+// Comparisons and logic fold on small constants: the shape logic of exported
+// graphs. A NaN compares unordered, hence false.
 OpFoldResult EqualOp::fold(FoldAdaptor a) {
-  return foldPredicate(*this, a.getLhs(), a.getRhs(), [](double x, double y) { return x == y; });
+  return foldBinaryConstants(
+      getType(), a.getLhs(), a.getRhs(),
+      [](const APFloat &x, const APFloat &y) -> OptBool {
+        return x.compare(y) == APFloat::cmpEqual;
+      },
+      [](const APInt &x, const APInt &y, bool) -> OptBool { return x == y; });
 }
 OpFoldResult LessOp::fold(FoldAdaptor a) {
-  return foldPredicate(*this, a.getLhs(), a.getRhs(), [](double x, double y) { return x < y; });
+  return foldBinaryConstants(
+      getType(), a.getLhs(), a.getRhs(),
+      [](const APFloat &x, const APFloat &y) -> OptBool {
+        return x.compare(y) == APFloat::cmpLessThan;
+      },
+      [](const APInt &x, const APInt &y, bool isUnsigned) -> OptBool {
+        return isUnsigned ? x.ult(y) : x.slt(y);
+      });
 }
 OpFoldResult GreaterOp::fold(FoldAdaptor a) {
-  return foldPredicate(*this, a.getLhs(), a.getRhs(), [](double x, double y) { return x > y; });
+  return foldBinaryConstants(
+      getType(), a.getLhs(), a.getRhs(),
+      [](const APFloat &x, const APFloat &y) -> OptBool {
+        return x.compare(y) == APFloat::cmpGreaterThan;
+      },
+      [](const APInt &x, const APInt &y, bool isUnsigned) -> OptBool {
+        return isUnsigned ? x.ugt(y) : x.sgt(y);
+      });
 }
 OpFoldResult AndOp::fold(FoldAdaptor a) {
-  return foldPredicate(*this, a.getLhs(), a.getRhs(),
-                       [](double x, double y) { return x != 0 && y != 0; });
+  return foldBinaryConstants(getType(), a.getLhs(), a.getRhs(), noFloatFold<bool>,
+                             [](const APInt &x, const APInt &y, bool) -> OptBool {
+                               return !x.isZero() && !y.isZero();
+                             });
 }
 OpFoldResult OrOp::fold(FoldAdaptor a) {
-  return foldPredicate(*this, a.getLhs(), a.getRhs(),
-                       [](double x, double y) { return x != 0 || y != 0; });
+  return foldBinaryConstants(getType(), a.getLhs(), a.getRhs(), noFloatFold<bool>,
+                             [](const APInt &x, const APInt &y, bool) -> OptBool {
+                               return !x.isZero() || !y.isZero();
+                             });
 }
 
 #define OCTET_BINARY_OP(OpT)                                                                  \
@@ -409,120 +749,135 @@ OCTET_BINARY_OP(AndOp)
 OCTET_BINARY_OP(OrOp)
 #undef OCTET_BINARY_OP
 
-/// Folds a float unary op on a small constant.
-template <typename Fn> static OpFoldResult foldFloatUnary(Attribute input, Fn fn) {
+/// Constant folding of a unary op: `floatFn(x)` for float elements,
+/// `intFn(x, isUnsigned)` for integer ones; each may refuse with nullopt.
+template <typename FloatFn, typename IntFn>
+static OpFoldResult foldUnaryConstant(Attribute input, FloatFn floatFn, IntFn intFn) {
   auto dense = smallDense(input);
-  if (!dense || !dense.getElementType().isF32())
+  if (!dense)
     return {};
-  return constFoldUnaryOp<FloatAttr, APFloat, void>({dense}, [&](const APFloat &x) -> std::optional<APFloat> {
-    return APFloat(static_cast<float>(fn(static_cast<double>(x.convertToFloat()))));
-  });
+  Type element = dense.getElementType();
+  if (isa<FloatType>(element))
+    return constFoldUnaryOpConditional<FloatAttr, APFloat, void>({dense}, dense.getType(),
+                                                                 floatFn);
+  if (!isa<IntegerType>(element))
+    return {};
+  bool isUnsigned = isUnsignedInt(element);
+  return constFoldUnaryOpConditional<IntegerAttr, APInt, void>(
+      {dense}, dense.getType(), [&](const APInt &x) { return intFn(x, isUnsigned); });
+}
+
+/// Folds a transcendental op on a small f32 constant, computed in double.
+template <typename Fn> static OpFoldResult foldF32Unary(Attribute input, Fn fn) {
+  return foldUnaryConstant(
+      input,
+      [&](const APFloat &x) -> OptAPFloat {
+        if (&x.getSemantics() != &APFloat::IEEEsingle())
+          return std::nullopt;
+        return APFloat(static_cast<float>(fn(static_cast<double>(x.convertToFloat()))));
+      },
+      [](const APInt &, bool) -> OptAPInt { return std::nullopt; });
 }
 
 OpFoldResult NegOp::fold(FoldAdaptor a) {
-  auto dense = smallDense(a.getInput());
-  if (!dense)
-    return {};
-  if (isa<FloatType>(dense.getElementType()))
-    return constFoldUnaryOp<FloatAttr, APFloat, void>({dense}, [](const APFloat &x) -> std::optional<APFloat> {
-      return -x;
-    });
-  return constFoldUnaryOp<IntegerAttr, APInt, void>({dense}, [](const APInt &x) -> std::optional<APInt> {
-    return -x;
-  });
+  return foldUnaryConstant(
+      a.getInput(), [](const APFloat &x) -> OptAPFloat { return -x; },
+      [](const APInt &x, bool) -> OptAPInt { return -x; });
 }
 OpFoldResult AbsOp::fold(FoldAdaptor a) {
-  auto dense = smallDense(a.getInput());
-  if (!dense)
-    return {};
-  if (isa<FloatType>(dense.getElementType()))
-    return constFoldUnaryOp<FloatAttr, APFloat, void>({dense}, [](const APFloat &x) -> std::optional<APFloat> {
-      return abs(x);
-    });
-  return constFoldUnaryOp<IntegerAttr, APInt, void>({dense}, [](const APInt &x) -> std::optional<APInt> {
-    return x.abs();
-  });
+  return foldUnaryConstant(
+      a.getInput(), [](const APFloat &x) -> OptAPFloat { return abs(x); },
+      [](const APInt &x, bool isUnsigned) -> OptAPInt { return isUnsigned ? x : x.abs(); });
 }
 OpFoldResult ExpOp::fold(FoldAdaptor a) {
-  return foldFloatUnary(a.getInput(), [](double x) { return std::exp(x); });
+  return foldF32Unary(a.getInput(), [](double x) { return std::exp(x); });
 }
 OpFoldResult LogOp::fold(FoldAdaptor a) {
-  return foldFloatUnary(a.getInput(), [](double x) { return std::log(x); });
+  return foldF32Unary(a.getInput(), [](double x) { return std::log(x); });
 }
 OpFoldResult ErfOp::fold(FoldAdaptor a) {
-  return foldFloatUnary(a.getInput(), [](double x) { return std::erf(x); });
+  return foldF32Unary(a.getInput(), [](double x) { return std::erf(x); });
 }
 OpFoldResult TanhOp::fold(FoldAdaptor a) {
-  return foldFloatUnary(a.getInput(), [](double x) { return std::tanh(x); });
+  return foldF32Unary(a.getInput(), [](double x) { return std::tanh(x); });
 }
 OpFoldResult SqrtOp::fold(FoldAdaptor a) {
-  return foldFloatUnary(a.getInput(), [](double x) { return std::sqrt(x); });
+  return foldF32Unary(a.getInput(), [](double x) { return std::sqrt(x); });
 }
 OpFoldResult RsqrtOp::fold(FoldAdaptor a) {
-  return foldFloatUnary(a.getInput(), [](double x) { return 1.0 / std::sqrt(x); });
+  return foldF32Unary(a.getInput(), [](double x) { return 1.0 / std::sqrt(x); });
 }
 OpFoldResult ReciprocalOp::fold(FoldAdaptor a) {
-  return foldFloatUnary(a.getInput(), [](double x) { return 1.0 / x; });
+  return foldF32Unary(a.getInput(), [](double x) { return 1.0 / x; });
 }
 OpFoldResult ReluOp::fold(FoldAdaptor a) {
-  return foldFloatUnary(a.getInput(), [](double x) { return x > 0 ? x : 0.0; });
+  return foldF32Unary(a.getInput(), [](double x) { return x > 0 ? x : 0.0; });
 }
 OpFoldResult SigmoidOp::fold(FoldAdaptor a) {
-  return foldFloatUnary(a.getInput(), [](double x) { return 1.0 / (1.0 + std::exp(-x)); });
+  return foldF32Unary(a.getInput(), [](double x) { return 1.0 / (1.0 + std::exp(-x)); });
 }
 OpFoldResult NotOp::fold(FoldAdaptor a) {
   if (auto inner = getInput().getDefiningOp<NotOp>())
     return inner.getInput();
-  auto dense = smallDense(a.getInput());
-  if (!dense)
-    return {};
-  SmallVector<bool> out;
-  for (bool b : dense.getValues<bool>())
-    out.push_back(!b);
-  return DenseElementsAttr::get(getType(), out);
+  return foldUnaryConstant(
+      a.getInput(), [](const APFloat &) -> OptAPFloat { return std::nullopt; },
+      [](const APInt &x, bool) -> OptAPInt { return ~x; });
+}
+
+/// ONNX Cast of one integer: extended by its own signedness, truncated to the
+/// target width; anything to `i1` is `x != 0`.
+static APInt castInteger(const APInt &x, bool isUnsigned, unsigned width) {
+  if (width == 1)
+    return APInt(1, !x.isZero());
+  return isUnsigned ? x.zextOrTrunc(width) : x.sextOrTrunc(width);
 }
 
 OpFoldResult CastOp::fold(FoldAdaptor a) {
   if (getInput().getType() == getType())
     return getInput();
   auto dense = smallDense(a.getInput());
-  Type from = dense ? dense.getElementType() : Type();
-  Type to = getType().getElementType();
   if (!dense || !getType().hasStaticShape())
     return {};
-  // Integer ↔ integer and integer ↔ f32: the shape logic of exported graphs.
-  SmallVector<double> values;
-  if (isa<FloatType>(from)) {
-    for (const APFloat &v : dense.getValues<APFloat>())
-      values.push_back(v.convertToDouble());
-  } else if (from.isInteger(1)) {
-    for (bool v : dense.getValues<bool>())
-      values.push_back(v);
-  } else if (auto intType = dyn_cast<IntegerType>(from)) {
-    for (const APInt &v : dense.getValues<APInt>())
-      values.push_back(intType.isUnsigned() ? static_cast<double>(v.getZExtValue())
-                                            : static_cast<double>(v.getSExtValue()));
-  } else {
+  Type from = dense.getElementType(), to = getType().getElementType();
+  auto toFloat = dyn_cast<FloatType>(to);
+  auto toInt = dyn_cast<IntegerType>(to);
+  if (!toFloat && !toInt)
     return {};
+  if (isa<IntegerType>(from)) {
+    bool isUnsigned = isUnsignedInt(from);
+    if (toInt)
+      return constFoldCastOp<IntegerAttr, IntegerAttr, APInt, APInt, void>(
+          {dense}, getType(), [&](const APInt &x, bool &) {
+            return castInteger(x, isUnsigned, toInt.getWidth());
+          });
+    return constFoldCastOp<IntegerAttr, FloatAttr, APInt, APFloat, void>(
+        {dense}, getType(), [&](const APInt &x, bool &) {
+          APFloat result(toFloat.getFloatSemantics());
+          result.convertFromAPInt(x, /*IsSigned=*/!isUnsigned, APFloat::rmNearestTiesToEven);
+          return result;
+        });
   }
-  if (to.isF32()) {
-    SmallVector<float> out(values.begin(), values.end());
-    return DenseElementsAttr::get(getType(), ArrayRef<float>(out));
-  }
-  if (to.isInteger(1)) {
-    SmallVector<bool> out;
-    for (double v : values)
-      out.push_back(v != 0);
-    return DenseElementsAttr::get(getType(), out);
-  }
-  if (auto intType = dyn_cast<IntegerType>(to)) {
-    SmallVector<APInt> out;
-    for (double v : values)
-      out.push_back(APInt(intType.getWidth(), static_cast<int64_t>(std::trunc(v)),
-                          /*isSigned=*/!intType.isUnsigned(), /*implicitTrunc=*/true));
-    return DenseElementsAttr::get(getType(), out);
-  }
-  return {};
+  if (!isa<FloatType>(from))
+    return {};
+  if (toFloat)
+    return constFoldCastOp<FloatAttr, FloatAttr, APFloat, APFloat, void>(
+        {dense}, getType(), [&](const APFloat &x, bool &) {
+          APFloat result = x;
+          bool losesInfo;
+          result.convert(toFloat.getFloatSemantics(), APFloat::rmNearestTiesToEven, &losesInfo);
+          return result;
+        });
+  return constFoldCastOp<FloatAttr, IntegerAttr, APFloat, APInt, void>(
+      {dense}, getType(), [&](const APFloat &x, bool &castStatus) {
+        if (toInt.getWidth() == 1)
+          return APInt(1, !x.isZero());
+        // NaN, infinities and out-of-range values are undefined in ONNX: not folded.
+        APSInt result(toInt.getWidth(), /*isUnsigned=*/toInt.isUnsigned());
+        bool isExact;
+        castStatus = x.convertToInteger(result, APFloat::rmTowardZero, &isExact) !=
+                     APFloat::opInvalidOp;
+        return APInt(result);
+      });
 }
 
 LogicalResult WhereOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
@@ -548,7 +903,8 @@ static LogicalResult inferMatMulShape(std::optional<Location> loc, StringRef opN
                                       RankedTensorType lhs, RankedTensorType rhs,
                                       SmallVectorImpl<int64_t> &shape) {
   if (lhs.getRank() == 0 || rhs.getRank() == 0)
-    return emitOptionalError(loc, opName, ": operands must have rank >= 1");
+    return emitOptionalError(loc, opName, ": operands must have rank >= 1, got ",
+                             shapeStr(lhs.getShape()), " and ", shapeStr(rhs.getShape()));
   SmallVector<int64_t> a(lhs.getShape()), b(rhs.getShape());
   bool vecA = a.size() == 1, vecB = b.size() == 1;
   if (vecA)
@@ -556,9 +912,9 @@ static LogicalResult inferMatMulShape(std::optional<Location> loc, StringRef opN
   if (vecB)
     b.push_back(1);
   int64_t ka = a.back(), kb = b[b.size() - 2];
-  if (!ShapedType::isDynamic(ka) && !ShapedType::isDynamic(kb) && ka != kb)
-    return emitOptionalError(loc, opName, ": contracting dims differ: ", shapeStr(lhs.getShape()),
-                             " · ", shapeStr(rhs.getShape()));
+  if (!dimsCompatible(ka, kb))
+    return emitOptionalError(loc, opName, ": contracting dims differ (", ka, " vs ", kb,
+                             ") in ", shapeStr(lhs.getShape()), " · ", shapeStr(rhs.getShape()));
   if (failed(broadcastShapes(ArrayRef(a).drop_back(2), ArrayRef(b).drop_back(2), shape)))
     return emitOptionalError(loc, opName, ": batch dims of ", shapeStr(lhs.getShape()), " and ",
                              shapeStr(rhs.getShape()), " do not broadcast");
@@ -583,6 +939,8 @@ LogicalResult MatMulOp::verify() {
   if (getLhs().getType().getElementType() != getRhs().getType().getElementType())
     return emitOpError("element types differ: ")
            << getLhs().getType() << " and " << getRhs().getType();
+  if (getLhs().getType().getElementType().isInteger(1))
+    return emitOpError("matmul of i1 tensors is not defined");
   return success();
 }
 
@@ -590,7 +948,8 @@ LogicalResult LinearOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
                                          Adaptor adaptor, SmallVectorImpl<Type> &types) {
   auto input = tensorOf(adaptor.getInput()), weight = tensorOf(adaptor.getWeight());
   if (input.getRank() < 1 || weight.getRank() != 2)
-    return emitOptionalError(loc, "octet.linear: needs an input of rank >= 1 and a 2-D weight");
+    return emitOptionalError(loc, "octet.linear: needs an input of rank >= 1 and a 2-D weight, got ",
+                             input, " and ", weight);
   SmallVector<int64_t> shape(input.getShape());
   shape.back() = weight.getDimSize(1);
   types.push_back(RankedTensorType::get(shape, input.getElementType()));
@@ -599,15 +958,23 @@ LogicalResult LinearOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
 
 LogicalResult LinearOp::verify() {
   auto input = getInput().getType(), weight = getWeight().getType();
+  if (weight.getElementType() != input.getElementType())
+    return emitOpError("weight element type ")
+           << weight.getElementType() << " differs from the input's " << input.getElementType();
   int64_t k = input.getShape().back();
-  if (!ShapedType::isDynamic(k) && !ShapedType::isDynamic(weight.getDimSize(0)) &&
-      k != weight.getDimSize(0))
+  if (!dimsCompatible(k, weight.getDimSize(0)))
     return emitOpError("input's last dim ")
            << k << " does not match the weight's rows " << weight.getDimSize(0);
-  if (auto bias = getBias()) {
+  if (Value bias = getBias()) {
     auto biasType = tensorOf(bias);
-    if (biasType.getRank() != 1 || biasType.getDimSize(0) != weight.getDimSize(1))
-      return emitOpError("bias must be [") << weight.getDimSize(1) << "], got " << biasType;
+    if (biasType.getElementType() != input.getElementType())
+      return emitOpError("bias element type ")
+             << biasType.getElementType() << " differs from the input's "
+             << input.getElementType();
+    if (biasType.getRank() != 1 || !dimsCompatible(biasType.getDimSize(0), weight.getDimSize(1)))
+      return emitOpError("bias must have shape ")
+             << shapeStr(weight.getDimSize(1)) << " (the weight's columns), got "
+             << shapeStr(biasType.getShape());
   }
   return success();
 }
@@ -638,7 +1005,7 @@ template <typename OpT> static LogicalResult verifyReduce(OpT op) {
     return op.emitOpError("needs at least one axis");
   for (size_t i = 1; i < axes.size(); ++i)
     if (axes[i] <= axes[i - 1])
-      return op.emitOpError("axes must be sorted and unique");
+      return op.emitOpError("axes must be sorted and unique, got ") << shapeStr(axes);
   return success();
 }
 
@@ -670,9 +1037,11 @@ LogicalResult CumSumOp::verify() {
 
 LogicalResult SoftmaxOp::verify() { return verifyAxis(*this, getAxis(), getType().getRank()); }
 
-/// gamma/beta must have the shape of the normalized dims.
-static LogicalResult verifyNormParams(Operation *op, RankedTensorType input, int64_t axis,
-                                      Value gamma, Value beta) {
+/// A positive epsilon, and gamma/beta of the shape of the normalized dims.
+static LogicalResult verifyNorm(Operation *op, RankedTensorType input, int64_t axis,
+                                const APFloat &epsilon, Value gamma, Value beta) {
+  if (!epsilon.isNonZero() || epsilon.isNegative() || epsilon.isNaN())
+    return op->emitOpError("epsilon must be positive, got ") << epsilon.convertToDouble();
   if (failed(verifyAxis(op, axis, input.getRank())))
     return failure();
   ArrayRef<int64_t> normalized = input.getShape().drop_front(axis);
@@ -681,11 +1050,10 @@ static LogicalResult verifyNormParams(Operation *op, RankedTensorType input, int
       continue;
     auto type = tensorOf(v);
     if (type.getElementType() != input.getElementType())
-      return op->emitOpError(name) << " must have element type " << input.getElementType();
-    bool ok = type.getRank() == static_cast<int64_t>(normalized.size());
-    for (int64_t i = 0; ok && i < type.getRank(); ++i)
-      ok = ShapedType::isDynamic(normalized[i]) || type.getDimSize(i) == normalized[i];
-    if (!ok)
+      return op->emitOpError(name) << " must have element type " << input.getElementType()
+                                   << ", got " << type.getElementType();
+    if (type.getRank() != static_cast<int64_t>(normalized.size()) ||
+        !llvm::all_of_zip(type.getShape(), normalized, dimsCompatible))
       return op->emitOpError(name) << " must have shape " << shapeStr(normalized)
                                    << " (the normalized dims), got " << shapeStr(type.getShape());
   }
@@ -693,15 +1061,11 @@ static LogicalResult verifyNormParams(Operation *op, RankedTensorType input, int
 }
 
 LogicalResult LayerNormOp::verify() {
-  if (getEpsilon().convertToFloat() <= 0.0f)
-    return emitOpError("epsilon must be positive");
-  return verifyNormParams(*this, getInput().getType(), getAxis(), getGamma(), getBeta());
+  return verifyNorm(*this, getInput().getType(), getAxis(), getEpsilon(), getGamma(), getBeta());
 }
 
 LogicalResult AddLayerNormOp::verify() {
-  if (getEpsilon().convertToFloat() <= 0.0f)
-    return emitOpError("epsilon must be positive");
-  return verifyNormParams(*this, getInput().getType(), getAxis(), getGamma(), getBeta());
+  return verifyNorm(*this, getInput().getType(), getAxis(), getEpsilon(), getGamma(), getBeta());
 }
 
 LogicalResult GeluOp::verify() {
@@ -718,18 +1082,17 @@ LogicalResult AttentionOp::verify() {
   int64_t hidden = type.getDimSize(2), heads = getNumHeads();
   if (!ShapedType::isDynamic(hidden) && hidden % heads != 0)
     return emitOpError("hidden size ") << hidden << " is not a multiple of num_heads " << heads;
-  if (auto mask = getMask()) {
+  if (Value mask = getMask()) {
     auto maskType = tensorOf(mask);
+    if (maskType.getElementType() != type.getElementType())
+      return emitOpError("mask must be additive, of element type ")
+             << type.getElementType() << ", got " << maskType.getElementType();
     SmallVector<int64_t> scores = {type.getDimSize(0), heads, type.getDimSize(1),
                                    type.getDimSize(1)};
-    SmallVector<int64_t> out;
-    if (maskType.getRank() > 4 || failed(broadcastShapes(scores, maskType.getShape(), out)) ||
-        out.size() != 4 || out[1] != heads)
+    if (!isBroadcastableTo(maskType.getShape(), scores))
       return emitOpError("mask of shape ")
              << shapeStr(maskType.getShape()) << " does not broadcast to the scores "
-             << shapeStr(scores);
-    if (maskType.getElementType() != type.getElementType())
-      return emitOpError("mask must be additive, of element type ") << type.getElementType();
+             << shapeStr(scores) << " [batch, heads, seq, seq]";
   }
   return success();
 }
@@ -738,29 +1101,48 @@ LogicalResult AttentionOp::verify() {
 // Data movement
 //===----------------------------------------------------------------------===//
 
-static LogicalResult verifyDynamicDims(Operation *op, RankedTensorType result,
-                                       ValueRange dims) {
+/// One `index` operand per `?` of the result, and no change of element type.
+static LogicalResult verifyShapeOperands(Operation *op, RankedTensorType input,
+                                         RankedTensorType result, ValueRange dims) {
   int64_t dynamic = llvm::count_if(result.getShape(), ShapedType::isDynamic);
   if (dynamic != static_cast<int64_t>(dims.size()))
     return op->emitOpError("result type ")
            << result << " has " << dynamic << " dynamic dims but " << dims.size()
            << " size operands were given";
+  if (input.getElementType() != result.getElementType())
+    return op->emitOpError("element type changes from ")
+           << input.getElementType() << " to " << result.getElementType();
   return success();
+}
+
+/// The product of the static dims of `shape`.
+static int64_t staticElementCount(ArrayRef<int64_t> shape) {
+  int64_t count = 1;
+  for (int64_t d : shape)
+    if (!ShapedType::isDynamic(d))
+      count *= d;
+  return count;
 }
 
 LogicalResult ReshapeOp::verify() {
   auto input = getInput().getType(), result = getType();
-  if (failed(verifyDynamicDims(*this, result, getDynamicDims())))
+  if (failed(verifyShapeOperands(*this, input, result, getDynamicDims())))
     return failure();
-  if (input.getElementType() != result.getElementType())
-    return emitOpError("element type changes from ")
-           << input.getElementType() << " to " << result.getElementType();
-  if (input.hasStaticShape() && result.hasStaticShape() &&
-      input.getNumElements() != result.getNumElements())
-    return emitOpError("cannot reshape ") << shapeStr(input.getShape()) << " ("
-                                          << input.getNumElements() << " elements) to "
-                                          << shapeStr(result.getShape()) << " ("
-                                          << result.getNumElements() << " elements)";
+  // A fully static side fixes the element count; the static dims of the other
+  // side must then divide it (and equal it when that side is static too).
+  for (auto [known, other] : {std::pair(input, result), std::pair(result, input)}) {
+    if (!known.hasStaticShape())
+      continue;
+    int64_t count = known.getNumElements(), otherCount = staticElementCount(other.getShape());
+    bool ok = other.hasStaticShape() ? count == otherCount
+                                     : (otherCount == 0 ? count == 0 : count % otherCount == 0);
+    if (!ok)
+      return emitOpError("cannot reshape ")
+             << shapeStr(input.getShape()) << " (" << staticElementCount(input.getShape())
+             << (input.hasStaticShape() ? "" : "·?") << " elements) to "
+             << shapeStr(result.getShape()) << " (" << staticElementCount(result.getShape())
+             << (result.hasStaticShape() ? "" : "·?") << " elements)";
+  }
   return success();
 }
 
@@ -794,9 +1176,8 @@ struct RemoveIdentityReshape : OpRewritePattern<ReshapeOp> {
   LogicalResult matchAndRewrite(ReshapeOp op, PatternRewriter &rewriter) const override {
     if (op.getInput().getType() != op.getType())
       return failure();
-    auto shape = op.getType().getShape();
     unsigned next = 0;
-    for (auto [i, d] : llvm::enumerate(shape)) {
+    for (auto [i, d] : llvm::enumerate(op.getType().getShape())) {
       if (!ShapedType::isDynamic(d))
         continue;
       auto dim = op.getDynamicDims()[next++].getDefiningOp<DimOp>();
@@ -807,7 +1188,6 @@ struct RemoveIdentityReshape : OpRewritePattern<ReshapeOp> {
     return success();
   }
 };
-
 } // namespace
 
 void ReshapeOp::getCanonicalizationPatterns(RewritePatternSet &results, MLIRContext *context) {
@@ -816,31 +1196,30 @@ void ReshapeOp::getCanonicalizationPatterns(RewritePatternSet &results, MLIRCont
 
 LogicalResult ExpandOp::verify() {
   auto input = getInput().getType(), result = getType();
-  if (failed(verifyDynamicDims(*this, result, getDynamicDims())))
+  if (failed(verifyShapeOperands(*this, input, result, getDynamicDims())))
     return failure();
-  if (input.getElementType() != result.getElementType())
-    return emitOpError("element type changes from ")
-           << input.getElementType() << " to " << result.getElementType();
-  if (input.getRank() > result.getRank())
-    return emitOpError("cannot expand rank ") << input.getRank() << " to rank "
-                                              << result.getRank();
-  int64_t offset = result.getRank() - input.getRank();
-  for (int64_t i = 0; i < input.getRank(); ++i) {
-    int64_t from = input.getDimSize(i), to = result.getDimSize(i + offset);
-    if (from != 1 && !ShapedType::isDynamic(from) && !ShapedType::isDynamic(to) && from != to)
-      return emitOpError("cannot expand ") << shapeStr(input.getShape()) << " to "
-                                           << shapeStr(result.getShape());
-  }
+  if (!isBroadcastableTo(input.getShape(), result.getShape()))
+    return emitOpError("cannot expand ")
+           << shapeStr(input.getShape()) << " to " << shapeStr(result.getShape());
   return success();
 }
 
 OpFoldResult ExpandOp::fold(FoldAdaptor adaptor) {
   if (getInput().getType() == getType() && getType().hasStaticShape())
     return getInput();
-  if (auto dense = smallDense(adaptor.getInput()))
-    if (dense.isSplat() && getType().hasStaticShape())
-      return DenseElementsAttr::get(getType(), dense.getSplatValue<Attribute>());
-  return {};
+  auto dense = smallDense(adaptor.getInput());
+  auto type = getType();
+  if (!dense || !type.hasStaticShape())
+    return {};
+  if (dense.isSplat())
+    return DenseElementsAttr::get(type, dense.getSplatValue<Attribute>());
+  if (type.getNumElements() > kMaxFoldedElements)
+    return {};
+  auto values = dense.getValues<Attribute>().begin();
+  SmallVector<Attribute> expanded;
+  for (int64_t i = 0, e = type.getNumElements(); i < e; ++i)
+    expanded.push_back(values[broadcastIndex(dense.getType().getShape(), type.getShape(), i)]);
+  return DenseElementsAttr::get(type, expanded);
 }
 
 LogicalResult TransposeOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
@@ -854,7 +1233,7 @@ LogicalResult TransposeOp::inferReturnTypes(MLIRContext *, std::optional<Locatio
   SmallVector<bool> seen(perm.size(), false);
   for (int64_t p : perm) {
     if (p < 0 || p >= input.getRank() || seen[p])
-      return emitOptionalError(loc, "octet.transpose: permutation ", shapeStr(perm),
+      return emitOptionalError(loc, "octet.transpose: ", shapeStr(perm),
                                " is not a permutation of 0..", input.getRank() - 1);
     seen[p] = true;
     shape.push_back(input.getDimSize(p));
@@ -863,16 +1242,11 @@ LogicalResult TransposeOp::inferReturnTypes(MLIRContext *, std::optional<Locatio
   return success();
 }
 
-LogicalResult TransposeOp::verify() { return success(); }
-
-OpFoldResult TransposeOp::fold(FoldAdaptor adaptor) {
-  ArrayRef<int64_t> perm = getPermutation();
-  bool identity = true;
-  for (auto [i, p] : llvm::enumerate(perm))
-    identity &= static_cast<int64_t>(i) == p;
-  if (identity)
-    return getInput();
-  return {};
+OpFoldResult TransposeOp::fold(FoldAdaptor) {
+  for (auto [i, p] : llvm::enumerate(getPermutation()))
+    if (static_cast<int64_t>(i) != p)
+      return {};
+  return getInput();
 }
 
 namespace {
@@ -920,9 +1294,9 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
                        : shape[i] + d;
       } else if (ShapedType::isDynamic(shape[i])) {
         shape[i] = d;
-      } else if (!ShapedType::isDynamic(d) && d != shape[i]) {
+      } else if (!dimsCompatible(d, shape[i])) {
         return emitOptionalError(loc, "octet.concat: inputs differ in dim ", i, " (", shape[i],
-                                 " vs ", d, ")");
+                                 " vs ", d, "), which is not the concat axis ", axis);
       }
     }
   }
@@ -930,46 +1304,98 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
   return success();
 }
 
-LogicalResult ConcatOp::verify() { return success(); }
-
 OpFoldResult ConcatOp::fold(FoldAdaptor adaptor) {
   if (getInputs().size() == 1 && getInputs().front().getType() == getType())
     return getInputs().front();
-  // Concatenation of small 1-D constants (shape vectors).
-  if (getType().getRank() != 1 || !getType().hasStaticShape())
+  auto type = getType();
+  if (!type.hasStaticShape() || type.getNumElements() > kMaxFoldedElements)
     return {};
-  SmallVector<Attribute> values;
+  SmallVector<DenseElementsAttr> parts;
   for (Attribute a : adaptor.getInputs()) {
     auto dense = smallDense(a);
     if (!dense)
       return {};
-    llvm::append_range(values, dense.getValues<Attribute>());
+    parts.push_back(dense);
   }
-  return DenseElementsAttr::get(getType(), values);
+  // Row-major: for each index of the dims before the axis, each part's block.
+  int64_t axis = getAxis();
+  int64_t outer = staticElementCount(type.getShape().take_front(axis));
+  SmallVector<Attribute> values;
+  for (int64_t o = 0; o < outer; ++o) {
+    for (DenseElementsAttr part : parts) {
+      int64_t block = staticElementCount(part.getType().getShape().drop_front(axis));
+      auto partValues = part.getValues<Attribute>().begin();
+      for (int64_t k = 0; k < block; ++k)
+        values.push_back(partValues[o * block + k]);
+    }
+  }
+  return DenseElementsAttr::get(type, values);
+}
+
+/// The number of elements ONNX Slice takes from a dim of `size` with
+/// `start:end:step`, after making negative bounds count from the end and
+/// clamping them as ONNX does.
+static int64_t sliceLength(int64_t size, int64_t start, int64_t end, int64_t step) {
+  if (size == 0)
+    return 0;
+  if (start < 0)
+    start += size;
+  if (end < 0)
+    end += size;
+  // Distances as unsigned so that steps like INT64_MAX cannot overflow.
+  if (step > 0) {
+    start = std::clamp<int64_t>(start, 0, size);
+    end = std::clamp<int64_t>(end, 0, size);
+    if (end <= start)
+      return 0;
+    return 1 + static_cast<int64_t>(static_cast<uint64_t>(end - start - 1) /
+                                    static_cast<uint64_t>(step));
+  }
+  start = std::clamp<int64_t>(start, 0, size - 1);
+  end = std::clamp<int64_t>(end, -1, size - 1);
+  if (start <= end)
+    return 0;
+  return 1 + static_cast<int64_t>(static_cast<uint64_t>(start - end - 1) /
+                                  (0 - static_cast<uint64_t>(step)));
 }
 
 LogicalResult SliceOp::verify() {
   size_t n = getAxes().size();
   if (getStaticStarts().size() != n || getStaticEnds().size() != n || getSteps().size() != n)
-    return emitOpError("axes, starts, ends and steps must have the same length");
+    return emitOpError("axes, starts, ends and steps must have the same length, got ")
+           << n << ", " << getStaticStarts().size() << ", " << getStaticEnds().size() << " and "
+           << getSteps().size();
   if (failed(verifyListOfOperandsOrIntegers(*this, "starts", n, getStaticStarts(), getStarts())) ||
       failed(verifyListOfOperandsOrIntegers(*this, "ends", n, getStaticEnds(), getEnds())))
     return failure();
   auto input = getInput().getType(), result = getType();
   if (input.getRank() != result.getRank() || input.getElementType() != result.getElementType())
-    return emitOpError("result ") << result << " must have the rank and element type of " << input;
-  SmallVector<bool> seen(input.getRank(), false);
-  for (auto [axis, step] : llvm::zip(getAxes(), getSteps())) {
-    if (axis >= input.getRank() || seen[axis])
-      return emitOpError("axis ") << axis << " is out of range or repeated";
-    seen[axis] = true;
+    return emitOpError("result ") << result << " must have the rank and element type of "
+                                  << input;
+  SmallVector<bool> sliced(input.getRank(), false);
+  for (auto [axis, start, end, step] :
+       llvm::zip_equal(getAxes(), getStaticStarts(), getStaticEnds(), getSteps())) {
+    if (axis >= input.getRank())
+      return emitOpError("axis ") << axis << " is out of range for rank " << input.getRank();
+    if (sliced[axis])
+      return emitOpError("axis ") << axis << " is sliced twice";
+    sliced[axis] = true;
     if (step == 0)
-      return emitOpError("step must not be zero");
+      return emitOpError("step of axis ") << axis << " must not be zero";
+    int64_t size = input.getDimSize(axis), resultSize = result.getDimSize(axis);
+    if (ShapedType::isDynamic(size) || ShapedType::isDynamic(resultSize) ||
+        ShapedType::isDynamic(start) || ShapedType::isDynamic(end))
+      continue;
+    int64_t expected = sliceLength(size, start, end, step);
+    if (resultSize != expected)
+      return emitOpError("slicing ") << start << ":" << end << ":" << step << " of axis " << axis
+                                     << " (size " << size << ") gives " << expected
+                                     << " elements, but the result has " << resultSize;
   }
   for (int64_t i = 0; i < input.getRank(); ++i)
-    if (!seen[i] && input.getDimSize(i) != result.getDimSize(i) &&
-        !ShapedType::isDynamic(result.getDimSize(i)))
-      return emitOpError("dim ") << i << " is not sliced but changes size";
+    if (!sliced[i] && !dimsCompatible(input.getDimSize(i), result.getDimSize(i)))
+      return emitOpError("dim ") << i << " is not sliced but changes size from "
+                                 << input.getDimSize(i) << " to " << result.getDimSize(i);
   return success();
 }
 
@@ -987,15 +1413,17 @@ LogicalResult GatherOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
   return success();
 }
 
-LogicalResult GatherOp::verify() { return success(); }
-
 //===----------------------------------------------------------------------===//
 // Quantization
 //===----------------------------------------------------------------------===//
 
-/// Per-tensor (scalar scale) or per-axis (1-D scale along `axis`) parameters.
+/// Per-tensor (scalar scale) or per-axis (1-D scale along `axis`) parameters;
+/// the zero point, if any, has the scale's shape and `zeroPointElement`.
 static LogicalResult verifyQuantParams(Operation *op, RankedTensorType data, Value scale,
-                                       Value zeroPoint, std::optional<uint64_t> axis) {
+                                       Value zeroPoint, Type zeroPointElement,
+                                       std::optional<uint64_t> axis) {
+  if (axis && failed(verifyAxis(op, *axis, data.getRank())))
+    return failure();
   auto scaleType = tensorOf(scale);
   bool perTensor = scaleType.getRank() == 0 ||
                    (scaleType.getRank() == 1 && scaleType.getDimSize(0) == 1 && !axis);
@@ -1003,40 +1431,44 @@ static LogicalResult verifyQuantParams(Operation *op, RankedTensorType data, Val
     if (scaleType.getRank() != 1)
       return op->emitOpError("scale must be a scalar or 1-D, got ") << scaleType;
     if (!axis)
-      return op->emitOpError("a 1-D scale needs an axis");
-    if (static_cast<int64_t>(*axis) >= data.getRank())
-      return op->emitOpError("axis ") << *axis << " is out of range for rank "
-                                      << data.getRank();
+      return op->emitOpError("a per-axis scale ")
+             << shapeStr(scaleType.getShape()) << " needs an `axis`";
     int64_t channels = data.getDimSize(*axis);
-    if (!ShapedType::isDynamic(channels) && !ShapedType::isDynamic(scaleType.getDimSize(0)) &&
-        channels != scaleType.getDimSize(0))
+    if (!dimsCompatible(channels, scaleType.getDimSize(0)))
       return op->emitOpError("per-axis scale has ")
-             << scaleType.getDimSize(0) << " entries but axis " << *axis << " has " << channels;
+             << scaleType.getDimSize(0) << " entries but axis " << *axis << " has size "
+             << channels;
   }
-  if (zeroPoint && tensorOf(zeroPoint).getShape() != scaleType.getShape())
+  if (!zeroPoint)
+    return success();
+  auto zeroPointType = tensorOf(zeroPoint);
+  if (zeroPointType.getElementType() != zeroPointElement)
+    return op->emitOpError("zero point must have element type ")
+           << zeroPointElement << ", got " << zeroPointType.getElementType();
+  if (zeroPointType.getShape() != scaleType.getShape())
     return op->emitOpError("zero point shape ")
-           << shapeStr(tensorOf(zeroPoint).getShape()) << " differs from scale shape "
+           << shapeStr(zeroPointType.getShape()) << " differs from scale shape "
            << shapeStr(scaleType.getShape());
   return success();
 }
 
 LogicalResult QuantizeOp::verify() {
   if (getInput().getType().getShape() != getType().getShape())
-    return emitOpError("result shape must equal the input shape");
-  if (getZeroPoint() && tensorOf(getZeroPoint()).getElementType() != getType().getElementType())
-    return emitOpError("zero point must have the result element type ")
-           << getType().getElementType();
-  return verifyQuantParams(*this, getInput().getType(), getScale(), getZeroPoint(), getAxis());
+    return emitOpError("result shape ") << shapeStr(getType().getShape())
+                                        << " must equal the input shape "
+                                        << shapeStr(getInput().getType().getShape());
+  return verifyQuantParams(*this, getInput().getType(), getScale(), getZeroPoint(),
+                           getType().getElementType(), getAxis());
 }
 
 LogicalResult DequantizeOp::verify() {
-  if (getInput().getType().getShape() != getType().getShape())
-    return emitOpError("result shape must equal the input shape");
-  if (getZeroPoint() &&
-      tensorOf(getZeroPoint()).getElementType() != getInput().getType().getElementType())
-    return emitOpError("zero point must have the input element type ")
-           << getInput().getType().getElementType();
-  return verifyQuantParams(*this, getInput().getType(), getScale(), getZeroPoint(), getAxis());
+  auto input = getInput().getType();
+  if (input.getShape() != getType().getShape())
+    return emitOpError("result shape ") << shapeStr(getType().getShape())
+                                        << " must equal the input shape "
+                                        << shapeStr(input.getShape());
+  return verifyQuantParams(*this, input, getScale(), getZeroPoint(), input.getElementType(),
+                           getAxis());
 }
 
 LogicalResult DynamicQuantizeOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location>,
@@ -1060,18 +1492,34 @@ LogicalResult MatMulIntegerOp::inferReturnTypes(MLIRContext *ctx, std::optional<
 }
 
 LogicalResult MatMulIntegerOp::verify() {
-  auto checkZp = [&](Value zp, Value data, StringRef which) -> LogicalResult {
-    if (!zp)
-      return success();
-    auto type = tensorOf(zp);
-    if (type.getElementType() != tensorOf(data).getElementType())
-      return emitOpError(which) << " zero point must have the element type of " << which;
-    if (type.getRank() > 1)
-      return emitOpError(which) << " zero point must be a scalar or 1-D";
+  Value lhsZeroPoint = getLhsZeroPoint(), rhsZeroPoint = getRhsZeroPoint();
+  if (!lhsZeroPoint && !rhsZeroPoint)
     return success();
+  if (!lhsZeroPoint || !rhsZeroPoint)
+    return emitOpError("zero points come as a pair: give both lhs and rhs zero points or none");
+  // lhs: one zero point; rhs: one, or one per column.
+  auto verifyZeroPoint = [&](StringRef which, Value zeroPoint, Value data,
+                             std::optional<int64_t> columns) -> LogicalResult {
+    auto type = tensorOf(zeroPoint);
+    Type element = tensorOf(data).getElementType();
+    if (type.getElementType() != element)
+      return emitOpError(which) << " zero point must have element type " << element << ", got "
+                                << type.getElementType();
+    bool scalar = type.getRank() == 0 || (type.getRank() == 1 && type.getDimSize(0) == 1);
+    if (scalar ||
+        (columns && type.getRank() == 1 && dimsCompatible(type.getDimSize(0), *columns)))
+      return success();
+    InFlightDiagnostic diag = emitOpError(which) << " zero point must be a scalar";
+    if (columns)
+      diag << " or have one entry per column " << shapeStr(*columns);
+    return diag << ", got " << shapeStr(type.getShape());
   };
-  if (failed(checkZp(getLhsZeroPoint(), getLhs(), "lhs")) ||
-      failed(checkZp(getRhsZeroPoint(), getRhs(), "rhs")))
+  auto rhs = getRhs().getType();
+  std::optional<int64_t> columns;
+  if (rhs.getRank() >= 2)
+    columns = rhs.getDimSize(rhs.getRank() - 1);
+  if (failed(verifyZeroPoint("lhs", lhsZeroPoint, getLhs(), std::nullopt)) ||
+      failed(verifyZeroPoint("rhs", rhsZeroPoint, getRhs(), columns)))
     return failure();
   return success();
 }

@@ -46,7 +46,10 @@ def Octet_DimOp : Octet_Op<"dim", [Pure]> {
   let description = [{
     Folds to a constant when the dimension is static, and to the size operand
     that produced it when the tensor comes from `octet.reshape` or
-    `octet.expand`; through shape-preserving ops it looks at their input.
+    `octet.expand`. Otherwise it moves to the operand dim that provably has the
+    same size: the input of shape-preserving ops, `transpose`, `slice` (unsliced
+    axes), `concat` (other axes), `gather`, reductions, `linear`, `matmul` and
+    broadcasting ops (where the other operand has no such dim or a static 1).
 
     ```mlir
     %seq = octet.dim %input_ids[1] : tensor<?x?xi64>
@@ -55,6 +58,7 @@ def Octet_DimOp : Octet_Op<"dim", [Pure]> {
   let arguments = (ins Octet_Tensor:$source, Octet_Axis:$index);
   let results = (outs Index:$result);
   let assemblyFormat = "$source `[` $index `]` attr-dict `:` type($source)";
+  let hasCanonicalizer = 1;
   let hasFolder = 1;
   let hasVerifier = 1;
 }
@@ -95,15 +99,19 @@ def Octet_RangeOp : Octet_Op<"range", [Pure]> {
 // Elementwise ops (numpy broadcasting)
 //===----------------------------------------------------------------------===//
 
-class Octet_BinaryOp<string mnemonic, string what, list<Trait> traits = []>
+class Octet_BinaryOp<string mnemonic, string what, list<Trait> traits = [],
+                     string resultNote = "The result has the operands' element type; `i1` is rejected.",
+                     string exampleElement = "f32">
     : Octet_Op<mnemonic, !listconcat(traits, [Pure, InferTypeOpAdaptor])> {
   let summary = "elementwise " # what # " with numpy broadcasting";
   let description = [{
-    Elementwise over the broadcast shape of both operands (ONNX / numpy rules).
-    Both operands have the same element type.
+    Elementwise over the broadcast shape of both operands (ONNX / numpy rules:
+    shapes align at the right, a dim of 1 stretches). Both operands have the
+    same element type. }] # resultNote # [{ Folds on small constants.
 
     ```mlir
-    %y = octet.}] # mnemonic # [{ %a, %b : tensor<?x?x768xf32>, tensor<768xf32>
+    %y = octet.}] # mnemonic # [{ %a, %b : tensor<?x?x768x}] # exampleElement #
+    [{>, tensor<768x}] # exampleElement # [{>
     ```
   }];
   let arguments = (ins Octet_Tensor:$lhs, Octet_Tensor:$rhs);
@@ -120,20 +128,24 @@ def Octet_DivOp : Octet_BinaryOp<"div", "quotient (integers round toward zero)">
 def Octet_PowOp : Octet_BinaryOp<"pow", "power">;
 def Octet_MaxOp : Octet_BinaryOp<"max", "maximum", [Commutative]>;
 def Octet_MinOp : Octet_BinaryOp<"min", "minimum", [Commutative]>;
-def Octet_EqualOp : Octet_BinaryOp<"equal", "comparison a == b (to i1)", [Commutative]>;
-def Octet_LessOp : Octet_BinaryOp<"less", "comparison a < b (to i1)">;
-def Octet_GreaterOp : Octet_BinaryOp<"greater", "comparison a > b (to i1)">;
-def Octet_AndOp : Octet_BinaryOp<"and", "logical and of i1", [Commutative]>;
-def Octet_OrOp : Octet_BinaryOp<"or", "logical or of i1", [Commutative]>;
+def Octet_EqualOp : Octet_BinaryOp<"equal", "comparison a == b (to i1)", [Commutative],
+                                   "The result is `i1`.">;
+def Octet_LessOp : Octet_BinaryOp<"less", "comparison a < b (to i1)", [], "The result is `i1`.">;
+def Octet_GreaterOp : Octet_BinaryOp<"greater", "comparison a > b (to i1)", [], "The result is `i1`.">;
+def Octet_AndOp : Octet_BinaryOp<"and", "logical and of i1", [Commutative],
+                                 "Operands and result are `i1`.", "i1">;
+def Octet_OrOp : Octet_BinaryOp<"or", "logical or of i1", [Commutative],
+                                "Operands and result are `i1`.", "i1">;
 
-class Octet_UnaryOp<string mnemonic, string what, Type operandType = Octet_FloatTensor>
+class Octet_UnaryOp<string mnemonic, string what, Type operandType = Octet_FloatTensor,
+                    string exampleElement = "f32">
     : Octet_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
   let summary = "elementwise " # what;
   let description = [{
-    Elementwise; the result has the operand's type.
+    Elementwise; the result has the operand's type. Folds on small constants.
 
     ```mlir
-    %y = octet.}] # mnemonic # [{ %x : tensor<?x?x768xf32>
+    %y = octet.}] # mnemonic # [{ %x : tensor<?x?x768x}] # exampleElement # [{>
     ```
   }];
   let arguments = (ins operandType:$input);
@@ -153,7 +165,7 @@ def Octet_RsqrtOp : Octet_UnaryOp<"rsqrt", "1 / sqrt(x)">;
 def Octet_ReciprocalOp : Octet_UnaryOp<"reciprocal", "1 / x">;
 def Octet_ReluOp : Octet_UnaryOp<"relu", "max(x, 0)">;
 def Octet_SigmoidOp : Octet_UnaryOp<"sigmoid", "1 / (1 + e^-x)">;
-def Octet_NotOp : Octet_UnaryOp<"not", "logical negation", Octet_BoolTensor>;
+def Octet_NotOp : Octet_UnaryOp<"not", "logical negation", Octet_BoolTensor, "i1">;
 
 def Octet_CastOp : Octet_Op<"cast", [Pure, SameOperandsAndResultShape]> {
   let summary = "elementwise conversion of the element type";
@@ -174,6 +186,9 @@ def Octet_CastOp : Octet_Op<"cast", [Pure, SameOperandsAndResultShape]> {
 def Octet_WhereOp : Octet_Op<"where", [Pure, InferTypeOpAdaptor]> {
   let summary = "elementwise select: cond ? a : b, with broadcasting";
   let description = [{
+    ONNX `Where`: the condition and both branches broadcast together (numpy
+    rules); the branches have the same element type, which is the result's.
+
     ```mlir
     %y = octet.where %c, %a, %b : tensor<?x1x1x?xi1>, tensor<f32>, tensor<?x12x?x?xf32>
     ```
@@ -229,8 +244,9 @@ class Octet_ReduceOp<string mnemonic, string what>
     : Octet_Op<mnemonic, [Pure, InferTypeOpAdaptor]> {
   let summary = what # " over the given axes";
   let description = [{
-    Reduces over `axes` (sorted, unique, non-negative); `keepdims` keeps them
-    as size-1 dims.
+    Reduces over `axes` (at least one; sorted, unique, non-negative);
+    `keepdims` keeps them as size-1 dims. ONNX's "no axes" (reduce all) is
+    spelled out as the list of every axis.
 
     ```mlir
     %m = octet.}] # mnemonic # [{ %x axes = [2] keepdims : tensor<?x?x768xf32>
@@ -272,6 +288,9 @@ def Octet_CumSumOp : Octet_Op<"cumsum", [Pure, SameOperandsAndResultType]> {
 def Octet_SoftmaxOp : Octet_Op<"softmax", [Pure, SameOperandsAndResultType]> {
   let summary = "softmax along one axis";
   let description = [{
+    exp(x - max) / sum(exp(x - max)) along `axis`; the result has the input's
+    type.
+
     ```mlir
     %p = octet.softmax %s axis = 3 : tensor<?x12x?x?xf32>
     ```
@@ -427,13 +446,15 @@ def Octet_TransposeOp : Octet_Op<"transpose", [Pure, InferTypeOpAdaptor]> {
   let results = (outs Octet_Tensor:$result);
   let assemblyFormat = "$input `permutation` `=` $permutation attr-dict `:` type($input)";
   let hasFolder = 1;
-  let hasVerifier = 1;
   let hasCanonicalizer = 1;
 }
 
 def Octet_ConcatOp : Octet_Op<"concat", [Pure, InferTypeOpAdaptor]> {
   let summary = "join tensors along one axis";
   let description = [{
+    All inputs have the same rank and element type and agree on every dim but
+    `axis`. Folds when all inputs are small constants.
+
     ```mlir
     %y = octet.concat %a, %b axis = 1 : tensor<?x4xf32>, tensor<?x2xf32>
     ```
@@ -441,7 +462,6 @@ def Octet_ConcatOp : Octet_Op<"concat", [Pure, InferTypeOpAdaptor]> {
   let arguments = (ins Variadic<Octet_Tensor>:$inputs, Octet_Axis:$axis);
   let results = (outs Octet_Tensor:$result);
   let assemblyFormat = "$inputs `axis` `=` $axis attr-dict `:` type($inputs)";
-  let hasVerifier = 1;
   let hasFolder = 1;
 }
 
@@ -451,6 +471,9 @@ def Octet_SliceOp : Octet_Op<"slice", [Pure, AttrSizedOperandSegments]> {
     For each listed axis, takes `start, start + step, …` up to `end`
     (excluded). Negative starts/ends count from the end and out-of-range ones
     are clamped, as in ONNX. Starts and ends may be run-time `index` values.
+    A static bound cannot be INT64_MIN (it marks a run-time bound in the
+    list): "to the front" is any end <= -size-1, e.g. -9223372036854775807.
+    Axes are listed at most once; steps are non-zero.
 
     ```mlir
     %p = octet.slice %ids axes = [1] starts = [0] ends = [%s] steps = [1]
@@ -483,7 +506,6 @@ def Octet_GatherOp : Octet_Op<"gather", [Pure, InferTypeOpAdaptor]> {
   let arguments = (ins Octet_Tensor:$data, RankedTensorOf<[I32, I64]>:$indices, Octet_Axis:$axis);
   let results = (outs Octet_Tensor:$result);
   let assemblyFormat = "$data `,` $indices `axis` `=` $axis attr-dict `:` type($data) `,` type($indices)";
-  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//

@@ -14,6 +14,23 @@ namespace octet {
 using namespace mlir;
 
 namespace {
+/// max(a, min(a, b)) = a and min(a, max(a, b)) = a (absorption). Broadcasting
+/// a size against a clamped copy of itself (position ids sliced to the
+/// sequence length) leaves exactly this shape arithmetic.
+template <typename OuterOp, typename InnerOp> struct Absorb : OpRewritePattern<OuterOp> {
+  using OpRewritePattern<OuterOp>::OpRewritePattern;
+  LogicalResult matchAndRewrite(OuterOp op, PatternRewriter &rewriter) const override {
+    for (auto [a, other] : {std::pair{op.getLhs(), op.getRhs()}, {op.getRhs(), op.getLhs()}}) {
+      auto inner = other.template getDefiningOp<InnerOp>();
+      if (inner && (inner.getLhs() == a || inner.getRhs() == a)) {
+        rewriter.replaceOp(op, a);
+        return success();
+      }
+    }
+    return failure();
+  }
+};
+
 struct OctetCleanupPass : octet::impl::OctetCleanupBase<OctetCleanupPass> {
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
@@ -22,6 +39,8 @@ struct OctetCleanupPass : octet::impl::OctetCleanupBase<OctetCleanupPass> {
       dialect->getCanonicalizationPatterns(patterns);
     for (RegisteredOperationName op : ctx->getRegisteredOperations())
       op.getCanonicalizationPatterns(patterns, ctx);
+    patterns.add<Absorb<arith::MaxSIOp, arith::MinSIOp>, Absorb<arith::MinSIOp, arith::MaxSIOp>>(
+        ctx);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
     IRRewriter rewriter(ctx);

@@ -1,0 +1,610 @@
+//===- Importer.cpp - ONNX model, graph and tensors to octet IR -----------===//
+//
+// Reads the model (binary through protobuf's streams, or ONNX text), checks
+// it, turns initializers into constants without copying their bytes, and
+// converts the graph node by node into `func.func @main`.
+//
+//===----------------------------------------------------------------------===//
+#include "frontends/onnx/Importer.h"
+#include "frontends/onnx/GraphImporter.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
+#include "mlir/IR/Verifier.h"
+#include "llvm/ADT/ScopeExit.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl.h>
+#include <onnx/checker.h>
+#include <onnx/defs/parser.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+using namespace mlir;
+using namespace octet::onnx_import;
+
+//===----------------------------------------------------------------------===//
+// Element types
+//===----------------------------------------------------------------------===//
+
+Type octet::onnx_import::convertElementType(MLIRContext *ctx, int32_t onnxType) {
+  auto integer = [&](unsigned width, bool isUnsigned = false) -> Type {
+    return IntegerType::get(ctx, width, isUnsigned ? IntegerType::Unsigned : IntegerType::Signless);
+  };
+  switch (onnxType) {
+  case onnx::TensorProto::FLOAT:
+    return Float32Type::get(ctx);
+  case onnx::TensorProto::FLOAT16:
+    return Float16Type::get(ctx);
+  case onnx::TensorProto::BFLOAT16:
+    return BFloat16Type::get(ctx);
+  case onnx::TensorProto::DOUBLE:
+    return Float64Type::get(ctx);
+  case onnx::TensorProto::BOOL:
+    return integer(1);
+  case onnx::TensorProto::INT8:
+    return integer(8);
+  case onnx::TensorProto::UINT8:
+    return integer(8, true);
+  case onnx::TensorProto::INT16:
+    return integer(16);
+  case onnx::TensorProto::UINT16:
+    return integer(16, true);
+  case onnx::TensorProto::INT32:
+    return integer(32);
+  case onnx::TensorProto::INT64:
+    return integer(64);
+  default:
+    return {};
+  }
+}
+
+std::string octet::onnx_import::onnxTypeName(int32_t onnxType) {
+  if (onnx::TensorProto::DataType_IsValid(onnxType))
+    return onnx::TensorProto::DataType_Name(static_cast<onnx::TensorProto::DataType>(onnxType));
+  return "type #" + std::to_string(onnxType);
+}
+
+/// Bytes per element as ONNX stores them (bool: one byte).
+static size_t storageBytes(Type elementType) {
+  return std::max<size_t>(1, elementType.getIntOrFloatBitWidth() / 8);
+}
+
+//===----------------------------------------------------------------------===//
+// Tensors
+//===----------------------------------------------------------------------===//
+
+/// Reads a tensor's external data (location/offset/length, relative to
+/// `baseDir`) into `out` with pread: one buffer, no second copy.
+static LogicalResult readExternalData(const onnx::TensorProto &tensor, StringRef baseDir,
+                                      uint64_t expectedBytes, std::string &out, Location loc) {
+  std::string location;
+  uint64_t offset = 0, length = expectedBytes;
+  for (const auto &entry : tensor.external_data()) {
+    if (entry.key() == "location")
+      location = entry.value();
+    else if (entry.key() == "offset" || entry.key() == "length") {
+      unsigned long long parsed;
+      if (StringRef(entry.value()).getAsInteger(10, parsed))
+        return emitError(loc) << "tensor '" << tensor.name() << "' has an invalid external data "
+                              << entry.key() << " '" << entry.value() << "'";
+      (entry.key() == "offset" ? offset : length) = parsed;
+    }
+  }
+  if (location.empty())
+    return emitError(loc) << "tensor '" << tensor.name()
+                          << "' has external data without a location";
+  if (length != expectedBytes)
+    return emitError(loc) << "tensor '" << tensor.name() << "' has external data of " << length
+                          << " bytes but its shape needs " << expectedBytes;
+  SmallString<256> path(location);
+  if (!llvm::sys::path::is_absolute(path)) {
+    path = baseDir;
+    llvm::sys::path::append(path, location);
+  }
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return emitError(loc) << "cannot open external data file '" << path << "' of tensor '"
+                          << tensor.name() << "': " << std::strerror(errno);
+  auto closeFd = llvm::scope_exit([&] { ::close(fd); });
+  out.resize(length);
+  uint64_t done = 0;
+  while (done < length) {
+    ssize_t n = ::pread(fd, out.data() + done, length - done, offset + done);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return emitError(loc) << "external data file '" << path << "' of tensor '" << tensor.name()
+                            << "' is too short: needs " << length << " bytes at offset " << offset
+                            << ", read " << done
+                            << (n < 0 ? std::string(": ") + std::strerror(errno) : "");
+    done += n;
+  }
+  return success();
+}
+
+/// Stores each value's low `elementBytes` bytes (the host is little-endian, as
+/// ONNX's raw_data is) — how ONNX packs narrow types into int32_data.
+template <typename T>
+static void packField(const google::protobuf::RepeatedField<T> &field, size_t elementBytes,
+                      std::string &out) {
+  out.resize(field.size() * elementBytes);
+  for (int i = 0; i < field.size(); ++i) {
+    T v = field.Get(i);
+    std::memcpy(&out[i * elementBytes], &v, elementBytes);
+  }
+}
+
+/// The values from a tensor's typed fields (float_data, int32_data …).
+static void packTypedFields(const onnx::TensorProto &tensor, size_t elementBytes,
+                            std::string &out) {
+  switch (tensor.data_type()) {
+  case onnx::TensorProto::FLOAT:
+    return packField(tensor.float_data(), elementBytes, out);
+  case onnx::TensorProto::DOUBLE:
+    return packField(tensor.double_data(), elementBytes, out);
+  case onnx::TensorProto::INT64:
+    return packField(tensor.int64_data(), elementBytes, out);
+  default:
+    return packField(tensor.int32_data(), elementBytes, out);
+  }
+}
+
+ElementsAttr octet::onnx_import::convertTensor(onnx::TensorProto &tensor, StringRef baseDir,
+                                               Location loc) {
+  MLIRContext *ctx = loc.getContext();
+  Type elementType = convertElementType(ctx, tensor.data_type());
+  if (!elementType) {
+    emitError(loc) << "tensor '" << tensor.name() << "' has unsupported element type "
+                   << onnxTypeName(tensor.data_type());
+    return {};
+  }
+  if (tensor.has_segment()) {
+    emitError(loc) << "tensor '" << tensor.name() << "' is segmented, which is not supported";
+    return {};
+  }
+  SmallVector<int64_t> shape;
+  uint64_t numElements = 1;
+  for (int64_t d : tensor.dims()) {
+    if (d < 0 || (d > 0 && numElements > (uint64_t(1) << 40) / uint64_t(d))) {
+      emitError(loc) << "tensor '" << tensor.name() << "' has an invalid dim " << d;
+      return {};
+    }
+    shape.push_back(d);
+    numElements *= d;
+  }
+  auto type = RankedTensorType::get(shape, elementType);
+  size_t elementBytes = storageBytes(elementType);
+  uint64_t expectedBytes = numElements * elementBytes;
+
+  std::string bytes;
+  if (tensor.data_location() == onnx::TensorProto::EXTERNAL) {
+    if (failed(readExternalData(tensor, baseDir, expectedBytes, bytes, loc)))
+      return {};
+  } else if (tensor.has_raw_data()) {
+    bytes.swap(*tensor.mutable_raw_data()); // take the bytes, do not copy them
+  } else {
+    packTypedFields(tensor, elementBytes, bytes);
+  }
+  if (bytes.size() != expectedBytes) {
+    emitError(loc) << "tensor '" << tensor.name() << "' holds " << bytes.size()
+                   << " bytes of data but its type " << type << " needs " << expectedBytes;
+    return {};
+  }
+
+  if (numElements <= static_cast<uint64_t>(kSmallTensorLimit)) {
+    if (elementType.isInteger(1)) {
+      SmallVector<bool> values;
+      for (char c : bytes)
+        values.push_back(c != 0);
+      return DenseElementsAttr::get(type, values);
+    }
+    return DenseElementsAttr::getFromRawBuffer(type, ArrayRef<char>(bytes.data(), bytes.size()));
+  }
+  // The blob's deleter owns the bytes for as long as the context holds the
+  // resource; moving the string keeps its heap buffer.
+  auto *owned = new std::string(std::move(bytes));
+  AsmResourceBlob blob = UnmanagedAsmResourceBlob::allocateWithAlign(
+      ArrayRef<char>(owned->data(), owned->size()), elementBytes,
+      [owned](void *, size_t, size_t) { delete owned; });
+  StringRef name = tensor.name().empty() ? StringRef("tensor") : StringRef(tensor.name());
+  return DenseResourceElementsAttr::get(type, name, std::move(blob));
+}
+
+//===----------------------------------------------------------------------===//
+// Graph
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// A graph input's or output's declared type.
+struct DeclaredType {
+  RankedTensorType type;
+  SmallVector<Attribute> dimParams;
+};
+
+class ModelImporter {
+public:
+  ModelImporter(MLIRContext &ctx, onnx::ModelProto &model, StringRef path, StringRef baseDir)
+      : ctx(ctx), model(model), path(path), baseDir(baseDir),
+        fileLoc(FileLineColLoc::get(&ctx, path, 0, 0)) {}
+
+  OwningOpRef<ModuleOp> run();
+
+private:
+  LogicalResult checkModel();
+  /// Checks what needs no conversion: every op is supported and every input
+  /// defined. Runs before the ONNX checker so these errors read well.
+  LogicalResult checkNodes();
+  FailureOr<DeclaredType> declaredType(const onnx::ValueInfoProto &info, Location loc);
+  LogicalResult convertNode(GraphImporter &graph, onnx::NodeProto &node, unsigned index,
+                            const llvm::StringSet<> &usedNames);
+  /// Verifies the ops created for one node; the first failure's message, or "".
+  std::string verifyNewOps(Block &block, Operation *lastBefore);
+  Location valueLoc(StringRef name) { return NameLoc::get(StringAttr::get(&ctx, name), fileLoc); }
+
+  MLIRContext &ctx;
+  onnx::ModelProto &model;
+  std::string path, baseDir;
+  Location fileLoc;
+  llvm::StringMap<int64_t> opsets; // domain ("ai.onnx" for the default) → version
+};
+} // namespace
+
+static StringRef canonicalDomain(StringRef domain) {
+  return domain.empty() ? StringRef("ai.onnx") : domain;
+}
+
+LogicalResult ModelImporter::checkModel() {
+  if (!model.has_ir_version())
+    return emitError(fileLoc) << "'" << path << "' is not an ONNX model: it has no ir_version";
+  if (!model.has_graph())
+    return emitError(fileLoc) << "'" << path << "' is not an ONNX model: it has no graph";
+  if (model.opset_import_size() == 0)
+    return emitError(fileLoc) << "'" << path << "' is not an ONNX model: it imports no opset";
+  for (const auto &opset : model.opset_import())
+    opsets[canonicalDomain(opset.domain())] = opset.version();
+  auto defaultOpset = opsets.find("ai.onnx");
+  if (defaultOpset == opsets.end())
+  {
+    std::string domains;
+    for (const auto &entry : opsets)
+      domains += (domains.empty() ? "" : ", ") + entry.getKey().str();
+    return emitError(fileLoc) << "unsupported opset: '" << path
+                              << "' imports no ai.onnx opset (only " << domains
+                              << "); Octet supports ai.onnx opsets 11-20";
+  }
+  int64_t version = defaultOpset->second;
+  if (version < 11 || version > 20)
+    return emitError(fileLoc) << "unsupported opset " << version
+                              << " (Octet supports ai.onnx opsets 11-20)";
+  if (failed(checkNodes()))
+    return failure();
+  // libonnx 1.12 knows the schemas up to opset 17 and IR version 8 only
+  // (current exporters write IR 9-10 with opsets the checker does know).
+  if (version <= 17 && model.ir_version() <= onnx::IR_VERSION) {
+    try {
+      onnx::checker::check_model(model);
+    } catch (const std::exception &e) {
+      return emitError(fileLoc) << "the ONNX checker rejected '" << path << "': " << e.what();
+    }
+  }
+  return success();
+}
+
+static StringRef typeKindName(const onnx::TypeProto &type) {
+  switch (type.value_case()) {
+  case onnx::TypeProto::kSequenceType:
+    return "sequence";
+  case onnx::TypeProto::kMapType:
+    return "map";
+  case onnx::TypeProto::kOptionalType:
+    return "optional";
+  case onnx::TypeProto::kSparseTensorType:
+    return "sparse tensor";
+  default:
+    return "(none)";
+  }
+}
+
+FailureOr<DeclaredType> ModelImporter::declaredType(const onnx::ValueInfoProto &info,
+                                                    Location loc) {
+  if (!info.type().has_tensor_type())
+    return emitError(loc) << "graph value '" << info.name() << "' has unsupported type "
+                          << typeKindName(info.type()) << ": Octet supports tensors only";
+  const auto &tensorType = info.type().tensor_type();
+  Type elementType = convertElementType(&ctx, tensorType.elem_type());
+  if (!elementType)
+    return emitError(loc) << "graph value '" << info.name() << "' has unsupported element type "
+                          << onnxTypeName(tensorType.elem_type());
+  if (!tensorType.has_shape())
+    return emitError(loc) << "graph value '" << info.name()
+                          << "' has no shape; Octet needs the rank of every input and output";
+  DeclaredType result;
+  SmallVector<int64_t> shape;
+  for (const auto &dim : tensorType.shape().dim()) {
+    bool isStatic = dim.has_dim_value() && dim.dim_value() >= 0;
+    shape.push_back(isStatic ? dim.dim_value() : ShapedType::kDynamic);
+    result.dimParams.push_back(
+        StringAttr::get(&ctx, dim.has_dim_param() ? dim.dim_param() : std::string()));
+  }
+  result.type = RankedTensorType::get(shape, elementType);
+  return result;
+}
+
+std::string ModelImporter::verifyNewOps(Block &block, Operation *lastBefore) {
+  auto begin = lastBefore ? std::next(lastBefore->getIterator()) : block.begin();
+  std::string message;
+  ScopedDiagnosticHandler capture(&ctx, [&](Diagnostic &diag) {
+    if (message.empty())
+      message = diag.str();
+    return success();
+  });
+  for (Operation &op : llvm::make_range(begin, block.end()))
+    if (failed(verify(&op, /*verifyRecursively=*/false)))
+      break;
+  return message;
+}
+
+/// Exporters often leave nodes unnamed; the first output names them well.
+static std::string nodeName(const onnx::NodeProto &node, unsigned index) {
+  if (!node.name().empty())
+    return node.name();
+  if (node.output_size() && !node.output(0).empty())
+    return node.output(0);
+  return node.op_type() + "#" + std::to_string(index);
+}
+
+LogicalResult ModelImporter::checkNodes() {
+  const onnx::GraphProto &graph = model.graph();
+  llvm::StringSet<> defined;
+  for (const auto &tensor : graph.initializer())
+    defined.insert(tensor.name());
+  for (const auto &input : graph.input())
+    defined.insert(input.name());
+  for (auto [index, node] : llvm::enumerate(graph.node())) {
+    std::string name = nodeName(node, index);
+    StringRef domain = canonicalDomain(node.domain());
+    std::string where = describeNode(node.op_type(), domain, opsets.lookup(domain), name);
+    Location loc = valueLoc(name);
+    const OpConversion *conversion =
+        domain == "ai.onnx" ? lookupConversion(node.op_type()) : nullptr;
+    if (!conversion)
+      return emitError(loc) << "unsupported " << where;
+    for (const std::string &input : node.input())
+      if (!input.empty() && !defined.contains(input))
+        return emitError(loc) << where << ": input '" << input
+                              << "' is not defined (no initializer, graph input or earlier "
+                                 "node output)";
+    for (unsigned i = 0; i < conversion->requiredInputs; ++i)
+      if (i >= static_cast<unsigned>(node.input_size()) || node.input(i).empty())
+        return emitError(loc) << where << ": needs at least " << conversion->requiredInputs
+                              << " inputs";
+    for (const std::string &output : node.output())
+      defined.insert(output);
+  }
+  return success();
+}
+
+LogicalResult ModelImporter::convertNode(GraphImporter &graph, onnx::NodeProto &node,
+                                         unsigned index, const llvm::StringSet<> &usedNames) {
+  std::string name = nodeName(node, index);
+  StringRef domain = canonicalDomain(node.domain());
+  NodeContext context(graph, node, name, domain, opsets.lookup(domain), valueLoc(name));
+  Block &block = *graph.builder.getInsertionBlock();
+  Operation *lastBefore = block.empty() ? nullptr : &block.back();
+  if (failed(lookupConversion(node.op_type())->convert(context)))
+    return failure();
+  std::string invalid = verifyNewOps(block, lastBefore);
+  if (!invalid.empty())
+    return context.fail("cannot convert: " + invalid);
+  for (auto [i, output] : llvm::enumerate(node.output()))
+    if (!output.empty() && !graph.values.count(output) && usedNames.contains(output))
+      return context.fail("output " + Twine(i) + " ('" + output +
+                          "') is not supported, but the graph uses it");
+  return success();
+}
+
+OwningOpRef<ModuleOp> ModelImporter::run() {
+  if (failed(checkModel()))
+    return {};
+  OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc);
+  SmallVector<NamedAttribute> opsetAttrs;
+  for (const auto &opset : opsets)
+    opsetAttrs.emplace_back(StringAttr::get(&ctx, opset.getKey()),
+                            IntegerAttr::get(IntegerType::get(&ctx, 64), opset.getValue()));
+  (*module)->setAttr("octet.opset", DictionaryAttr::get(&ctx, opsetAttrs));
+  std::string producer = model.producer_name();
+  if (!model.producer_version().empty())
+    producer += (producer.empty() ? "" : " ") + model.producer_version();
+  (*module)->setAttr("octet.producer", StringAttr::get(&ctx, producer));
+
+  onnx::GraphProto &graphProto = *model.mutable_graph();
+  OpBuilder builder(module->getBodyRegion());
+  GraphImporter graph(builder, fileLoc, baseDir);
+
+  for (onnx::TensorProto &tensor : *graphProto.mutable_initializer()) {
+    ElementsAttr value = convertTensor(tensor, baseDir, valueLoc(tensor.name()));
+    if (!value)
+      return {};
+    OnnxValue &entry = graph.values[tensor.name()];
+    entry.type = cast<RankedTensorType>(value.getType());
+    entry.constant = value;
+  }
+
+  SmallVector<Type> argTypes;
+  SmallVector<DictionaryAttr> argAttrs;
+  SmallVector<std::string> argNames;
+  auto ioAttrs = [&](StringRef name, ArrayRef<Attribute> dimParams) {
+    NamedAttribute attrs[] = {
+        NamedAttribute(StringAttr::get(&ctx, "octet.name"), StringAttr::get(&ctx, name)),
+        NamedAttribute(StringAttr::get(&ctx, "octet.dim_params"), ArrayAttr::get(&ctx, dimParams))};
+    return DictionaryAttr::get(&ctx, attrs);
+  };
+  SmallVector<SmallVector<Attribute>> argDimParams;
+  for (const auto &input : graphProto.input()) {
+    if (graph.values.count(input.name()))
+      continue; // an initializer listed as input (IR version < 4)
+    auto declared = declaredType(input, valueLoc(input.name()));
+    if (failed(declared))
+      return {};
+    argTypes.push_back(declared->type);
+    argAttrs.push_back(ioAttrs(input.name(), declared->dimParams));
+    argNames.push_back(input.name());
+    argDimParams.push_back(declared->dimParams);
+  }
+
+  auto func = func::FuncOp::create(builder, fileLoc, "main", builder.getFunctionType(argTypes, {}));
+  func.setAllArgAttrs(argAttrs);
+  Block *body = func.addEntryBlock();
+  builder.setInsertionPointToEnd(body);
+
+  llvm::StringMap<std::pair<Value, int64_t>> symbolDims;
+  for (auto [i, arg] : llvm::enumerate(body->getArguments())) {
+    OnnxValue &entry = graph.values[argNames[i]];
+    entry.type = cast<RankedTensorType>(arg.getType());
+    entry.tensor = arg;
+    for (auto [d, param] : llvm::enumerate(argDimParams[i])) {
+      StringRef name = cast<StringAttr>(param).getValue();
+      if (name.empty() || !entry.type.isDynamicDim(d))
+        continue;
+      auto [it, inserted] = symbolDims.try_emplace(name, arg, d);
+      if (!inserted)
+        graph.sameSymbol[{arg, static_cast<int64_t>(d)}] = it->second;
+    }
+  }
+
+  llvm::StringSet<> usedNames;
+  for (const auto &node : graphProto.node())
+    for (const std::string &input : node.input())
+      usedNames.insert(input);
+  for (const auto &output : graphProto.output())
+    usedNames.insert(output.name());
+
+  for (auto [index, node] : llvm::enumerate(*graphProto.mutable_node()))
+    if (failed(convertNode(graph, node, index, usedNames)))
+      return {};
+
+  SmallVector<Value> results;
+  SmallVector<DictionaryAttr> resultAttrs;
+  for (const auto &output : graphProto.output()) {
+    Location loc = valueLoc(output.name());
+    auto found = graph.values.find(output.name());
+    if (found == graph.values.end()) {
+      emitError(loc) << "graph output '" << output.name() << "' is not computed by the graph";
+      return {};
+    }
+    Value value = graph.materialize(found->second, loc);
+    auto type = cast<RankedTensorType>(value.getType());
+    SmallVector<Attribute> dimParams(type.getRank(), StringAttr::get(&ctx, ""));
+    // The computed type wins; a declared shape only names the dims.
+    const auto &declared = output.type().tensor_type();
+    Type declaredElement = convertElementType(&ctx, declared.elem_type());
+    if (declaredElement && declaredElement != type.getElementType()) {
+      emitError(loc) << "graph output '" << output.name() << "' is declared as " << declaredElement
+                     << " but computes " << type;
+      return {};
+    }
+    if (declared.has_shape() && declared.shape().dim_size() == type.getRank())
+      for (auto [d, dim] : llvm::enumerate(declared.shape().dim()))
+        dimParams[d] = StringAttr::get(&ctx, dim.dim_param());
+    results.push_back(value);
+    resultAttrs.push_back(ioAttrs(output.name(), dimParams));
+  }
+  func::ReturnOp::create(builder, fileLoc, results);
+  func.setFunctionType(builder.getFunctionType(argTypes, ValueRange(results).getTypes()));
+  func.setAllResultAttrs(resultAttrs);
+
+  std::string message;
+  {
+    ScopedDiagnosticHandler capture(&ctx, [&](Diagnostic &diag) {
+      if (message.empty())
+        message = diag.str();
+      return success();
+    });
+    if (succeeded(verify(*module)))
+      return module;
+  }
+  emitError(fileLoc) << "internal importer error: the imported IR does not verify: " << message;
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// Entry points
+//===----------------------------------------------------------------------===//
+
+static void loadDialects(MLIRContext &ctx) {
+  ctx.loadDialect<octet::OctetDialect, arith::ArithDialect, func::FuncDialect>();
+}
+
+mlir::OwningOpRef<ModuleOp> octet::importOnnxBytes(MLIRContext &ctx, StringRef bytes,
+                                                   StringRef baseDirForExternalData) {
+  loadDialects(ctx);
+  Location loc = FileLineColLoc::get(&ctx, "<memory>", 0, 0);
+  if (bytes.size() > static_cast<size_t>(INT_MAX)) {
+    emitError(loc) << "ONNX model of " << bytes.size() << " bytes exceeds protobuf's 2 GiB limit";
+    return {};
+  }
+  onnx::ModelProto model;
+  if (!model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    emitError(loc) << "not a valid ONNX model (protobuf parse failed)";
+    return {};
+  }
+  return ModelImporter(ctx, model, "<memory>", baseDirForExternalData).run();
+}
+
+/// Parses ONNX text format; the parser needs a NUL-terminated buffer.
+static LogicalResult parseOnnxText(StringRef path, onnx::ModelProto &model, Location loc) {
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
+  if (!buffer)
+    return emitError(loc) << "cannot read '" << path << "': " << buffer.getError().message();
+  try {
+    onnx::OnnxParser parser((*buffer)->getBufferStart());
+    auto status = parser.Parse(model);
+    if (!status.IsOK())
+      return emitError(loc) << "cannot parse ONNX text '" << path << "': " << status.ErrorMessage();
+  } catch (const std::exception &e) {
+    return emitError(loc) << "cannot parse ONNX text '" << path << "': " << e.what();
+  }
+  return success();
+}
+
+/// Parses a binary model through protobuf's streams (no second in-memory copy
+/// of the file), with the size limit raised to 2 GiB.
+static LogicalResult parseOnnxBinary(StringRef path, onnx::ModelProto &model, Location loc) {
+  int fd = ::open(std::string(path).c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return emitError(loc) << "cannot open '" << path << "': " << std::strerror(errno);
+  google::protobuf::io::FileInputStream file(fd, /*block_size=*/1 << 20);
+  file.SetCloseOnDelete(true);
+  google::protobuf::io::CodedInputStream stream(&file);
+  stream.SetTotalBytesLimit(INT_MAX);
+  if (!model.ParseFromCodedStream(&stream) || file.GetErrno() != 0)
+    return emitError(loc) << "'" << path << "' is not a valid ONNX model (protobuf parse failed"
+                          << (file.GetErrno() ? std::string(": ") + std::strerror(file.GetErrno())
+                                              : std::string())
+                          << ")";
+  return success();
+}
+
+mlir::OwningOpRef<ModuleOp> octet::importOnnxFile(MLIRContext &ctx, StringRef path) {
+  loadDialects(ctx);
+  Location loc = FileLineColLoc::get(&ctx, path, 0, 0);
+  onnx::ModelProto model;
+  bool isText = path.ends_with(".onnxtxt");
+  if (failed(isText ? parseOnnxText(path, model, loc) : parseOnnxBinary(path, model, loc)))
+    return {};
+  SmallString<256> baseDir(path);
+  llvm::sys::path::remove_filename(baseDir);
+  if (baseDir.empty())
+    baseDir = ".";
+  return ModelImporter(ctx, model, path, baseDir).run();
+}

@@ -23,7 +23,7 @@ protected:
     ctx.loadAllAvailableDialects();
     module = ModuleOp::create(builder.getUnknownLoc());
     builder.setInsertionPointToEnd(module->getBody());
-    auto fn = builder.create<func::FuncOp>(builder.getUnknownLoc(), "f",
+    auto fn = func::FuncOp::create(builder, builder.getUnknownLoc(), "f",
                                            builder.getFunctionType({}, {}));
     builder.setInsertionPointToEnd(fn.addEntryBlock());
   }
@@ -32,7 +32,7 @@ protected:
   Value value(ArrayRef<int64_t> shape, Type element = {}) {
     auto type = RankedTensorType::get(shape, element ? element : builder.getF32Type());
     auto fn = cast<func::FuncOp>(builder.getInsertionBlock()->getParentOp());
-    fn.insertArgument(fn.getNumArguments(), type, {}, builder.getUnknownLoc());
+    (void)fn.insertArgument(fn.getNumArguments(), type, {}, builder.getUnknownLoc());
     return fn.getArgument(fn.getNumArguments() - 1);
   }
 
@@ -51,16 +51,16 @@ TEST_F(TypeInference, BroadcastKeepsSymbolicDimsAndResolvesOnes) {
   Value bias = value({768});
   Value mask = value({kDyn, 1, 1, kDyn});
   Value scores = value({kDyn, 12, kDyn, kDyn});
-  EXPECT_EQ(shapeOf(builder.create<octet::AddOp>(loc, x, bias)),
+  EXPECT_EQ(shapeOf(octet::AddOp::create(builder, loc, x, bias)),
             (SmallVector<int64_t>{kDyn, kDyn, 768}));
-  EXPECT_EQ(shapeOf(builder.create<octet::AddOp>(loc, scores, mask)),
+  EXPECT_EQ(shapeOf(octet::AddOp::create(builder, loc, scores, mask)),
             (SmallVector<int64_t>{kDyn, 12, kDyn, kDyn}));
   // A static non-1 dim decides against `?`.
-  EXPECT_EQ(shapeOf(builder.create<octet::MulOp>(loc, value({kDyn, 5}), value({3, 1}))),
+  EXPECT_EQ(shapeOf(octet::MulOp::create(builder, loc, value({kDyn, 5}), value({3, 1}))),
             (SmallVector<int64_t>{3, 5}));
-  auto cmp = builder.create<octet::EqualOp>(loc, x, bias);
+  auto cmp = octet::EqualOp::create(builder, loc, x, bias);
   EXPECT_TRUE(cast<RankedTensorType>(cmp.getType()).getElementType().isInteger(1));
-  builder.create<func::ReturnOp>(loc);
+  func::ReturnOp::create(builder, loc);
   EXPECT_TRUE(succeeded(verify(*module)));
 }
 
@@ -81,24 +81,24 @@ TEST_F(TypeInference, IncompatibleBroadcastIsAnErrorNotACrash) {
 TEST_F(TypeInference, MatMulBatchesAndVectors) {
   Location loc = builder.getUnknownLoc();
   auto q = value({kDyn, 12, kDyn, 64}), kt = value({kDyn, 12, 64, kDyn});
-  EXPECT_EQ(shapeOf(builder.create<octet::MatMulOp>(loc, q, kt)),
+  EXPECT_EQ(shapeOf(octet::MatMulOp::create(builder, loc, q, kt)),
             (SmallVector<int64_t>{kDyn, 12, kDyn, kDyn}));
-  EXPECT_EQ(shapeOf(builder.create<octet::MatMulOp>(loc, value({kDyn, 7, 64}), value({64}))),
+  EXPECT_EQ(shapeOf(octet::MatMulOp::create(builder, loc, value({kDyn, 7, 64}), value({64}))),
             (SmallVector<int64_t>{kDyn, 7}));
-  EXPECT_EQ(shapeOf(builder.create<octet::MatMulOp>(loc, value({64}), value({64, 3}))),
+  EXPECT_EQ(shapeOf(octet::MatMulOp::create(builder, loc, value({64}), value({64, 3}))),
             (SmallVector<int64_t>{3}));
 }
 
 TEST_F(TypeInference, ReductionsAndTranspose) {
   Location loc = builder.getUnknownLoc();
   Value x = value({kDyn, kDyn, 768});
-  auto kept = builder.create<octet::ReduceMeanOp>(loc, x, builder.getDenseI64ArrayAttr({2}),
+  auto kept = octet::ReduceMeanOp::create(builder, loc, x, builder.getDenseI64ArrayAttr({2}),
                                                   /*keepdims=*/true);
   EXPECT_EQ(shapeOf(kept), (SmallVector<int64_t>{kDyn, kDyn, 1}));
-  auto dropped = builder.create<octet::ReduceSumOp>(loc, x, builder.getDenseI64ArrayAttr({0, 2}),
+  auto dropped = octet::ReduceSumOp::create(builder, loc, x, builder.getDenseI64ArrayAttr({0, 2}),
                                                     /*keepdims=*/false);
   EXPECT_EQ(shapeOf(dropped), (SmallVector<int64_t>{kDyn}));
-  auto t = builder.create<octet::TransposeOp>(loc, value({2, kDyn, 12, 64}),
+  auto t = octet::TransposeOp::create(builder, loc, value({2, kDyn, 12, 64}),
                                               builder.getDenseI64ArrayAttr({0, 2, 3, 1}));
   EXPECT_EQ(shapeOf(t), (SmallVector<int64_t>{2, 12, 64, kDyn}));
 }
