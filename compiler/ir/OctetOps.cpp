@@ -265,7 +265,8 @@ static std::optional<ValueDim> operandDimEqualTo(OpResult result, int64_t dim,
         return matmulSourceOfDim(op.getLhs(), op.getRhs(), resultRank, dim, resolveDepth);
       })
       .Case([&](LinearOp op) {
-        return dim == resultRank - 1 ? ValueDim{op.getWeight(), 1} : ValueDim{op.getInput(), dim};
+        return dim == resultRank - 1 ? ValueDim{op.getWeight(), op.getOutputFeatureDim()}
+                                     : ValueDim{op.getInput(), dim};
       })
       .Case<ReduceMeanOp, ReduceSumOp, ReduceMaxOp, ReduceMinOp>(
           [&](auto op) -> std::optional<ValueDim> {
@@ -951,7 +952,7 @@ LogicalResult LinearOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
     return emitOptionalError(loc, "octet.linear: needs an input of rank >= 1 and a 2-D weight, got ",
                              input, " and ", weight);
   SmallVector<int64_t> shape(input.getShape());
-  shape.back() = weight.getDimSize(1);
+  shape.back() = weight.getDimSize(adaptor.getTransposeWeight() ? 0 : 1);
   types.push_back(RankedTensorType::get(shape, input.getElementType()));
   return success();
 }
@@ -961,19 +962,22 @@ LogicalResult LinearOp::verify() {
   if (weight.getElementType() != input.getElementType())
     return emitOpError("weight element type ")
            << weight.getElementType() << " differs from the input's " << input.getElementType();
-  int64_t k = input.getShape().back();
-  if (!dimsCompatible(k, weight.getDimSize(0)))
+  StringRef kName = getTransposeWeight() ? "columns" : "rows";
+  StringRef nName = getTransposeWeight() ? "rows" : "columns";
+  int64_t k = input.getShape().back(), n = weight.getDimSize(getOutputFeatureDim());
+  if (!dimsCompatible(k, weight.getDimSize(getInputFeatureDim())))
     return emitOpError("input's last dim ")
-           << k << " does not match the weight's rows " << weight.getDimSize(0);
+           << k << " does not match the weight's " << kName << " "
+           << weight.getDimSize(getInputFeatureDim());
   if (Value bias = getBias()) {
     auto biasType = tensorOf(bias);
     if (biasType.getElementType() != input.getElementType())
       return emitOpError("bias element type ")
              << biasType.getElementType() << " differs from the input's "
              << input.getElementType();
-    if (biasType.getRank() != 1 || !dimsCompatible(biasType.getDimSize(0), weight.getDimSize(1)))
+    if (biasType.getRank() != 1 || !dimsCompatible(biasType.getDimSize(0), n))
       return emitOpError("bias must have shape ")
-             << shapeStr(weight.getDimSize(1)) << " (the weight's columns), got "
+             << shapeStr(n) << " (the weight's " << nName << "), got "
              << shapeStr(biasType.getShape());
   }
   return success();
@@ -1169,29 +1173,131 @@ struct ComposeReshapes : OpRewritePattern<ReshapeOp> {
   }
 };
 
-/// A reshape whose result has exactly the input's dims (same static dims, and
-/// each `?` sized by `octet.dim` of the input at the same place) is the input.
+/// A dim size as a product: a static factor times run-time sizes, each named
+/// by its traceDimSource. Two products with the same factors are equal in
+/// every run (the converse need not hold: this only proves equality).
+struct SizeProduct {
+  int64_t constant = 1;
+  /// Sorted, so that equal multisets compare equal.
+  SmallVector<ValueDim, 2> factors;
+
+  static bool less(const ValueDim &a, const ValueDim &b) {
+    return std::pair(a.value.getAsOpaquePointer(), a.dim) <
+           std::pair(b.value.getAsOpaquePointer(), b.dim);
+  }
+  void multiply(const SizeProduct &other) {
+    constant *= other.constant;
+    for (const ValueDim &f : other.factors)
+      factors.insert(llvm::upper_bound(factors, f, less), f);
+  }
+  bool operator==(const SizeProduct &other) const {
+    return constant == other.constant && factors == other.factors;
+  }
+  bool operator!=(const SizeProduct &other) const { return !(*this == other); }
+};
+
+/// The size of dim `dim` of `value` (or of the `index` value itself when dim
+/// is -1) as a product, looking through constants and `arith.muli` of sizes
+/// (the B·S and B·H that exporters compute for flattening reshapes).
+static SizeProduct sizeProduct(Value value, int64_t dim) {
+  SizeProduct product;
+  ValueDim source = traceDimSource(value, dim, kResolveDepth);
+  APInt c;
+  if (source.dim >= 0 && !tensorOf(source.value).isDynamicDim(source.dim)) {
+    product.constant = tensorOf(source.value).getDimSize(source.dim);
+  } else if (source.dim < 0 && matchPattern(source.value, m_ConstantInt(&c))) {
+    product.constant = c.getSExtValue();
+  } else if (auto mul = source.dim < 0 ? source.value.getDefiningOp<arith::MulIOp>()
+                                       : arith::MulIOp()) {
+    product = sizeProduct(mul.getLhs(), -1);
+    product.multiply(sizeProduct(mul.getRhs(), -1));
+  } else {
+    product.factors.push_back(source);
+  }
+  return product;
+}
+
+static SmallVector<SizeProduct> sizeProducts(Value tensor) {
+  SmallVector<SizeProduct> sizes;
+  for (int64_t d = 0, e = tensorOf(tensor).getRank(); d < e; ++d)
+    sizes.push_back(sizeProduct(tensor, d));
+  return sizes;
+}
+
+/// Splits `from` into runs of consecutive dims whose products are the dims of
+/// `to`, in order: to[i] = ∏ from[runs[i] ..< runs[i + 1]]. Each run has at
+/// least one dim; nullopt if no such split is proven.
+static std::optional<SmallVector<int64_t>> mergedRuns(ArrayRef<SizeProduct> from,
+                                                      ArrayRef<SizeProduct> to) {
+  SmallVector<int64_t> runs{0};
+  size_t next = 0;
+  for (const SizeProduct &target : to) {
+    SizeProduct run;
+    do {
+      if (next == from.size())
+        return std::nullopt;
+      run.multiply(from[next++]);
+    } while (run != target);
+    runs.push_back(next);
+  }
+  if (next != from.size())
+    return std::nullopt;
+  return runs;
+}
+
+/// A reshape whose result provably has the input's dims (same static dims,
+/// and each `?` sized by a value equal to the input's size there) is the input.
 struct RemoveIdentityReshape : OpRewritePattern<ReshapeOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(ReshapeOp op, PatternRewriter &rewriter) const override {
     if (op.getInput().getType() != op.getType())
       return failure();
-    unsigned next = 0;
-    for (auto [i, d] : llvm::enumerate(op.getType().getShape())) {
-      if (!ShapedType::isDynamic(d))
-        continue;
-      auto dim = op.getDynamicDims()[next++].getDefiningOp<DimOp>();
-      if (!dim || dim.getSource() != op.getInput() || dim.getIndex() != i)
+    for (int64_t i = 0, e = op.getType().getRank(); i < e; ++i)
+      if (op.getType().isDynamicDim(i) &&
+          sizeProduct(op.getResult(), i) != sizeProduct(op.getInput(), i))
         return failure();
-    }
     rewriter.replaceOp(op, op.getInput());
+    return success();
+  }
+};
+
+/// reshape(transpose(reshape(x))) → transpose(x) when the inner reshape only
+/// merges runs of consecutive dims of x, and the outer one splits each
+/// transposed dim back into its run (torchlib's Kᵀ: [B, H, S, D] → [B·H, S, D]
+/// → [B·H, D, S] → [B, H, D, S]). Row-major order within a run is kept by
+/// both reshapes, so moving the merged dims moves their runs as wholes.
+struct FoldReshapeTransposeReshape : OpRewritePattern<ReshapeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ReshapeOp split, PatternRewriter &rewriter) const override {
+    auto transpose = split.getInput().getDefiningOp<TransposeOp>();
+    auto merge = transpose ? transpose.getInput().getDefiningOp<ReshapeOp>() : ReshapeOp();
+    if (!merge)
+      return failure();
+    Value input = merge.getInput();
+    SmallVector<SizeProduct> inputSizes = sizeProducts(input);
+    std::optional<SmallVector<int64_t>> runs =
+        mergedRuns(inputSizes, sizeProducts(merge.getResult()));
+    if (!runs)
+      return failure();
+    SmallVector<int64_t> permutation;
+    for (int64_t p : transpose.getPermutation())
+      for (int64_t d = (*runs)[p]; d < (*runs)[p + 1]; ++d)
+        permutation.push_back(d);
+    RankedTensorType inputType = tensorOf(input), splitType = split.getType();
+    if (splitType.getRank() != static_cast<int64_t>(permutation.size()))
+      return failure();
+    SmallVector<SizeProduct> splitSizes = sizeProducts(split.getResult());
+    for (auto [i, p] : llvm::enumerate(permutation))
+      if (splitType.getDimSize(i) != inputType.getDimSize(p) || splitSizes[i] != inputSizes[p])
+        return failure();
+    rewriter.replaceOpWithNewOp<TransposeOp>(split, input, permutation);
     return success();
   }
 };
 } // namespace
 
 void ReshapeOp::getCanonicalizationPatterns(RewritePatternSet &results, MLIRContext *context) {
-  results.add<ComposeReshapes, RemoveIdentityReshape>(context);
+  results.add<ComposeReshapes, RemoveIdentityReshape, FoldReshapeTransposeReshape>(context);
 }
 
 LogicalResult ExpandOp::verify() {

@@ -225,17 +225,27 @@ def Octet_LinearOp : Octet_Op<"linear", [Pure, InferTypeOpAdaptor]> {
   let summary = "x · W (+ bias): a dense layer with a 2-D weight";
   let description = [{
     `x` is `[..., K]`, `weight` is `[K, N]`, the optional `bias` is `[N]`; the
-    result is `[..., N]`. `octet-recognize` forms it from `matmul` + `add`.
+    result is `[..., N]`. With `transpose_weight`, `weight` is `[N, K]` (torch
+    `nn.Linear`'s layout, ONNX `Gemm` with `transB = 1`) and the product is
+    x · Wᵀ, so imported weights keep their layout and are never copied.
+    `octet-recognize` forms it from `matmul` (of a transposed constant) + `add`.
 
     ```mlir
     %y = octet.linear %x, %w, %b : tensor<?x?x768xf32>, tensor<768x3072xf32>, tensor<3072xf32>
+    %z = octet.linear %x, %wt, %b transpose_weight : tensor<?x?x768xf32>, tensor<3072x768xf32>, tensor<3072xf32>
     ```
   }];
   let arguments = (ins Octet_Tensor:$input, Octet_Tensor:$weight,
-                       Optional<Octet_Tensor>:$bias);
+                       Optional<Octet_Tensor>:$bias, UnitAttr:$transpose_weight);
   let results = (outs Octet_Tensor:$result);
   let assemblyFormat = [{
-    $input `,` $weight (`,` $bias^)? attr-dict `:` type($input) `,` type($weight) (`,` type($bias)^)?
+    $input `,` $weight (`,` $bias^)? (`transpose_weight` $transpose_weight^)? attr-dict
+    `:` type($input) `,` type($weight) (`,` type($bias)^)?
+  }];
+  let extraClassDeclaration = [{
+    /// The weight dims of the output features N and the reduced K.
+    int64_t getOutputFeatureDim() { return getTransposeWeight() ? 0 : 1; }
+    int64_t getInputFeatureDim() { return getTransposeWeight() ? 1 : 0; }
   }];
   let hasVerifier = 1;
 }

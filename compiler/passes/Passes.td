@@ -50,8 +50,12 @@ def OctetRecognize : Pass<"octet-recognize", "::mlir::func::FuncOp"> {
       sequence sizes (self-attention).
     - `add` of two values of the result's type feeding only a LayerNorm →
       `octet.add_layer_norm`.
-    - `matmul` by a constant 2-D weight (input rank ≥ 2), plus a constant 1-D
-      bias → `octet.linear`.
+    - `matmul` by a constant 2-D weight (input rank ≥ 2), or by the
+      `[1, 0]` transpose of one (→ `transpose_weight`, the weight as stored),
+      plus a constant 1-D bias → `octet.linear`. A linear of a reshape that
+      merges leading dims and keeps rows (the dynamo exporter's
+      `[B·S, K]` views) moves onto the unmerged input; the views around it
+      then cancel (octet.reshape's canonicalization runs here too).
 
     Before:
     ```mlir

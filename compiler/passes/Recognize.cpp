@@ -705,41 +705,120 @@ struct RecognizeAttention : OpRewritePattern<SoftmaxOp> {
 // Linear layers
 //===----------------------------------------------------------------------===//
 
-/// matmul(x, W), W a 2-D constant, x of rank ≥ 2 → `octet.linear` (the same
-/// product). Attention's matmuls have no constant operand and stay.
+/// matmul(x, W) or matmul(x, transpose(W, [1, 0])), W a 2-D constant, x of
+/// rank ≥ 2 → `octet.linear`, with `transpose_weight` in the second case: it
+/// computes x·Wᵀ from W as stored ([N, K], torch's layout), so no weight is
+/// copied. Attention's matmuls have no constant operand and stay.
 struct RecognizeLinear : OpRewritePattern<MatMulOp> {
   using OpRewritePattern::OpRewritePattern;
 
   LogicalResult matchAndRewrite(MatMulOp matmul, PatternRewriter &rewriter) const override {
     Value weight = matmul.getRhs();
+    auto transpose = weight.getDefiningOp<TransposeOp>();
+    bool transposed = transpose && transpose.getPermutation() == ArrayRef<int64_t>{1, 0};
+    if (transposed)
+      weight = transpose.getInput();
     if (!matchPattern(weight, m_Constant()) || tensorOf(weight).getRank() != 2 ||
         tensorOf(matmul.getLhs()).getRank() < 2)
-      return rewriter.notifyMatchFailure(matmul, "not x · constant 2-D weight");
-    rewriter.replaceOpWithNewOp<LinearOp>(matmul, matmul.getLhs(), weight, Value());
+      return rewriter.notifyMatchFailure(matmul, "not x · constant 2-D weight (or its transpose)");
+    rewriter.replaceOpWithNewOp<LinearOp>(matmul, matmul.getLhs(), weight, Value(), transposed);
     return success();
   }
 };
 
-/// linear(x, W) + b, b a 1-D constant of W's columns and the linear used only
-/// there → `octet.linear` with bias ([…, N] + [N] adds b to every row).
+/// True if `reshape` keeps every row (the last dim, static and unchanged) and
+/// only regroups the rows.
+bool keepsRows(ReshapeOp reshape) {
+  int64_t from = tensorOf(reshape.getInput()).getShape().back();
+  int64_t to = reshape.getType().getShape().back();
+  return !ShapedType::isDynamic(from) && from == to;
+}
+
+/// linear(x, W) + b, b a 1-D constant of the output features and the linear
+/// used only there → `octet.linear` with bias ([…, N] + [N] adds b to every
+/// row). A reshape that keeps the rows may sit between them (a flattened
+/// linear whose leading dims were already restored): adding b to every row
+/// commutes with regrouping the rows.
 struct FoldBiasIntoLinear : OpRewritePattern<AddOp> {
   using OpRewritePattern::OpRewritePattern;
 
   LogicalResult matchAndRewrite(AddOp add, PatternRewriter &rewriter) const override {
-    auto linearAndBias = orderOperands(add, [](Value v) {
+    ReshapeOp rows;
+    auto linearAndBias = orderOperands(add, [&](Value v) {
+      rows = v.getDefiningOp<ReshapeOp>();
+      if (rows && keepsRows(rows) && v.hasOneUse())
+        v = rows.getInput();
+      else
+        rows = {};
       auto linear = v.getDefiningOp<LinearOp>();
       return linear && !linear.getBias() && v.hasOneUse();
     });
     if (!linearAndBias)
       return rewriter.notifyMatchFailure(add, "no bias-free linear used only here");
-    auto linear = linearAndBias->first.getDefiningOp<LinearOp>();
+    Value product = linearAndBias->first;
+    auto linear = (rows ? rows.getInput() : product).getDefiningOp<LinearOp>();
     Value bias = linearAndBias->second;
     RankedTensorType biasType = tensorOf(bias);
     if (!matchPattern(bias, m_Constant()) || biasType.getRank() != 1 ||
-        biasType.getDimSize(0) != linear.getWeight().getType().getDimSize(1) ||
-        add.getType() != linear.getType())
+        biasType.getDimSize(0) !=
+            linear.getWeight().getType().getDimSize(linear.getOutputFeatureDim()) ||
+        add.getType() != product.getType())
       return rewriter.notifyMatchFailure(add, "not a constant bias of the output features");
-    rewriter.replaceOpWithNewOp<LinearOp>(add, linear.getInput(), linear.getWeight(), bias);
+    // Built at the add, which every operand (bias included) dominates.
+    Value result = LinearOp::create(rewriter, linear.getLoc(), linear.getInput(),
+                                    linear.getWeight(), bias, linear.getTransposeWeight());
+    if (rows)
+      result = ReshapeOp::create(rewriter, rows.getLoc(), rows.getType(), result,
+                                 rows.getDynamicDims());
+    rewriter.replaceOp(add, result);
+    return success();
+  }
+};
+
+/// linear(reshape(x)) → reshape(linear(x')) when the reshape merges leading
+/// dims of x into fewer ones and keeps whole rows: its result is [..., K]
+/// and x's trailing dims from some j on are static with product K (x' is x
+/// viewed as [x₀, …, x_{j-1}, K], x itself when j is its last dim). The
+/// linear maps each row on its own, so it commutes with regrouping the rows.
+/// This turns the dynamo exporter's flattened linears
+/// (view [B·S, K] → addmm → view [B, S, N]) back into linears on [B, S, K];
+/// the two views then compose to a reshape that octet.reshape's
+/// canonicalization proves is the identity.
+struct LinearOfMergedRows : OpRewritePattern<LinearOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(LinearOp linear, PatternRewriter &rewriter) const override {
+    auto merge = linear.getInput().getDefiningOp<ReshapeOp>();
+    RankedTensorType type = linear.getType();
+    if (!merge || type.isDynamicDim(type.getRank() - 1))
+      return rewriter.notifyMatchFailure(linear, "input is not reshaped, or N is dynamic");
+    Value x = merge.getInput();
+    ArrayRef<int64_t> xShape = tensorOf(x).getShape();
+    int64_t rowSize = merge.getType().getShape().back();
+    // The first j with ∏ x[j:] = K, searching from the back over static dims.
+    int64_t j = xShape.size(), product = 1;
+    while (j > 0 && product < rowSize && !ShapedType::isDynamic(xShape[j - 1]))
+      product *= xShape[--j];
+    if (ShapedType::isDynamic(rowSize) || product != rowSize ||
+        j <= merge.getType().getRank() - 1)
+      return rewriter.notifyMatchFailure(linear, "reshape does not merge leading dims of rows");
+
+    Location loc = linear.getLoc();
+    if (j != static_cast<int64_t>(xShape.size()) - 1) {
+      SmallVector<int64_t> rowsShape(xShape.take_front(j));
+      rowsShape.push_back(rowSize);
+      SmallVector<Value> sizes;
+      for (int64_t d = 0; d < j; ++d)
+        if (ShapedType::isDynamic(xShape[d]))
+          sizes.push_back(rewriter.createOrFold<DimOp>(loc, x, d));
+      x = ReshapeOp::create(rewriter, loc,
+                            RankedTensorType::get(rowsShape, type.getElementType()), x, sizes);
+    }
+    auto unmerged = LinearOp::create(rewriter, loc, x, linear.getWeight(), linear.getBias(),
+                                     linear.getTransposeWeight());
+    // Same leading dims as the merged input, and a static N: the same sizes.
+    rewriter.replaceOpWithNewOp<ReshapeOp>(linear, type, unmerged.getResult(),
+                                           merge.getDynamicDims());
     return success();
   }
 };
@@ -752,10 +831,14 @@ struct OctetRecognizePass : octet::impl::OctetRecognizeBase<OctetRecognizePass> 
     // matmuls have no constant weight, LayerNorm's products no erf), and the
     // chained ones (β into LayerNorm, residual into add_layer_norm, bias into
     // linear) look at the already rebuilt op, so the order of visits does not
-    // change the result.
+    // change the result. Moving a linear off a flattened input and folding its
+    // bias commute: the bias fold looks through a reshape that keeps rows.
     patterns.add<RecognizeLayerNorm, RecognizeAddLayerNorm, RecognizeGelu<MulOp>,
-                 RecognizeGelu<DivOp>, RecognizeAttention, RecognizeLinear, FoldBiasIntoLinear>(
-        ctx);
+                 RecognizeGelu<DivOp>, RecognizeAttention, RecognizeLinear, FoldBiasIntoLinear,
+                 LinearOfMergedRows>(ctx);
+    // The reshapes that flattened linears and torchlib's Kᵀ leave behind must
+    // cancel before attention can match its head split.
+    ReshapeOp::getCanonicalizationPatterns(patterns, ctx);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }

@@ -1,12 +1,13 @@
 //===- octetc.cpp - the Octet command line ---------------------------------===//
 //
-//   octetc import MODEL [-o OUT.mlir] [--elide-weights]   ONNX → octet IR
+//   octetc import MODEL [-o OUT] [--elide-weights | --emit-bytecode]   ONNX → octet IR
 //   octetc ops                                            supported ONNX ops
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/passes/Passes.h"
 #include "frontends/onnx/Importer.h"
 
+#include "mlir/Bytecode/BytecodeWriter.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OperationSupport.h"
@@ -25,9 +26,16 @@ static cl::opt<std::string> importModel(cl::Positional, cl::Required, cl::desc("
 static cl::opt<std::string> importOutput("o", cl::desc("Output file (default: stdout)"),
                                          cl::value_desc("file"), cl::init("-"),
                                          cl::sub(importCommand), cl::cat(octetcCategory));
-static cl::opt<bool> elideWeights("elide-weights",
-                                  cl::desc("Elide large constants and weight blobs in the output"),
-                                  cl::sub(importCommand), cl::cat(octetcCategory));
+static cl::opt<bool> elideWeights(
+    "elide-weights",
+    cl::desc("Elide large constants and weight blobs (for reading: the output does not parse "
+             "back to the same model)"),
+    cl::sub(importCommand), cl::cat(octetcCategory));
+static cl::opt<bool> emitBytecode(
+    "emit-bytecode",
+    cl::desc("Write MLIR bytecode (weights stay binary: fast for large models, and octet-opt "
+             "reads it)"),
+    cl::sub(importCommand), cl::cat(octetcCategory));
 
 static cl::SubCommand opsCommand("ops", "List the supported ONNX op types, one per line");
 
@@ -81,6 +89,16 @@ static int runImport() {
   if (!output) {
     llvm::errs() << "error: " << error << "\n";
     return 1;
+  }
+  if (emitBytecode && elideWeights) {
+    llvm::errs() << "error: --emit-bytecode and --elide-weights exclude each other\n";
+    return 1;
+  }
+  if (emitBytecode) {
+    if (failed(mlir::writeBytecodeToFile(*module, output->os())))
+      return 1;
+    output->keep();
+    return 0;
   }
   mlir::OpPrintingFlags flags;
   // Local scope leaves out the resource section: MLIR would hex-encode every

@@ -125,8 +125,9 @@ func.func @less(%a: tensor<?x?x768xf32>, %b: tensor<768xf32>) {
   return
 }
 
-func.func @linear(%x: tensor<?x?x768xf32>, %w: tensor<768x3072xf32>, %b: tensor<3072xf32>) {
+func.func @linear(%x: tensor<?x?x768xf32>, %w: tensor<768x3072xf32>, %b: tensor<3072xf32>, %wt: tensor<3072x768xf32>) {
   %y = octet.linear %x, %w, %b : tensor<?x?x768xf32>, tensor<768x3072xf32>, tensor<3072xf32>
+  %z = octet.linear %x, %wt, %b transpose_weight : tensor<?x?x768xf32>, tensor<3072x768xf32>, tensor<3072xf32>
   return
 }
 

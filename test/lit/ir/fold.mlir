@@ -151,6 +151,21 @@ func.func @dim_of_linear_gather_slice_reduce(%x: tensor<?x?x768xf32>, %w: tensor
 
 // -----
 
+// A transposed linear's output features are the weight's rows ([N, K]).
+// CHECK-LABEL: func.func @dim_of_transposed_linear(
+//  CHECK-NEXT:   %0 = octet.dim %arg1[0] : tensor<?x768xf32>
+//  CHECK-NEXT:   %1 = octet.dim %arg0[0] : tensor<?x?x768xf32>
+//  CHECK-NEXT:   return %0, %1 : index, index
+//  CHECK-NEXT: }
+func.func @dim_of_transposed_linear(%x: tensor<?x?x768xf32>, %w: tensor<?x768xf32>) -> (index, index) {
+  %0 = octet.linear %x, %w transpose_weight : tensor<?x?x768xf32>, tensor<?x768xf32>
+  %1 = octet.dim %0[2] : tensor<?x?x?xf32>
+  %2 = octet.dim %0[0] : tensor<?x?x?xf32>
+  return %1, %2 : index, index
+}
+
+// -----
+
 // Constant folding with numpy broadcasting; integer division truncates.
 // CHECK-LABEL: func.func @fold_arith(
 //  CHECK-NEXT:   %0 = octet.constant dense<[1.500000e+00, 2.250000e+00, 5.000000e+00]> : tensor<3xf32>

@@ -140,6 +140,23 @@ func.func @linear_bias_shape(%x: tensor<?x768xf32>, %w: tensor<768x3072xf32>, %b
 
 // -----
 
+// With transpose_weight the weight is [N, K]: K is its columns, N its rows.
+func.func @linear_transposed_contracting(%x: tensor<?x768xf32>, %w: tensor<768x3072xf32>) {
+  // expected-error @+1 {{'octet.linear' op input's last dim 768 does not match the weight's columns 3072}}
+  %0 = octet.linear %x, %w transpose_weight : tensor<?x768xf32>, tensor<768x3072xf32>
+  return
+}
+
+// -----
+
+func.func @linear_transposed_bias_shape(%x: tensor<?x768xf32>, %w: tensor<3072x768xf32>, %b: tensor<768xf32>) {
+  // expected-error @+1 {{'octet.linear' op bias must have shape [3072] (the weight's rows), got [768]}}
+  %0 = octet.linear %x, %w, %b transpose_weight : tensor<?x768xf32>, tensor<3072x768xf32>, tensor<768xf32>
+  return
+}
+
+// -----
+
 func.func @linear_weight_rank(%x: tensor<?x768xf32>, %w: tensor<768xf32>) {
   // expected-error @+1 {{octet.linear: needs an input of rank >= 1 and a 2-D weight, got 'tensor<?x768xf32>' and 'tensor<768xf32>'}}
   %0 = octet.linear %x, %w : tensor<?x768xf32>, tensor<768xf32>

@@ -1,4 +1,5 @@
-// Round trip of matmul, linear (with and without bias), the reductions (with and
+// Round trip of matmul, linear (with and without bias, [K, N] and transposed
+// [N, K] weights), the reductions (with and
 // without keepdims) and cumsum (exclusive / reverse).
 // The second RUN line goes through the generic form, so the custom format must
 // carry every operand and attribute.
@@ -22,11 +23,15 @@ func.func @matmul(%arg0: tensor<?x12x?x64xf32>, %arg1: tensor<?x12x64x?xf32>, %a
 // CHECK-LABEL: func.func @linear(
 //  CHECK-NEXT:   %0 = octet.linear %arg0, %arg1, %arg2 : tensor<?x?x768xf32>, tensor<768x3072xf32>, tensor<3072xf32>
 //  CHECK-NEXT:   %1 = octet.linear %arg0, %arg1 : tensor<?x?x768xf32>, tensor<768x3072xf32>
-//  CHECK-NEXT:   return %0, %1 : tensor<?x?x3072xf32>, tensor<?x?x3072xf32>
-func.func @linear(%arg0: tensor<?x?x768xf32>, %arg1: tensor<768x3072xf32>, %arg2: tensor<3072xf32>) -> (tensor<?x?x3072xf32>, tensor<?x?x3072xf32>) {
+//  CHECK-NEXT:   %2 = octet.linear %arg0, %arg3, %arg2 transpose_weight : tensor<?x?x768xf32>, tensor<3072x768xf32>, tensor<3072xf32>
+//  CHECK-NEXT:   %3 = octet.linear %arg0, %arg3 transpose_weight : tensor<?x?x768xf32>, tensor<3072x768xf32>
+//  CHECK-NEXT:   return %0, %1, %2, %3 : tensor<?x?x3072xf32>, tensor<?x?x3072xf32>, tensor<?x?x3072xf32>, tensor<?x?x3072xf32>
+func.func @linear(%arg0: tensor<?x?x768xf32>, %arg1: tensor<768x3072xf32>, %arg2: tensor<3072xf32>, %arg3: tensor<3072x768xf32>) -> (tensor<?x?x3072xf32>, tensor<?x?x3072xf32>, tensor<?x?x3072xf32>, tensor<?x?x3072xf32>) {
   %0 = octet.linear %arg0, %arg1, %arg2 : tensor<?x?x768xf32>, tensor<768x3072xf32>, tensor<3072xf32>
   %1 = octet.linear %arg0, %arg1 : tensor<?x?x768xf32>, tensor<768x3072xf32>
-  return %0, %1 : tensor<?x?x3072xf32>, tensor<?x?x3072xf32>
+  %2 = octet.linear %arg0, %arg3, %arg2 transpose_weight : tensor<?x?x768xf32>, tensor<3072x768xf32>, tensor<3072xf32>
+  %3 = octet.linear %arg0, %arg3 transpose_weight : tensor<?x?x768xf32>, tensor<3072x768xf32>
+  return %0, %1, %2, %3 : tensor<?x?x3072xf32>, tensor<?x?x3072xf32>, tensor<?x?x3072xf32>, tensor<?x?x3072xf32>
 }
 
 // CHECK-LABEL: func.func @reduce(

@@ -161,6 +161,98 @@ func.func @no_identity_reshape_swapped(%x: tensor<?x?x64xf32>) -> tensor<?x?x64x
 
 // -----
 
+// The sizes of a reshape may be the input's by tracing: through shape-preserving
+// ops, and through inputs that share a named dim (dim_params). Such a reshape
+// is the input too.
+// CHECK-LABEL: func.func @identity_reshape_traced
+// CHECK-SAME: (%[[X:[^:]*]]: tensor<?x?x64xf32>
+// CHECK-NOT: octet.reshape
+// CHECK: %[[E:.*]] = octet.exp %[[X]]
+// CHECK-NOT: octet.reshape
+// CHECK: return %[[E]], %[[X]]
+func.func @identity_reshape_traced(%x: tensor<?x?x64xf32> {octet.dim_params = ["batch", "sequence", ""]},
+                                   %ids: tensor<?x?xi64> {octet.dim_params = ["batch", "sequence"]})
+    -> (tensor<?x?x64xf32>, tensor<?x?x64xf32>) {
+  %b = octet.dim %x[0] : tensor<?x?x64xf32>
+  %s = octet.dim %x[1] : tensor<?x?x64xf32>
+  %e = octet.exp %x : tensor<?x?x64xf32>
+  %r = octet.reshape %e(%b, %s) : tensor<?x?x64xf32> -> tensor<?x?x64xf32>
+  %ib = octet.dim %ids[0] : tensor<?x?xi64>
+  %is = octet.dim %ids[1] : tensor<?x?xi64>
+  %r2 = octet.reshape %x(%ib, %is) : tensor<?x?x64xf32> -> tensor<?x?x64xf32>
+  return %r, %r2 : tensor<?x?x64xf32>, tensor<?x?x64xf32>
+}
+
+// -----
+
+// Sizes from an input with unnamed (or differently named) dims may differ
+// from the reshaped tensor's: the reshape stays.
+// CHECK-LABEL: func.func @no_identity_reshape_other_input
+// CHECK: octet.reshape %arg0
+func.func @no_identity_reshape_other_input(%x: tensor<?x?x64xf32> {octet.dim_params = ["batch", "sequence", ""]},
+                                           %ids: tensor<?x?xi64> {octet.dim_params = ["batch", "other"]})
+    -> tensor<?x?x64xf32> {
+  %ib = octet.dim %ids[0] : tensor<?x?xi64>
+  %is = octet.dim %ids[1] : tensor<?x?xi64>
+  %r = octet.reshape %x(%ib, %is) : tensor<?x?x64xf32> -> tensor<?x?x64xf32>
+  return %r : tensor<?x?x64xf32>
+}
+
+// -----
+
+// torchlib's Kᵀ: [B, H, S, D] → [B·H, S, D] → transpose → [B·H, D, S] →
+// [B, H, D, S] is one transpose of the last two dims. B·H is proven from the
+// arith.muli that sizes the merge. A static case moves a run of two dims.
+// CHECK-LABEL: func.func @reshape_transpose_reshape
+// CHECK-SAME: (%[[K:.*]]: tensor<?x4x?x16xf32>, %[[X:.*]]: tensor<2x3x4x5xf32>)
+// CHECK-NOT: octet.reshape
+// CHECK-DAG: %[[KT:.*]] = octet.transpose %[[K]] permutation = [0, 1, 3, 2] : tensor<?x4x?x16xf32>
+// CHECK-DAG: %[[XT:.*]] = octet.transpose %[[X]] permutation = [2, 3, 0, 1] : tensor<2x3x4x5xf32>
+// CHECK-NOT: octet.reshape
+// CHECK: return %[[KT]], %[[XT]]
+func.func @reshape_transpose_reshape(%k: tensor<?x4x?x16xf32>, %x: tensor<2x3x4x5xf32>)
+    -> (tensor<?x4x16x?xf32>, tensor<4x5x2x3xf32>) {
+  %c4 = arith.constant 4 : index
+  %b = octet.dim %k[0] : tensor<?x4x?x16xf32>
+  %s = octet.dim %k[2] : tensor<?x4x?x16xf32>
+  %bh = arith.muli %b, %c4 : index
+  %m = octet.reshape %k(%bh, %s) : tensor<?x4x?x16xf32> -> tensor<?x?x16xf32>
+  %t = octet.transpose %m permutation = [0, 2, 1] : tensor<?x?x16xf32>
+  %kt = octet.reshape %t(%b, %s) : tensor<?x16x?xf32> -> tensor<?x4x16x?xf32>
+  %m2 = octet.reshape %x : tensor<2x3x4x5xf32> -> tensor<6x20xf32>
+  %t2 = octet.transpose %m2 permutation = [1, 0] : tensor<6x20xf32>
+  %xt = octet.reshape %t2 : tensor<20x6xf32> -> tensor<4x5x2x3xf32>
+  return %kt, %xt : tensor<?x4x16x?xf32>, tensor<4x5x2x3xf32>
+}
+
+// -----
+
+// Not one transpose: the merged size is not provably B·H (%n), the outer
+// reshape splits the runs in another order ([5, 4, 3, 2]), or it does not
+// split them back ([20, 2, 3]).
+// CHECK-LABEL: func.func @no_reshape_transpose_reshape
+// CHECK: %[[T:.*]] = octet.transpose {{.*}} : tensor<?x?x16xf32>
+// CHECK: %[[KT:.*]] = octet.reshape %[[T]]
+// CHECK: %[[T2:.*]] = octet.transpose {{.*}} : tensor<6x20xf32>
+// CHECK: %[[R1:.*]] = octet.reshape %[[T2]] : tensor<20x6xf32> -> tensor<5x4x3x2xf32>
+// CHECK: %[[R2:.*]] = octet.reshape %[[T2]] : tensor<20x6xf32> -> tensor<20x2x3xf32>
+// CHECK: return %[[KT]], %[[R1]], %[[R2]]
+func.func @no_reshape_transpose_reshape(%k: tensor<?x4x?x16xf32>, %n: index, %x: tensor<2x3x4x5xf32>)
+    -> (tensor<?x4x16x?xf32>, tensor<5x4x3x2xf32>, tensor<20x2x3xf32>) {
+  %b = octet.dim %k[0] : tensor<?x4x?x16xf32>
+  %s = octet.dim %k[2] : tensor<?x4x?x16xf32>
+  %m = octet.reshape %k(%n, %s) : tensor<?x4x?x16xf32> -> tensor<?x?x16xf32>
+  %t = octet.transpose %m permutation = [0, 2, 1] : tensor<?x?x16xf32>
+  %kt = octet.reshape %t(%b, %s) : tensor<?x16x?xf32> -> tensor<?x4x16x?xf32>
+  %m2 = octet.reshape %x : tensor<2x3x4x5xf32> -> tensor<6x20xf32>
+  %t2 = octet.transpose %m2 permutation = [1, 0] : tensor<6x20xf32>
+  %r1 = octet.reshape %t2 : tensor<20x6xf32> -> tensor<5x4x3x2xf32>
+  %r2 = octet.reshape %t2 : tensor<20x6xf32> -> tensor<20x2x3xf32>
+  return %kt, %r1, %r2 : tensor<?x4x16x?xf32>, tensor<5x4x3x2xf32>, tensor<20x2x3xf32>
+}
+
+// -----
+
 // CSE merges identical ops and dead ops go; ops that differ in an attribute
 // or an operand stay apart.
 // CHECK-LABEL: func.func @cse

@@ -128,6 +128,73 @@ func.func @attention_sdpa_where_mask(%x: tensor<2x8x64xf32>, %cond: tensor<2x1x1
 
 // -----
 
+// The dynamo exporter end to end: flattened q/k/v linears on [B·S, 64]
+// (Gemm with the [N, K] weight) split straight into [B, S, 4, 16], torchlib's
+// Kᵀ as reshape [B·4, S, 16] → transpose → reshape [B, 4, 16, S], √scale on
+// Q and Kᵀ, and the merged context flattened again for the output linear.
+// CHECK-LABEL: func.func @attention_dynamo_flattened
+// CHECK-SAME: (%[[X:[^:]*]]: tensor<?x?x64xf32>, %[[MASK:[^:]*]]: tensor<?x1x?x?xf32>)
+// CHECK-DAG: %[[Q:.*]] = octet.linear %[[X]], %{{.*}}, %{{.*}} transpose_weight : tensor<?x?x64xf32>, tensor<64x64xf32>, tensor<64xf32>
+// CHECK-DAG: %[[K:.*]] = octet.linear %[[X]], %{{.*}}, %{{.*}} transpose_weight : tensor<?x?x64xf32>, tensor<64x64xf32>, tensor<64xf32>
+// CHECK-DAG: %[[V:.*]] = octet.linear %[[X]], %{{.*}}, %{{.*}} transpose_weight : tensor<?x?x64xf32>, tensor<64x64xf32>, tensor<64xf32>
+// CHECK: %[[A:.*]] = octet.attention %[[Q]], %[[K]], %[[V]], %[[MASK]] num_heads = 4 scale = 2.500000e-01 : tensor<?x?x64xf32>, tensor<?x1x?x?xf32>
+// CHECK: %[[O:.*]] = octet.linear %[[A]], %{{.*}}, %{{.*}} transpose_weight : tensor<?x?x64xf32>, tensor<64x64xf32>, tensor<64xf32>
+// CHECK-NOT: octet.softmax
+// CHECK-NOT: octet.transpose
+// CHECK-NOT: octet.reshape
+// CHECK-NOT: octet.matmul
+// CHECK: return %[[O]]
+func.func @attention_dynamo_flattened(%x: tensor<?x?x64xf32>, %mask: tensor<?x1x?x?xf32>) -> tensor<?x?x64xf32> {
+  %wq = octet.constant dense<0.01> : tensor<64x64xf32>
+  %wk = octet.constant dense<0.02> : tensor<64x64xf32>
+  %wv = octet.constant dense<0.03> : tensor<64x64xf32>
+  %wo = octet.constant dense<0.04> : tensor<64x64xf32>
+  %bq = octet.constant dense<0.1> : tensor<64xf32>
+  %bk = octet.constant dense<0.2> : tensor<64xf32>
+  %bv = octet.constant dense<0.3> : tensor<64xf32>
+  %bo = octet.constant dense<0.4> : tensor<64xf32>
+  %sqrt_scale = octet.constant dense<0.5> : tensor<f32>
+  %c4 = arith.constant 4 : index
+  %b = octet.dim %x[0] : tensor<?x?x64xf32>
+  %s = octet.dim %x[1] : tensor<?x?x64xf32>
+  %bs = arith.muli %b, %s : index
+  %flat = octet.reshape %x(%bs) : tensor<?x?x64xf32> -> tensor<?x64xf32>
+  %wqt = octet.transpose %wq permutation = [1, 0] : tensor<64x64xf32>
+  %q0 = octet.matmul %flat, %wqt : tensor<?x64xf32>, tensor<64x64xf32>
+  %q = octet.add %q0, %bq : tensor<?x64xf32>, tensor<64xf32>
+  %wkt = octet.transpose %wk permutation = [1, 0] : tensor<64x64xf32>
+  %k0 = octet.matmul %flat, %wkt : tensor<?x64xf32>, tensor<64x64xf32>
+  %k = octet.add %k0, %bk : tensor<?x64xf32>, tensor<64xf32>
+  %wvt = octet.transpose %wv permutation = [1, 0] : tensor<64x64xf32>
+  %v0 = octet.matmul %flat, %wvt : tensor<?x64xf32>, tensor<64x64xf32>
+  %v = octet.add %v0, %bv : tensor<?x64xf32>, tensor<64xf32>
+  %qr = octet.reshape %q(%b, %s) : tensor<?x64xf32> -> tensor<?x?x4x16xf32>
+  %qh = octet.transpose %qr permutation = [0, 2, 1, 3] : tensor<?x?x4x16xf32>
+  %kr = octet.reshape %k(%b, %s) : tensor<?x64xf32> -> tensor<?x?x4x16xf32>
+  %kh = octet.transpose %kr permutation = [0, 2, 1, 3] : tensor<?x?x4x16xf32>
+  %vr = octet.reshape %v(%b, %s) : tensor<?x64xf32> -> tensor<?x?x4x16xf32>
+  %vh = octet.transpose %vr permutation = [0, 2, 1, 3] : tensor<?x?x4x16xf32>
+  %bh = arith.muli %b, %c4 : index
+  %ks = octet.reshape %kh(%bh, %s) : tensor<?x4x?x16xf32> -> tensor<?x?x16xf32>
+  %kst = octet.transpose %ks permutation = [0, 2, 1] : tensor<?x?x16xf32>
+  %kt = octet.reshape %kst(%b, %s) : tensor<?x16x?xf32> -> tensor<?x4x16x?xf32>
+  %qs = octet.mul %qh, %sqrt_scale : tensor<?x4x?x16xf32>, tensor<f32>
+  %kts = octet.mul %kt, %sqrt_scale : tensor<?x4x16x?xf32>, tensor<f32>
+  %scores = octet.matmul %qs, %kts : tensor<?x4x?x16xf32>, tensor<?x4x16x?xf32>
+  %masked = octet.add %scores, %mask : tensor<?x4x?x?xf32>, tensor<?x1x?x?xf32>
+  %probs = octet.softmax %masked axis = 3 : tensor<?x4x?x?xf32>
+  %ctx = octet.matmul %probs, %vh : tensor<?x4x?x?xf32>, tensor<?x4x?x16xf32>
+  %ct = octet.transpose %ctx permutation = [0, 2, 1, 3] : tensor<?x4x?x16xf32>
+  %cflat = octet.reshape %ct(%bs) : tensor<?x?x4x16xf32> -> tensor<?x64xf32>
+  %wot = octet.transpose %wo permutation = [1, 0] : tensor<64x64xf32>
+  %o0 = octet.matmul %cflat, %wot : tensor<?x64xf32>, tensor<64x64xf32>
+  %o = octet.add %o0, %bo : tensor<?x64xf32>, tensor<64xf32>
+  %y = octet.reshape %o(%b, %s) : tensor<?x64xf32> -> tensor<?x?x64xf32>
+  return %y : tensor<?x?x64xf32>
+}
+
+// -----
+
 // DistilBERT: q / √D before the head split, and masked_fill as
 // where(visible, scores, -inf): the fill is taken where the condition is
 // false.

@@ -98,6 +98,139 @@ func.func @no_bias_2d(%x: tensor<?x64xf32>) -> tensor<?x8xf32> {
 
 // -----
 
+// ONNX Gemm with transB = 1 (torch's [N, K] weight): the transpose of the
+// constant becomes transpose_weight on the weight as stored, bias included.
+// CHECK-LABEL: func.func @linear_transposed_weight
+// CHECK-SAME: (%[[X:.*]]: tensor<?x64xf32>)
+// CHECK-DAG: %[[W:.*]] = octet.constant dense_resource<w_nk> : tensor<8x64xf32>
+// CHECK-DAG: %[[B:.*]] = octet.constant dense<5.000000e-01> : tensor<8xf32>
+// CHECK: %[[Y:.*]] = octet.linear %[[X]], %[[W]], %[[B]] transpose_weight : tensor<?x64xf32>, tensor<8x64xf32>, tensor<8xf32>
+// CHECK-NOT: octet.transpose
+// CHECK-NOT: octet.matmul
+// CHECK: return %[[Y]]
+func.func @linear_transposed_weight(%x: tensor<?x64xf32>) -> tensor<?x8xf32> {
+  %w = octet.constant dense_resource<w_nk> : tensor<8x64xf32>
+  %b = octet.constant dense<0.5> : tensor<8xf32>
+  %wt = octet.transpose %w permutation = [1, 0] : tensor<8x64xf32>
+  %m = octet.matmul %x, %wt : tensor<?x64xf32>, tensor<64x8xf32>
+  %y = octet.add %m, %b : tensor<?x8xf32>, tensor<8xf32>
+  return %y : tensor<?x8xf32>
+}
+
+{-#
+  dialect_resources: {
+    builtin: {
+      w_nk: "0x04000000"
+    }
+  }
+#-}
+
+// -----
+
+// The transpose of a run-time weight is not a linear layer.
+// CHECK-LABEL: func.func @no_linear_transposed_runtime_weight
+// CHECK: %[[T:.*]] = octet.transpose %arg1
+// CHECK: octet.matmul %arg0, %[[T]]
+// CHECK-NOT: octet.linear
+func.func @no_linear_transposed_runtime_weight(%x: tensor<?x64xf32>, %w: tensor<8x64xf32>) -> tensor<?x8xf32> {
+  %wt = octet.transpose %w permutation = [1, 0] : tensor<8x64xf32>
+  %m = octet.matmul %x, %wt : tensor<?x64xf32>, tensor<64x8xf32>
+  return %m : tensor<?x8xf32>
+}
+
+// -----
+
+// The dynamo exporter's flattened linears: view [B·S, K] → Gemm / MatMul +
+// bias → view [B, S, N], sized by the batch and sequence of another input
+// that shares their names. Both become linears on [B, S, K]; the views
+// cancel. The second one starts from heads [B, S, 4, 16] merged to [B·S, 64].
+// CHECK-LABEL: func.func @flattened_linears
+// CHECK-SAME: (%[[X:[^:]*]]: tensor<?x?x64xf32>
+// CHECK-SAME: %[[H:[^:]*]]: tensor<?x?x4x16xf32>
+// CHECK: %[[Y:.*]] = octet.linear %[[X]], %{{.*}}, %{{.*}} transpose_weight : tensor<?x?x64xf32>, tensor<8x64xf32>, tensor<8xf32>
+// CHECK: %[[M:.*]] = octet.reshape %[[H]](%{{.*}}, %{{.*}}) : tensor<?x?x4x16xf32> -> tensor<?x?x64xf32>
+// CHECK: %[[Z:.*]] = octet.linear %[[M]], %{{.*}}, %{{.*}} : tensor<?x?x64xf32>, tensor<64x8xf32>, tensor<8xf32>
+// CHECK-NOT: octet.reshape
+// CHECK: return %[[Y]], %[[Z]]
+func.func @flattened_linears(%x: tensor<?x?x64xf32> {octet.dim_params = ["batch", "sequence", ""]},
+                             %h: tensor<?x?x4x16xf32> {octet.dim_params = ["batch", "sequence", "", ""]},
+                             %ids: tensor<?x?xi64> {octet.dim_params = ["batch", "sequence"]})
+    -> (tensor<?x?x8xf32>, tensor<?x?x8xf32>) {
+  %w = octet.constant dense<0.01> : tensor<8x64xf32>
+  %w2 = octet.constant dense<0.02> : tensor<64x8xf32>
+  %b = octet.constant dense<0.5> : tensor<8xf32>
+  %batch = octet.dim %ids[0] : tensor<?x?xi64>
+  %seq = octet.dim %ids[1] : tensor<?x?xi64>
+  %n = arith.muli %batch, %seq : index
+  %flat = octet.reshape %x(%n) : tensor<?x?x64xf32> -> tensor<?x64xf32>
+  %wt = octet.transpose %w permutation = [1, 0] : tensor<8x64xf32>
+  %m = octet.matmul %flat, %wt : tensor<?x64xf32>, tensor<64x8xf32>
+  %a = octet.add %m, %b : tensor<?x8xf32>, tensor<8xf32>
+  %y = octet.reshape %a(%batch, %seq) : tensor<?x8xf32> -> tensor<?x?x8xf32>
+  %hflat = octet.reshape %h(%n) : tensor<?x?x4x16xf32> -> tensor<?x64xf32>
+  %m2 = octet.matmul %hflat, %w2 : tensor<?x64xf32>, tensor<64x8xf32>
+  %a2 = octet.add %b, %m2 : tensor<8xf32>, tensor<?x8xf32>
+  %z = octet.reshape %a2(%batch, %seq) : tensor<?x8xf32> -> tensor<?x?x8xf32>
+  return %y, %z : tensor<?x?x8xf32>, tensor<?x?x8xf32>
+}
+
+// -----
+
+// Flattened the same way but viewed back as [S, B, N]: the linear moves onto
+// [B, S, K] (it maps each row alone); the two views compose into a real
+// reshape that stays. A view that splits rows ([B·S·2, 32]) keeps the linear on it.
+// CHECK-LABEL: func.func @flattened_linear_not_restored
+// CHECK: %[[Y:.*]] = octet.linear %arg0, %{{.*}} transpose_weight : tensor<?x?x64xf32>, tensor<8x64xf32>, tensor<8xf32>
+// CHECK: octet.reshape %[[Y]](%{{.*}}, %{{.*}}) : tensor<?x?x8xf32> -> tensor<?x?x8xf32>
+// CHECK: %[[F:.*]] = octet.reshape %arg0(%{{.*}}) : tensor<?x?x64xf32> -> tensor<?x32xf32>
+// CHECK: octet.linear %[[F]], %{{.*}} : tensor<?x32xf32>, tensor<32x8xf32>
+func.func @flattened_linear_not_restored(%x: tensor<?x?x64xf32>) -> (tensor<?x?x8xf32>, tensor<?x8xf32>) {
+  %w = octet.constant dense<0.01> : tensor<8x64xf32>
+  %w2 = octet.constant dense<0.02> : tensor<32x8xf32>
+  %b = octet.constant dense<0.5> : tensor<8xf32>
+  %c2 = arith.constant 2 : index
+  %batch = octet.dim %x[0] : tensor<?x?x64xf32>
+  %seq = octet.dim %x[1] : tensor<?x?x64xf32>
+  %n = arith.muli %batch, %seq : index
+  %flat = octet.reshape %x(%n) : tensor<?x?x64xf32> -> tensor<?x64xf32>
+  %wt = octet.transpose %w permutation = [1, 0] : tensor<8x64xf32>
+  %m = octet.matmul %flat, %wt : tensor<?x64xf32>, tensor<64x8xf32>
+  %a = octet.add %m, %b : tensor<?x8xf32>, tensor<8xf32>
+  %y = octet.reshape %a(%seq, %batch) : tensor<?x8xf32> -> tensor<?x?x8xf32>
+  %n2 = arith.muli %n, %c2 : index
+  %half = octet.reshape %x(%n2) : tensor<?x?x64xf32> -> tensor<?x32xf32>
+  %z = octet.matmul %half, %w2 : tensor<?x32xf32>, tensor<32x8xf32>
+  return %y, %z : tensor<?x?x8xf32>, tensor<?x8xf32>
+}
+
+// -----
+
+// A bias added after a view that keeps rows folds into the linear under it
+// (b is added to every row either way); after a view that splits rows
+// ([?, 4] from rows of 8) it does not.
+// CHECK-LABEL: func.func @bias_through_row_view
+// CHECK: %[[L:.*]] = octet.linear %arg0, %{{.*}}, %{{.*}} transpose_weight : tensor<?x?x64xf32>, tensor<8x64xf32>, tensor<8xf32>
+// CHECK: %[[R:.*]] = octet.reshape %[[L]](%{{.*}}) : tensor<?x?x8xf32> -> tensor<?x8xf32>
+// CHECK: %[[L2:.*]] = octet.linear %arg0, %{{.*}} transpose_weight : tensor<?x?x64xf32>, tensor<8x64xf32>
+// CHECK: %[[R2:.*]] = octet.reshape %[[L2]]
+// CHECK: %[[A:.*]] = octet.add %[[R2]]
+// CHECK: return %[[R]], %[[A]]
+func.func @bias_through_row_view(%x: tensor<?x?x64xf32>, %n: index) -> (tensor<?x8xf32>, tensor<?x4xf32>) {
+  %w = octet.constant dense<0.01> : tensor<8x64xf32>
+  %b = octet.constant dense<0.5> : tensor<8xf32>
+  %b4 = octet.constant dense<0.5> : tensor<4xf32>
+  %l = octet.linear %x, %w transpose_weight : tensor<?x?x64xf32>, tensor<8x64xf32>
+  %r = octet.reshape %l(%n) : tensor<?x?x8xf32> -> tensor<?x8xf32>
+  %a = octet.add %r, %b : tensor<?x8xf32>, tensor<8xf32>
+  %w2 = octet.constant dense<0.02> : tensor<8x64xf32>
+  %l2 = octet.linear %x, %w2 transpose_weight : tensor<?x?x64xf32>, tensor<8x64xf32>
+  %r2 = octet.reshape %l2(%n) : tensor<?x?x8xf32> -> tensor<?x4xf32>
+  %a2 = octet.add %r2, %b4 : tensor<?x4xf32>, tensor<4xf32>
+  return %a, %a2 : tensor<?x8xf32>, tensor<?x4xf32>
+}
+
+// -----
+
 // A whole BERT encoder layer as the TorchScript exporter writes it (hidden
 // 64, 4 heads, FFN 256): embeddings output → self-attention → dense +
 // residual + LayerNorm → dense + GELU → dense + residual + LayerNorm.
