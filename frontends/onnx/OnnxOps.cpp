@@ -433,12 +433,15 @@ static LogicalResult convertReshape(NodeContext &n) {
 static LogicalResult convertFlatten(NodeContext &n) {
   Value input = n.input(0);
   int64_t rank = n.inputType(0).getRank();
-  auto axis = n.normalizeAxis(n.intAttr("axis", 1), rank + 1, "axis");
-  if (failed(axis))
-    return failure();
+  // axis is in [-rank, rank]: a negative one counts from the end of the dims.
+  int64_t axis = n.intAttr("axis", 1);
+  if (axis < -rank || axis > rank)
+    return n.fail("axis " + llvm::Twine(axis) + " is out of range for rank " + llvm::Twine(rank));
+  if (axis < 0)
+    axis += rank;
   auto dims = n.dims(input);
-  OpFoldResult outer = product(n, ArrayRef(dims).take_front(*axis));
-  OpFoldResult inner = product(n, ArrayRef(dims).drop_front(*axis));
+  OpFoldResult outer = product(n, ArrayRef(dims).take_front(axis));
+  OpFoldResult inner = product(n, ArrayRef(dims).drop_front(axis));
   n.setOutput(0, n.reshapeTo(input, {outer, inner}));
   return success();
 }
@@ -781,6 +784,20 @@ static LogicalResult convertRange(NodeContext &n) {
   return success();
 }
 
+/// Inference-mode Dropout is the identity; training mode (random masks) is not
+/// something an inference compiler may silently drop.
+static LogicalResult convertDropout(NodeContext &n) {
+  if (n.hasInput(2)) {
+    DenseElementsAttr mode = n.constantInput(2);
+    if (!mode || !mode.getElementType().isInteger(1))
+      return n.fail("training_mode must be a constant false (Octet compiles inference only)");
+    if (llvm::any_of(mode.getValues<bool>(), [](bool b) { return b; }))
+      return n.fail("training_mode = true is unsupported (Octet compiles inference only)");
+  }
+  n.setOutput(0, n.inputInfo(0));
+  return success();
+}
+
 static LogicalResult convertIdentity(NodeContext &n) {
   n.setOutput(0, n.inputInfo(0));
   return success();
@@ -893,7 +910,7 @@ static const OpConversion kConversions[] = {
     {"CumSum", 2, convertCumSum},
     {"DequantizeLinear", 2, convertDequantizeLinear},
     {"Div", 2, convertArithmetic<DivOp, IndexOp::Div>},
-    {"Dropout", 1, convertIdentity},
+    {"Dropout", 1, convertDropout},
     {"DynamicQuantizeLinear", 1, convertDynamicQuantizeLinear},
     {"Equal", 2, convertEqual},
     {"Erf", 1, convertUnary<ErfOp>},

@@ -1,0 +1,392 @@
+//===- FusedKernels.cpp ---------------------------------------------------===//
+#include "compiler/codegen/x86/FusedKernels.h"
+
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <cstddef>
+#include <stdexcept>
+
+namespace octet::x86 {
+
+using Xbyak::Zmm;
+
+namespace {
+
+constexpr int kLanes = 16;
+constexpr int kVecBytes = kLanes * sizeof(float);
+constexpr uint8_t kCmpEqOq = 0x00;
+
+std::vector<Zmm> zmmRange(int first, int last) {
+  std::vector<Zmm> r;
+  for (int i = first; i <= last; ++i)
+    r.emplace_back(i);
+  return r;
+}
+
+/// Rows per OpenMP task: enough work (~16 KiB of row data) to amortize a call.
+int64_t rowsPerTask(int64_t n) { return std::max<int64_t>(1, 4096 / std::max<int64_t>(n, 1)); }
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// RowKernel
+//===----------------------------------------------------------------------===//
+
+RowKernel::RowKernel(std::string name, int64_t n)
+    : KernelGenerator(std::move(name) + "_n" + std::to_string(n), Isa::Avx512), n_(n),
+      rowBytes_(int32_t(n * sizeof(float))),
+      math_(*this, constants_, zmmRange(14, 31), {k2, k3}) {
+  if (n < 1 || n > (int64_t(1) << 28))
+    throw std::invalid_argument(this->name() + ": row length out of range");
+}
+
+void RowKernel::initTailMask() {
+  if (int tail = int(n_ % kLanes)) {
+    mov(eax, (1u << tail) - 1);
+    kmovw(kTail, eax);
+  }
+}
+
+void RowKernel::forEachVector(const std::function<void(int, int, bool)> &body) {
+  int64_t full = n_ / kLanes;
+  int64_t blocks = full / kUnroll;
+  int rest = int(full % kUnroll);
+  xor_(rCol, rCol);
+  if (blocks > 0) {
+    Xbyak::Label loop;
+    L(loop);
+    for (int u = 0; u < kUnroll; ++u)
+      body(u, u * kVecBytes, false);
+    add(rCol, kUnroll * kVecBytes);
+    cmp(rCol, int32_t(blocks * kUnroll * kVecBytes));
+    jb(loop);
+  }
+  for (int u = 0; u < rest; ++u)
+    body(u, u * kVecBytes, false);
+  if (n_ % kLanes)
+    body(rest, rest * kVecBytes, true);
+}
+
+void RowKernel::load(const Zmm &z, const Xbyak::Address &a, bool tail) {
+  if (tail)
+    vmovups(z | kTail | T_z, a);
+  else
+    vmovups(z, a);
+}
+
+void RowKernel::store(const Xbyak::Address &a, const Zmm &z, bool tail) {
+  vmovups(tail ? a | kTail : a, z);
+}
+
+void RowKernel::accumulate(const Zmm &a, const Zmm &v, bool tail, bool isMax) {
+  Zmm dst = tail ? Zmm(a.getIdx()) | kTail : a;
+  isMax ? vmaxps(dst, a, v) : vaddps(dst, a, v);
+}
+
+void RowKernel::reduceAccumulators(const Zmm &dst, bool isMax) {
+  auto op = [&](const Zmm &d, const Zmm &b) { isMax ? vmaxps(d, d, b) : vaddps(d, d, b); };
+  op(acc(0), acc(1));
+  op(acc(2), acc(3));
+  op(acc(0), acc(2));
+  isMax ? math_.reduceMax(dst, acc(0)) : math_.reduceSum(dst, acc(0));
+}
+
+//===----------------------------------------------------------------------===//
+// LayerNormKernel
+//===----------------------------------------------------------------------===//
+
+LayerNormKernel::LayerNormKernel(int64_t n, std::vector<RowSource> sources, bool writeSum,
+                                 float epsilon)
+    : RowKernel("layernorm", n), sources_(std::move(sources)), writeSum_(writeSum),
+      epsilon_(epsilon) {
+  if (sources_.empty() || sources_.size() > 3)
+    throw std::invalid_argument("layernorm: 1 to 3 sources");
+}
+
+void LayerNormKernel::generate() {
+  const int numSources = int(sources_.size());
+  auto field = [&](size_t offset) { return qword[rArgs + int(offset)]; };
+  auto srcField = [&](int i) {
+    return field(offsetof(LayerNormArgs, src) + i * sizeof(float *));
+  };
+  Xbyak::Label rowLoop, done;
+  preamble();
+  mov(rRows, field(offsetof(LayerNormArgs, rows)));
+  test(rRows, rRows);
+  jle(done, T_NEAR);
+  mov(rY, field(offsetof(LayerNormArgs, y)));
+  if (writeSum_)
+    mov(rSum, field(offsetof(LayerNormArgs, sum)));
+  mov(rGamma, field(offsetof(LayerNormArgs, gamma)));
+  mov(rBeta, field(offsetof(LayerNormArgs, beta)));
+  for (int i = 0; i < numSources; ++i) {
+    if (sources_[i] == RowSource::Dense)
+      mov(rSrc[i], srcField(i));
+    else
+      mov(rIdx[i], field(offsetof(LayerNormArgs, index) + i * sizeof(int64_t *)));
+  }
+  initTailMask();
+  xor_(rRow, rRow);
+
+  // x lives in its input row when that is all there is, else in sum or y.
+  const bool singleRow = numSources == 1 && sources_[0] == RowSource::Dense && !writeSum_;
+  const Xbyak::Reg64 rBuf = singleRow ? rSrc[0] : writeSum_ ? rSum : rY;
+  auto zeroAccumulators = [&] {
+    for (int u = 0; u < kUnroll; ++u)
+      vxorps(acc(u), acc(u), acc(u));
+  };
+
+  L(rowLoop);
+  for (int i = 0; i < numSources; ++i) {
+    if (sources_[i] != RowSource::Gathered)
+      continue;
+    mov(rTmp, qword[rIdx[i] + rRow * 8]);
+    imul(rTmp, rTmp, rowBytes_);
+    add(rTmp, srcField(i));
+    mov(rSrc[i], rTmp);
+  }
+
+  // Pass 1: x = sum of the sources, and the mean.
+  zeroAccumulators();
+  forEachVector([&](int u, int disp, bool tail) {
+    load(val(u), ptr[rSrc[0] + rCol + disp], tail);
+    for (int i = 1; i < numSources; ++i) {
+      if (tail) {
+        load(tmp(u), ptr[rSrc[i] + rCol + disp], tail);
+        vaddps(val(u), val(u), tmp(u));
+      } else {
+        vaddps(val(u), val(u), ptr[rSrc[i] + rCol + disp]);
+      }
+    }
+    if (!singleRow)
+      store(ptr[rBuf + rCol + disp], val(u), tail);
+    accumulate(acc(u), val(u), tail, false);
+  });
+  reduceAccumulators(zMean, false);
+  vmulps(zMean, zMean, constants_.f32(1.0f / float(n_)));
+
+  // Pass 2: variance about the mean.
+  zeroAccumulators();
+  forEachVector([&](int u, int disp, bool tail) {
+    load(val(u), ptr[rBuf + rCol + disp], tail);
+    vsubps(val(u), val(u), zMean);
+    vfmadd231ps(tail ? acc(u) | kTail : acc(u), val(u), val(u));
+  });
+  reduceAccumulators(zRstd, false);
+  vmulps(zRstd, zRstd, constants_.f32(1.0f / float(n_)));
+  vaddps(zRstd, zRstd, constants_.f32(epsilon_));
+  math_.rsqrt(zRstd, zRstd);
+
+  // Pass 3: normalize, scale, shift.
+  forEachVector([&](int u, int disp, bool tail) {
+    load(val(u), ptr[rBuf + rCol + disp], tail);
+    vsubps(val(u), val(u), zMean);
+    vmulps(val(u), val(u), zRstd);
+    if (tail) {
+      load(tmp(u), ptr[rGamma + rCol + disp], tail);
+      vmulps(val(u), val(u), tmp(u));
+      load(tmp(u), ptr[rBeta + rCol + disp], tail);
+      vaddps(val(u), val(u), tmp(u));
+    } else {
+      vmulps(val(u), val(u), ptr[rGamma + rCol + disp]);
+      vaddps(val(u), val(u), ptr[rBeta + rCol + disp]);
+    }
+    store(ptr[rY + rCol + disp], val(u), tail);
+  });
+
+  for (int i = 0; i < numSources; ++i)
+    if (sources_[i] == RowSource::Dense)
+      add(rSrc[i], rowBytes_);
+  add(rY, rowBytes_);
+  if (writeSum_)
+    add(rSum, rowBytes_);
+  inc(rRow);
+  cmp(rRow, rRows);
+  jl(rowLoop, T_NEAR);
+  L(done);
+  postamble();
+  constants_.emit();
+}
+
+void LayerNormKernel::run(const LayerNormArgs &args) {
+  auto fn = entry<void (*)(const LayerNormArgs *)>();
+  const int64_t block = rowsPerTask(n_);
+  const int64_t tasks = (args.rows + block - 1) / block;
+#pragma omp parallel for schedule(static)
+  for (int64_t t = 0; t < tasks; ++t) {
+    const int64_t first = t * block;
+    LayerNormArgs a = args;
+    for (size_t i = 0; i < sources_.size(); ++i) {
+      if (sources_[i] == RowSource::Dense)
+        a.src[i] += first * n_;
+      else
+        a.index[i] += first;
+    }
+    if (a.sum)
+      a.sum += first * n_;
+    a.y += first * n_;
+    a.rows = std::min(block, args.rows - first);
+    fn(&a);
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// SoftmaxKernel
+//===----------------------------------------------------------------------===//
+
+SoftmaxKernel::SoftmaxKernel(int64_t n, float scale, bool hasMask)
+    : RowKernel("softmax", n), scale_(scale), hasMask_(hasMask) {}
+
+void SoftmaxKernel::generate() {
+  auto field = [&](size_t offset) { return qword[rArgs + int(offset)]; };
+  Xbyak::Label rowLoop, done;
+  preamble();
+  mov(rRows, field(offsetof(Call, args) + offsetof(SoftmaxArgs, rows)));
+  test(rRows, rRows);
+  jle(done, T_NEAR);
+  mov(rX, field(offsetof(Call, args) + offsetof(SoftmaxArgs, x)));
+  mov(rY, field(offsetof(Call, args) + offsetof(SoftmaxArgs, y)));
+  if (hasMask_) {
+    mov(rMask, field(offsetof(Call, args) + offsetof(SoftmaxArgs, mask)));
+    mov(rPer, field(offsetof(Call, args) + offsetof(SoftmaxArgs, rowsPerMask)));
+    mov(rPhase, field(offsetof(Call, maskPhase)));
+  }
+  initTailMask();
+  xor_(rRow, rRow);
+
+  L(rowLoop);
+  // Pass 1: z = scale x + mask into y, and the row max.
+  for (int u = 0; u < kUnroll; ++u)
+    math_.broadcast(acc(u), -INFINITY);
+  forEachVector([&](int u, int disp, bool tail) {
+    load(val(u), ptr[rX + rCol + disp], tail);
+    if (scale_ != 1.0f)
+      vmulps(val(u), val(u), constants_.f32(scale_));
+    if (hasMask_) {
+      if (tail) {
+        load(tmp(u), ptr[rMask + rCol + disp], tail);
+        vaddps(val(u), val(u), tmp(u));
+      } else {
+        vaddps(val(u), val(u), ptr[rMask + rCol + disp]);
+      }
+    }
+    store(ptr[rY + rCol + disp], val(u), tail);
+    accumulate(acc(u), val(u), tail, true);
+  });
+  reduceAccumulators(zMax, true);
+  // An all -inf row: exp(-inf - (-FLT_MAX)) = 0 instead of NaN.
+  vmaxps(zMax, zMax, constants_.f32(-FLT_MAX));
+
+  // Pass 2: e = exp(z - max) into y, and its sum.
+  for (int u = 0; u < kUnroll; ++u)
+    vxorps(acc(u), acc(u), acc(u));
+  forEachVector([&](int u, int disp, bool tail) {
+    load(val(u), ptr[rY + rCol + disp], tail);
+    vsubps(val(u), val(u), zMax);
+    math_.exp(val(u), val(u));
+    store(ptr[rY + rCol + disp], val(u), tail);
+    accumulate(acc(u), val(u), tail, false);
+  });
+  reduceAccumulators(zInv, false);
+  const Xbyak::Opmask kZero = k2; // free: exp and reciprocal use no opmask
+  vcmpps(kZero, zInv, constants_.f32(0.0f), kCmpEqOq);
+  math_.reciprocal(zInv, zInv);
+  vxorps(zInv | kZero, zInv, zInv); // sum 0 (all -inf): zeros, not 0 * inf
+
+  // Pass 3: normalize.
+  forEachVector([&](int u, int disp, bool tail) {
+    load(val(u), ptr[rY + rCol + disp], tail);
+    vmulps(val(u), val(u), zInv);
+    store(ptr[rY + rCol + disp], val(u), tail);
+  });
+
+  add(rX, rowBytes_);
+  add(rY, rowBytes_);
+  if (hasMask_) {
+    Xbyak::Label sameMaskRow;
+    inc(rPhase);
+    cmp(rPhase, rPer);
+    jl(sameMaskRow);
+    xor_(rPhase, rPhase);
+    add(rMask, rowBytes_);
+    L(sameMaskRow);
+  }
+  inc(rRow);
+  cmp(rRow, rRows);
+  jl(rowLoop, T_NEAR);
+  L(done);
+  postamble();
+  constants_.emit();
+}
+
+void SoftmaxKernel::run(const SoftmaxArgs &args) {
+  if (hasMask_ && args.rowsPerMask < 1)
+    throw std::invalid_argument("softmax: rowsPerMask must be >= 1");
+  auto fn = entry<void (*)(const Call *)>();
+  const int64_t block = rowsPerTask(n_);
+  const int64_t tasks = (args.rows + block - 1) / block;
+#pragma omp parallel for schedule(static)
+  for (int64_t t = 0; t < tasks; ++t) {
+    const int64_t first = t * block;
+    Call c{args, 0};
+    c.args.x += first * n_;
+    c.args.y += first * n_;
+    if (hasMask_) {
+      c.args.mask += (first / args.rowsPerMask) * n_;
+      c.maskPhase = first % args.rowsPerMask;
+    }
+    c.args.rows = std::min(block, args.rows - first);
+    fn(&c);
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// UnaryKernel
+//===----------------------------------------------------------------------===//
+
+UnaryKernel::UnaryKernel(UnaryOp op) : KernelGenerator("unary", Isa::Avx512), op_(op) {}
+
+void UnaryKernel::generate() {
+  VectorMath math(*this, constants_, zmmRange(1, 8), {k2});
+  Xbyak::Label loop, tail, done;
+  preamble();
+  L(loop);
+  cmp(rCount, kLanes);
+  jl(tail, T_NEAR);
+  vmovups(zVal, ptr[rX]);
+  math.unary(op_, zVal, zVal);
+  vmovups(ptr[rY], zVal);
+  add(rX, kVecBytes);
+  add(rY, kVecBytes);
+  sub(rCount, kLanes);
+  jmp(loop, T_NEAR);
+
+  L(tail); // 0 <= count < 16: mask = (1 << count) - 1
+  test(rCount, rCount);
+  jz(done, T_NEAR);
+  mov(ecx, edx);
+  mov(eax, 1);
+  shl(eax, cl);
+  dec(eax);
+  kmovw(kTail, eax);
+  vmovups(zVal | kTail | T_z, ptr[rX]);
+  math.unary(op_, zVal, zVal);
+  vmovups(ptr[rY] | kTail, zVal);
+  L(done);
+  postamble();
+  constants_.emit();
+}
+
+void UnaryKernel::run(const float *x, float *y, int64_t count) {
+  auto fn = entry<void (*)(const float *, float *, int64_t)>();
+  constexpr int64_t block = 4096; // multiple of 16: only the last task has a tail
+  const int64_t tasks = (count + block - 1) / block;
+#pragma omp parallel for schedule(static)
+  for (int64_t t = 0; t < tasks; ++t) {
+    const int64_t first = t * block;
+    fn(x + first, y + first, std::min(block, count - first));
+  }
+}
+
+} // namespace octet::x86

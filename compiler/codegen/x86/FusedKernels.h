@@ -1,0 +1,147 @@
+//===- FusedKernels.h - fused elementwise and last-axis kernels -*- C++ -*-===//
+//
+// Kernel generators for the FP32 path, all built on VectorMath: LayerNorm
+// (plain, residual-add, embedding gather + add), softmax with an additive
+// mask, and unary elementwise maps (GELU erf / tanh and the other UnaryOps).
+// Row kernels know the row length N at generation time and take the row count
+// M at run time; the remainder N % 16 runs under an opmask, so nothing outside
+// a row is read or written. run() drives the kernel over rows with OpenMP.
+//
+//===----------------------------------------------------------------------===//
+#ifndef OCTET_COMPILER_CODEGEN_X86_FUSEDKERNELS_H
+#define OCTET_COMPILER_CODEGEN_X86_FUSEDKERNELS_H
+
+#include "compiler/codegen/x86/KernelGenerator.h"
+#include "compiler/codegen/x86/VectorMath.h"
+
+#include <functional>
+
+namespace octet::x86 {
+
+/// Shared row machinery: the loop over the 16-float vectors of one row.
+class RowKernel : public KernelGenerator {
+protected:
+  static constexpr int kUnroll = 4;
+  RowKernel(std::string name, int64_t n);
+
+  /// Emits body(slot, disp, tail) for every vector of the row, in blocks of
+  /// kUnroll under a runtime loop. The vector is at [rowPointer + rCol + disp];
+  /// slot (< kUnroll) picks independent registers; tail: masked by kTail.
+  void forEachVector(const std::function<void(int, int, bool)> &body);
+  /// Sets kTail for N % 16; call before the first forEachVector.
+  void initTailMask();
+  void load(const Xbyak::Zmm &z, const Xbyak::Address &a, bool tail);
+  void store(const Xbyak::Address &a, const Xbyak::Zmm &z, bool tail);
+  /// acc (op)= v, on the row's lanes only.
+  void accumulate(const Xbyak::Zmm &acc, const Xbyak::Zmm &v, bool tail, bool isMax);
+  /// Folds the kUnroll accumulators into a broadcast total in `dst`.
+  void reduceAccumulators(const Xbyak::Zmm &dst, bool isMax);
+
+  int64_t n_;
+  int32_t rowBytes_;
+  ConstantTable constants_{*this};
+  const Xbyak::Reg64 rCol = rax;
+  const Xbyak::Opmask kTail = k1;
+  // z0-3 accumulators, z4-7 row values, z8-11 masked-load temporaries, z14-31
+  // VectorMath's pool.
+  Xbyak::Zmm acc(int slot) const { return Xbyak::Zmm(slot); }
+  Xbyak::Zmm val(int slot) const { return Xbyak::Zmm(4 + slot); }
+  Xbyak::Zmm tmp(int slot) const { return Xbyak::Zmm(8 + slot); }
+  VectorMath math_;
+};
+
+/// Where a LayerNorm input row comes from.
+enum class RowSource {
+  Dense,    ///< row m at src + m * N
+  Gathered, ///< row m at src + index[m] * N (embedding tables)
+};
+
+struct LayerNormArgs {
+  const float *src[3] = {};     ///< summed inputs (x, residual, or embedding tables)
+  const int64_t *index[3] = {}; ///< per Gathered source: the row ids, M of them
+  float *sum = nullptr;         ///< optional: the sum of the sources, M x N
+  float *y = nullptr;           ///< M x N
+  const float *gamma = nullptr, *beta = nullptr;
+  int64_t rows = 0;
+};
+
+/// y = (x - mean) / sqrt(var + eps) * gamma + beta over rows of N, where x is
+/// the sum of up to three sources: LayerNorm (1 Dense), residual-add +
+/// LayerNorm (2 Dense, optionally writing x), embedding + LayerNorm (3
+/// Gathered: word, position, token type). Two passes for mean then variance
+/// (no E[x^2] - mean^2 cancellation), a third to normalize; x is kept in `sum`
+/// or `y` between passes when it is not a single input row.
+class LayerNormKernel : public RowKernel {
+public:
+  LayerNormKernel(int64_t n, std::vector<RowSource> sources, bool writeSum, float epsilon);
+  void run(const LayerNormArgs &args);
+
+protected:
+  void generate() override;
+
+private:
+  std::vector<RowSource> sources_;
+  bool writeSum_;
+  float epsilon_;
+  const Xbyak::Reg64 rArgs = rdi, rRows = rbp, rRow = rbx, rY = r14, rSum = r15, rGamma = rdx,
+                     rBeta = rcx, rTmp = rsi;
+  const Xbyak::Reg64 rSrc[3] = {r8, r9, r10}, rIdx[3] = {r11, r12, r13};
+  const Xbyak::Zmm zMean = zmm12, zRstd = zmm13;
+};
+
+/// y[m] = softmax(scale * x[m] + mask[m / rowsPerMask]) over rows of N.
+/// The mask has one row of N per `rowsPerMask` consecutive rows: BERT's
+/// [B,1,1,S] mask over scores [B,H,S,S] is rowsPerMask = H*S; [1,S] shared by
+/// all rows is rowsPerMask = M; a full [M,S] mask is 1. Mask entries may be
+/// -inf or -FLT_MAX. A row whose every entry is -inf yields all zeros (no
+/// NaN); with -FLT_MAX entries a fully masked row is uniform, as in PyTorch.
+struct SoftmaxArgs {
+  const float *x = nullptr;
+  float *y = nullptr; ///< may equal x
+  const float *mask = nullptr;
+  int64_t rows = 0;
+  int64_t rowsPerMask = 1;
+};
+
+class SoftmaxKernel : public RowKernel {
+public:
+  SoftmaxKernel(int64_t n, float scale, bool hasMask);
+  void run(const SoftmaxArgs &args);
+
+protected:
+  void generate() override;
+
+private:
+  /// What the kernel reads: SoftmaxArgs plus the rows of the first mask row
+  /// already consumed, so that a chunk may start mid mask row.
+  struct Call {
+    SoftmaxArgs args;
+    int64_t maskPhase;
+  };
+  float scale_;
+  bool hasMask_;
+  const Xbyak::Reg64 rArgs = rdi, rX = r8, rY = r9, rMask = r10, rPer = r11, rPhase = r12,
+                     rRows = rbp, rRow = rbx;
+  const Xbyak::Zmm zMax = zmm12, zInv = zmm13;
+};
+
+/// y[i] = op(x[i]) over a buffer of any length (GELU for the FFN; any UnaryOp).
+class UnaryKernel : public KernelGenerator {
+public:
+  explicit UnaryKernel(UnaryOp op);
+  void run(const float *x, float *y, int64_t count);
+
+protected:
+  void generate() override;
+
+private:
+  UnaryOp op_;
+  ConstantTable constants_{*this};
+  const Xbyak::Reg64 rX = rdi, rY = rsi, rCount = rdx;
+  const Xbyak::Opmask kTail = k1;
+  const Xbyak::Zmm zVal = zmm0;
+};
+
+} // namespace octet::x86
+
+#endif

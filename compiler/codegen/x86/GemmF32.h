@@ -1,0 +1,80 @@
+//===- GemmF32.h - blocked, threaded FP32 GEMM with packed weights -*- C++ -*-===//
+//
+// C[M, N] = A[M, K] * B[K, N] (+ bias, + residual, then an elementwise
+// epilogue), row-major f32. N and K are fixed (B is a constant weight, packed
+// once by packB); M is known only at run time (batch * sequence).
+//
+// Blocking rule (Inductor's cpp_gemm_template, with this kernel's registers):
+//  - NR (panel width) is 48 unless 32 pads N to fewer columns (N = 100: 128
+//    rather than 144). 48 loads fewer A broadcasts per FMA.
+//  - MR is the most rows whose MR * NR/16 accumulators leave room for the B
+//    row, the A broadcast and the epilogue's scratch: 9 for NR = 48, 14 for 32.
+//  - Kc: a Kc x NR block of a B panel fits in L1d, so it stays there while the
+//    MR-row tiles of an M block pass over it; K is cut into equal blocks.
+//  - Mc: the Mc x K block of A fits in half of L2, so it is reused from L2
+//    for every panel a thread computes after it; M is cut into equal blocks.
+// Threads take (M block, N panel) pairs, N panels innermost.
+//
+//===----------------------------------------------------------------------===//
+#ifndef OCTET_COMPILER_CODEGEN_X86_GEMMF32_H
+#define OCTET_COMPILER_CODEGEN_X86_GEMMF32_H
+
+#include "compiler/codegen/x86/GemmF32Avx512.h"
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace octet::x86 {
+
+enum class WeightLayout {
+  KN, ///< B[K][N], as in x @ W
+  NK, ///< B[N][K], torch nn.Linear's weight (x @ W^T)
+};
+
+/// The panel width packB and GemmF32 use for N columns.
+int gemmF32PanelWidth(int64_t n);
+
+/// Packs B into ceil(N/NR) panels of [K][NR] (columns past N are zero).
+std::vector<float> packB(const float *b, int64_t k, int64_t n, WeightLayout layout);
+
+struct GemmF32Epilogue {
+  bool residual = false; ///< run() gets a residual [M, N] to add
+  const EpilogueEmitter *elementwise = nullptr; ///< must outlive the GemmF32
+};
+
+class GemmF32 {
+public:
+  /// `packedB` (from packB) and `bias` ([N], or null) are referenced, not
+  /// copied: they must outlive this object (in AOT they live in .rodata).
+  GemmF32(int64_t n, int64_t k, const float *packedB, GemmF32Epilogue epilogue = {},
+          const float *bias = nullptr);
+
+  /// Strides are in floats. `residual` (stride ldr) is read only when the
+  /// epilogue asked for it. Threads: OpenMP's current team size.
+  void run(const float *a, int64_t m, int64_t lda, float *c, int64_t ldc,
+           const float *residual = nullptr, int64_t ldr = 0) const;
+
+  int mr() const { return mr_; }
+  int nr() const { return nr_; }
+  int64_t kc() const { return kc_; }
+
+private:
+  GemmF32KernelFn kernel(int rows, bool tailPanel) const {
+    return kernelFns_[(rows - 1) * 2 + tailPanel];
+  }
+  int64_t mc(int64_t m) const;
+
+  int64_t n_, k_;
+  const float *packedB_;
+  const float *bias_;
+  GemmF32Epilogue epilogue_;
+  int nr_, mr_;
+  int64_t kc_, panels_;
+  std::vector<std::unique_ptr<GemmF32Avx512>> kernels_;
+  std::vector<GemmF32KernelFn> kernelFns_; // [rows - 1][tail panel]
+};
+
+} // namespace octet::x86
+
+#endif

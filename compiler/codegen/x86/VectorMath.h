@@ -1,0 +1,135 @@
+//===- VectorMath.h - f32 math on zmm registers for Xbyak kernels -*- C++ -*-===//
+//
+// The one vector-expression emitter shared by GEMM epilogues and the fused
+// kernels: each call emits straight-line AVX-512 code on 16 f32 lanes. Math
+// functions are inline polynomials and their constants live in a per-kernel
+// table addressed RIP-relative, so kernel code is position independent and
+// calls nothing.
+//
+// Register contract (no allocator): the caller hands a VectorMath the zmm and
+// opmask registers it may clobber (its pool); operands and results are other
+// registers. `dst` may equal `src`; `src` is otherwise preserved.
+//
+// Accuracy: bound asserted by test/unit/VectorMathTest.cpp against double
+// references (ulp of the f32 result; denormal results: ulp = 2^-149), and in
+// brackets the max measured by an instruction-exact scalar model of these
+// sequences (fmaf for vfmadd, y0 = rsqrt * (1 +- 2^-14) for vrsqrt14ps):
+//   exp        <= 2 ulp [1.48]  Cody-Waite floor reduction, degree-6 minimax, vscalefps
+//   erf        <= 2 ulp [1.12]  |x| < 1: x + x P6(x^2); else 1 - exp(Q8(min(|x|, 4)))
+//   tanh       <= 2 ulp [1.49]  |x| < 0.625: x + x s P5(s); else (1-e)/(1+e), e = exp(-2|x|)
+//   sigmoid    <= 3 ulp [2.58]  e = exp(-|x|): 1/(1+e) or e/(1+e), one division
+//   rsqrt      <= 2 ulp [1.08]  vrsqrt14ps + one Newton step
+//   reciprocal 0.5 ulp          vdivps
+//   geluErf, geluTanh: |err| <= 2^-22 max(1, |x|) [0.32, 0.59 of it]; for x < -3
+//              GELU's condition number (~|x u'|) makes ulp bounds meaningless.
+//              geluTanh = x sigmoid(2u) also holds <= 3 ulp [2.20] for x >= 0.
+// These bounds are the ones the tests assert.
+//
+//===----------------------------------------------------------------------===//
+#ifndef OCTET_COMPILER_CODEGEN_X86_VECTORMATH_H
+#define OCTET_COMPILER_CODEGEN_X86_VECTORMATH_H
+
+#include <xbyak/xbyak.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace octet::x86 {
+
+/// The per-kernel table of 32-bit constants, emitted once after the code and
+/// read with {1to16} broadcasts relative to RIP.
+class ConstantTable {
+public:
+  explicit ConstantTable(Xbyak::CodeGenerator &gen) : gen_(gen) {}
+  /// Broadcast memory operand for `value` (deduplicated by bit pattern).
+  Xbyak::Address f32(float value);
+  Xbyak::Address bits(uint32_t value);
+  /// Plain 32-bit operand for `value` (vbroadcastss takes no {1to16} form).
+  Xbyak::Address scalar(float value);
+  /// Emits the table; call once, after the kernel's last instruction.
+  void emit();
+
+private:
+  size_t offsetOf(uint32_t value);
+  Xbyak::CodeGenerator &gen_;
+  Xbyak::Label label_;
+  std::vector<uint32_t> values_;
+};
+
+/// Unary functions a fused region or elementwise kernel can apply.
+enum class UnaryOp { Neg, Abs, Exp, Erf, Tanh, Sigmoid, Rsqrt, Reciprocal, GeluErf, GeluTanh };
+/// Pool registers `op` needs (zmm, opmask).
+int zmmScratchFor(UnaryOp op);
+int maskScratchFor(UnaryOp op);
+
+class VectorMath {
+public:
+  using Zmm = Xbyak::Zmm;
+  using Opmask = Xbyak::Opmask;
+  using Operand = Xbyak::Operand;
+
+  VectorMath(Xbyak::CodeGenerator &gen, ConstantTable &constants, std::vector<Zmm> zmmPool,
+             std::vector<Opmask> maskPool);
+
+  /// Broadcast operand for a constant, usable as `b` below.
+  Xbyak::Address constant(float value) { return constants_.f32(value); }
+  /// dst = value in every lane.
+  void broadcast(const Zmm &dst, float value);
+
+  // Binary ops; `b` is a zmm or constant().
+  void add(const Zmm &dst, const Zmm &a, const Operand &b);
+  void sub(const Zmm &dst, const Zmm &a, const Operand &b);
+  void mul(const Zmm &dst, const Zmm &a, const Operand &b);
+  void div(const Zmm &dst, const Zmm &a, const Operand &b);
+  void max(const Zmm &dst, const Zmm &a, const Operand &b);
+  void min(const Zmm &dst, const Zmm &a, const Operand &b);
+  /// dst = a * b + c with one rounding; at most one of `b`, `c` is memory.
+  void fma(const Zmm &dst, const Zmm &a, const Operand &b, const Operand &c);
+
+  void neg(const Zmm &dst, const Zmm &src);
+  void abs(const Zmm &dst, const Zmm &src);
+  /// exp(-inf) = 0, overflow to +inf, denormal results rounded, NaN kept. 2 zmm.
+  void exp(const Zmm &dst, const Zmm &src);
+  /// 4 zmm, 1 opmask.
+  void erf(const Zmm &dst, const Zmm &src);
+  /// 4 zmm, 1 opmask.
+  void tanh(const Zmm &dst, const Zmm &src);
+  /// 3 zmm, 1 opmask.
+  void sigmoid(const Zmm &dst, const Zmm &src);
+  /// rsqrt(+-0) = +-inf, rsqrt(inf) = 0, negative -> NaN. 2 zmm, 1 opmask.
+  void rsqrt(const Zmm &dst, const Zmm &src);
+  /// 1 zmm.
+  void reciprocal(const Zmm &dst, const Zmm &src);
+  /// 0.5 x (1 + erf(x / sqrt 2)). 6 zmm, 1 opmask.
+  void geluErf(const Zmm &dst, const Zmm &src);
+  /// 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) = x sigmoid(2 u). 4 zmm, 1 opmask.
+  void geluTanh(const Zmm &dst, const Zmm &src);
+  void unary(UnaryOp op, const Zmm &dst, const Zmm &src);
+
+  /// Horizontal sum / max of the 16 lanes, broadcast to every lane of dst. 1 zmm.
+  void reduceSum(const Zmm &dst, const Zmm &src);
+  void reduceMax(const Zmm &dst, const Zmm &src);
+
+private:
+  // The cores take their temporaries explicitly so that composite functions
+  // can nest them without overlapping registers.
+  void expCore(const Zmm &dst, const Zmm &src, const Zmm &t0, const Zmm &t1);
+  void erfCore(const Zmm &dst, const Zmm &src, const Zmm *t, const Opmask &k);
+  void sigmoidCore(const Zmm &dst, const Zmm &src, const Zmm *t, const Opmask &k);
+  /// acc = c[n-1]; acc = acc * x + c[i] for i = n-2 .. 0.
+  void horner(const Zmm &acc, const Zmm &x, const float *c, int n);
+  /// dst = |magnitude| with the sign of `sign` (bitwise select).
+  void copySign(const Zmm &magnitude, const Zmm &sign);
+  void reduce(const Zmm &dst, const Zmm &src, bool isMax);
+  const Zmm &zmm(size_t i) const;
+  const Opmask &mask(size_t i) const;
+
+  Xbyak::CodeGenerator &gen_;
+  ConstantTable &constants_;
+  std::vector<Zmm> zmmPool_;
+  std::vector<Opmask> maskPool_;
+};
+
+} // namespace octet::x86
+
+#endif

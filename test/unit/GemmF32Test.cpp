@@ -1,0 +1,237 @@
+//===- GemmF32Test.cpp - AVX-512 FP32 GEMM against a scalar reference -----===//
+//
+// Tolerance: blocked FMA summation of K products has |error| <= gamma_K *
+// sum|a*b| with gamma_K ~ K * 2^-24 (Higham, recursive summation); we allow
+// 2^-23 * (K + 2) * (sum|a*b| + |bias| + |residual|), i.e. twice that bound
+// with two more additions for the epilogue.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/codegen/x86/GemmF32.h"
+
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <random>
+#include <sstream>
+#include <tuple>
+
+using namespace octet::x86;
+
+namespace {
+
+#define SKIP_WITHOUT_AVX512()                                                                \
+  if (!CpuFeatures::host().supports(Isa::Avx512))                                          \
+  GTEST_SKIP() << "host lacks AVX-512 F/BW/VL/DQ"
+
+// Padding between rows must never be read (NaN would poison a sum) nor written.
+const float kPad = std::numeric_limits<float>::quiet_NaN();
+const uint32_t kCanary = 0x7fc0dead;
+
+std::vector<float> random(size_t count, unsigned seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> v(count);
+  for (float &x : v)
+    x = dist(gen);
+  return v;
+}
+
+/// A [rows x cols] matrix with row stride ld; the padding holds `pad`.
+std::vector<float> padded(int64_t rows, int64_t cols, int64_t ld, unsigned seed, float pad) {
+  std::vector<float> dense = random(rows * cols, seed), m(rows * ld, pad);
+  for (int64_t r = 0; r < rows; ++r)
+    std::copy_n(dense.data() + r * cols, cols, m.data() + r * ld);
+  return m;
+}
+
+float canary() {
+  float f;
+  std::memcpy(&f, &kCanary, sizeof f);
+  return f;
+}
+
+struct Problem {
+  int64_t m, n, k, lda, ldc, ldr;
+  std::vector<float> a, bKN, bNK, bias, residual;
+  std::vector<double> product, absProduct; // [m][n]
+
+  Problem(int64_t m, int64_t n, int64_t k)
+      : m(m), n(n), k(k), lda(k + 3), ldc(n + 5), ldr(n + 2),
+        a(padded(m, k, lda, 1, kPad)), bKN(random(k * n, 2)), bNK(k * n),
+        bias(random(n, 3)), residual(padded(m, n, ldr, 4, kPad)), product(m * n),
+        absProduct(m * n) {
+    for (int64_t kk = 0; kk < k; ++kk)
+      for (int64_t j = 0; j < n; ++j)
+        bNK[j * k + kk] = bKN[kk * n + j];
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j)
+        for (int64_t kk = 0; kk < k; ++kk) {
+          double p = double(a[i * lda + kk]) * bKN[kk * n + j];
+          product[i * n + j] += p;
+          absProduct[i * n + j] += std::fabs(p);
+        }
+  }
+
+  /// Runs `gemm` into a fresh C (canaries in its padding and past its end) and
+  /// checks every element against the reference passed through `f`.
+  template <typename F>
+  void check(const GemmF32 &gemm, bool withBias, bool withResidual, F f,
+             const std::string &what) const {
+    const int64_t guard = 64;
+    std::vector<float> c(m * ldc + guard, canary());
+    gemm.run(a.data(), m, lda, c.data(), ldc, withResidual ? residual.data() : nullptr, ldr);
+    int failures = 0;
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < n; ++j) {
+        double ref = product[i * n + j], mag = absProduct[i * n + j];
+        if (withBias)
+          ref += bias[j], mag += std::fabs(bias[j]);
+        if (withResidual)
+          ref += residual[i * ldr + j], mag += std::fabs(residual[i * ldr + j]);
+        double tol = std::ldexp(1.0, -23) * (k + 2) * mag + 1e-30;
+        float got = c[i * ldc + j];
+        if (!(std::fabs(got - f(ref)) <= tol) && failures++ < 5)
+          ADD_FAILURE() << what << ": C[" << i << "][" << j << "] = " << got << ", want "
+                        << f(ref) << " +- " << tol;
+      }
+      int64_t padEnd = i + 1 < m ? ldc : ldc + guard;
+      for (int64_t j = n; j < padEnd; ++j)
+        if (std::memcmp(&c[i * ldc + j], &kCanary, 4) != 0 && failures++ < 5)
+          ADD_FAILURE() << what << ": wrote padding C[" << i << "][" << j << "]";
+    }
+  }
+};
+
+class ThreadCount {
+public:
+  explicit ThreadCount(int n) : saved_(omp_get_max_threads()) { omp_set_num_threads(n); }
+  ~ThreadCount() { omp_set_num_threads(saved_); }
+
+private:
+  int saved_;
+};
+
+double identity(double x) { return x; }
+
+class GemmF32Shapes : public ::testing::TestWithParam<std::tuple<int64_t, int64_t, int64_t>> {};
+
+TEST_P(GemmF32Shapes, MatchesReference) {
+  SKIP_WITHOUT_AVX512();
+  auto [m, n, k] = GetParam();
+  Problem p(m, n, k);
+  for (WeightLayout layout : {WeightLayout::KN, WeightLayout::NK}) {
+    std::vector<float> packed =
+        packB(layout == WeightLayout::KN ? p.bKN.data() : p.bNK.data(), k, n, layout);
+    for (bool withBias : {false, true})
+      for (bool withResidual : {false, true}) {
+        GemmF32Epilogue epilogue;
+        epilogue.residual = withResidual;
+        GemmF32 gemm(n, k, packed.data(), epilogue, withBias ? p.bias.data() : nullptr);
+        for (int threads : {1, 2}) {
+          ThreadCount scope(threads);
+          std::ostringstream what;
+          what << (layout == WeightLayout::KN ? "B[K,N]" : "B[N,K]")
+               << (withBias ? " +bias" : "") << (withResidual ? " +residual" : "") << " "
+               << threads << " thread(s), MR " << gemm.mr() << " NR " << gemm.nr() << " Kc "
+               << gemm.kc();
+          p.check(gemm, withBias, withResidual, identity, what.str());
+        }
+      }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    OddShapes, GemmF32Shapes,
+    ::testing::Combine(::testing::Values(1, 2, 7, 13, 31, 64, 129),
+                       ::testing::Values(1, 5, 16, 17, 33, 48, 100, 768),
+                       ::testing::Values(1, 3, 16, 17, 64, 100, 768)),
+    [](const auto &info) {
+      return "M" + std::to_string(std::get<0>(info.param)) + "_N" +
+             std::to_string(std::get<1>(info.param)) + "_K" +
+             std::to_string(std::get<2>(info.param));
+    });
+
+TEST(GemmF32, PanelWidthPadsLeast) {
+  EXPECT_EQ(gemmF32PanelWidth(768), 48);
+  EXPECT_EQ(gemmF32PanelWidth(100), 32); // 128 columns, not 144
+  EXPECT_EQ(gemmF32PanelWidth(33), 48);  // 48, not 64
+  EXPECT_EQ(gemmF32PanelWidth(1), 32);
+}
+
+TEST(GemmF32, TightStrides) {
+  SKIP_WITHOUT_AVX512();
+  const int64_t m = 37, n = 70, k = 45;
+  std::vector<float> a = random(m * k, 5), b = random(k * n, 6), c(m * n);
+  std::vector<float> packed = packB(b.data(), k, n, WeightLayout::KN);
+  GemmF32 gemm(n, k, packed.data());
+  gemm.run(a.data(), m, k, c.data(), n);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double ref = 0, mag = 0;
+      for (int64_t kk = 0; kk < k; ++kk)
+        ref += double(a[i * k + kk]) * b[kk * n + j], mag += std::fabs(a[i * k + kk] * b[kk * n + j]);
+      EXPECT_NEAR(c[i * n + j], ref, std::ldexp(1.0, -23) * (k + 2) * mag) << i << "," << j;
+    }
+}
+
+/// x * 0.5 + 1.25 from rip-relative constants, after filling every scratch
+/// register, so an MR that ignored the scratch request would corrupt sums.
+class AffineEmitter : public EpilogueEmitter {
+public:
+  explicit AffineEmitter(int scratch) : scratch_(scratch) {}
+  int scratchZmmCount() const override { return scratch_; }
+  std::vector<float> constants() const override { return {0.5f, 1.25f}; }
+  void emit(Xbyak::CodeGenerator &gen, const Xbyak::Zmm &acc,
+            const std::vector<Xbyak::Zmm> &scratch, const Xbyak::Label &constants) const override {
+    for (const Xbyak::Zmm &s : scratch)
+      gen.vbroadcastss(s, gen.ptr[gen.rip + constants]);
+    gen.vfmadd213ps(acc, scratch.back(), gen.ptr_b[gen.rip + constants + 4]);
+  }
+
+private:
+  int scratch_;
+};
+
+TEST(GemmF32, ElementwiseEpilogueGetsItsScratch) {
+  SKIP_WITHOUT_AVX512();
+  for (int scratch : {1, 6}) {
+    AffineEmitter affine(scratch);
+    for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{31, 768, 64}, {13, 100, 17}}) {
+      Problem p(m, n, k);
+      std::vector<float> packed = packB(p.bNK.data(), k, n, WeightLayout::NK);
+      GemmF32Epilogue epilogue;
+      epilogue.residual = true;
+      epilogue.elementwise = &affine;
+      GemmF32 gemm(n, k, packed.data(), epilogue, p.bias.data());
+      EXPECT_EQ(gemm.mr(), GemmF32Avx512::maxRows(gemm.nr(), scratch));
+      EXPECT_LE(gemm.mr() * gemm.nr() / 16 + scratch, 32);
+      p.check(gemm, true, true, [](double x) { return x * 0.5 + 1.25; },
+              "affine scratch " + std::to_string(scratch));
+    }
+  }
+}
+
+TEST(GemmF32, CodeIsNotWritableAndExecutable) {
+  SKIP_WITHOUT_AVX512();
+  GemmF32Avx512 kernel(GemmF32Avx512Config{});
+  auto code = reinterpret_cast<uintptr_t>(kernel.entry<GemmF32KernelFn>());
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  bool found = false;
+  while (std::getline(maps, line)) {
+    uintptr_t begin, end;
+    char perms[5] = {};
+    if (std::sscanf(line.c_str(), "%lx-%lx %4s", &begin, &end, perms) != 3 || code < begin ||
+        code >= end)
+      continue;
+    found = true;
+    EXPECT_STREQ(perms, "r-xp") << line;
+  }
+  EXPECT_TRUE(found);
+}
+
+} // namespace

@@ -1,0 +1,235 @@
+//===- VectorMathTest.cpp - VectorMath functions against double references ===//
+//
+// Each function is mapped over dense sweeps with UnaryKernel and compared with
+// the double-precision libm value; the bounds are the ones VectorMath.h states.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/codegen/x86/FusedKernels.h"
+#include "compiler/codegen/x86/VectorMath.h"
+
+#include <gtest/gtest.h>
+
+#include <cfloat>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <vector>
+
+using namespace octet::x86;
+
+namespace {
+
+#define REQUIRE_AVX512()                                                                       \
+  if (!CpuFeatures::host().supports(Isa::Avx512))                                              \
+  GTEST_SKIP() << "host lacks AVX-512 F/BW/VL/DQ: JIT code cannot run here"
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+
+double ulpOf(double ref) {
+  double a = std::fabs(ref);
+  if (a < FLT_MIN)
+    return std::ldexp(1.0, -149);
+  int e;
+  std::frexp(std::min(a, double(FLT_MAX)), &e);
+  return std::ldexp(1.0, e - 24);
+}
+
+/// Error of `got` against `ref` in ulps of the f32 result; 0 when they round alike.
+double ulpError(float got, double ref) {
+  if (std::isnan(ref) || std::isnan(got))
+    return std::isnan(ref) == std::isnan(got) ? 0 : INFINITY;
+  if (float(ref) == got)
+    return 0;
+  return std::fabs(double(got) - ref) / ulpOf(ref);
+}
+
+std::vector<float> mapThrough(UnaryOp op, const std::vector<float> &x) {
+  UnaryKernel kernel(op);
+  std::vector<float> y(x.size());
+  kernel.run(x.data(), y.data(), int64_t(x.size()));
+  return y;
+}
+
+std::vector<float> linspace(double lo, double hi, int n) {
+  std::vector<float> x(n);
+  for (int i = 0; i < n; ++i)
+    x[i] = float(lo + (hi - lo) * i / (n - 1));
+  return x;
+}
+
+/// Positive values spread over many binades (log-uniform).
+std::vector<float> logspace(double lo, double hi, int n) {
+  std::vector<float> x(n);
+  for (int i = 0; i < n; ++i)
+    x[i] = float(std::exp(std::log(lo) + (std::log(hi) - std::log(lo)) * i / (n - 1)));
+  return x;
+}
+
+const std::vector<float> kSpecials = {0.0f,     -0.0f,     kInf,     -kInf,       kNaN,
+                                      1e-45f,   -1e-45f,   1e-40f,   -1e-40f,     FLT_MIN,
+                                      -FLT_MIN, FLT_MAX,   -FLT_MAX, 1.0f,        -1.0f,
+                                      0.5f,     88.72f,    -87.3f,   -103.9f,     1e-20f};
+
+/// Max ulp error of `op` over x (the sweep plus the special values).
+double maxUlp(UnaryOp op, std::vector<float> x, const std::function<double(double)> &ref) {
+  x.insert(x.end(), kSpecials.begin(), kSpecials.end());
+  std::vector<float> y = mapThrough(op, x);
+  double worst = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    double e = ulpError(y[i], ref(x[i]));
+    EXPECT_LT(e, 1e9) << "x=" << x[i] << " got " << y[i] << " want " << ref(x[i]);
+    worst = std::max(worst, e);
+  }
+  return worst;
+}
+
+double sigmoidRef(double x) { return 1 / (1 + std::exp(-x)); }
+double geluErfRef(double x) { return 0.5 * x * std::erfc(-x / std::sqrt(2.0)); }
+double geluTanhRef(double x) {
+  return x / (1 + std::exp(-2 * std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+}
+
+TEST(VectorMath, GeneratesEveryOp) {
+  for (UnaryOp op : {UnaryOp::Neg, UnaryOp::Abs, UnaryOp::Exp, UnaryOp::Erf, UnaryOp::Tanh,
+                     UnaryOp::Sigmoid, UnaryOp::Rsqrt, UnaryOp::Reciprocal, UnaryOp::GeluErf,
+                     UnaryOp::GeluTanh}) {
+    UnaryKernel kernel(op);
+    EXPECT_FALSE(kernel.bytes().empty());
+  }
+}
+
+TEST(VectorMath, NegAbs) {
+  REQUIRE_AVX512();
+  std::vector<float> x = linspace(-5, 5, 1001);
+  x.insert(x.end(), kSpecials.begin(), kSpecials.end());
+  std::vector<float> n = mapThrough(UnaryOp::Neg, x), a = mapThrough(UnaryOp::Abs, x);
+  for (size_t i = 0; i < x.size(); ++i) {
+    EXPECT_EQ(std::signbit(n[i]), !std::signbit(x[i]));
+    EXPECT_TRUE(std::isnan(x[i]) ? std::isnan(a[i]) : a[i] == std::fabs(x[i]));
+    EXPECT_FALSE(std::signbit(a[i]));
+  }
+}
+
+TEST(VectorMath, Exp) {
+  REQUIRE_AVX512();
+  auto ref = [](double x) { return std::exp(x); };
+  EXPECT_LE(maxUlp(UnaryOp::Exp, linspace(-20, 20, 1000000), ref), 2.0);
+  EXPECT_LE(maxUlp(UnaryOp::Exp, linspace(-104, 89, 1000000), ref), 2.0); // denormals, overflow
+  std::vector<float> y = mapThrough(UnaryOp::Exp, {-kInf, kInf, kNaN, 0.0f, -0.0f, 100.0f, -200.0f});
+  EXPECT_EQ(y[0], 0.0f);
+  EXPECT_EQ(y[1], kInf);
+  EXPECT_TRUE(std::isnan(y[2]));
+  EXPECT_EQ(y[3], 1.0f);
+  EXPECT_EQ(y[4], 1.0f);
+  EXPECT_EQ(y[5], kInf);
+  EXPECT_EQ(y[6], 0.0f);
+}
+
+TEST(VectorMath, Erf) {
+  REQUIRE_AVX512();
+  auto ref = [](double x) { return std::erf(x); };
+  EXPECT_LE(maxUlp(UnaryOp::Erf, linspace(-20, 20, 1000000), ref), 2.0);
+  EXPECT_LE(maxUlp(UnaryOp::Erf, linspace(-1.5, 1.5, 1000000), ref), 2.0);
+  EXPECT_LE(maxUlp(UnaryOp::Erf, logspace(1e-38, 1, 100000), ref), 2.0);
+}
+
+TEST(VectorMath, Tanh) {
+  REQUIRE_AVX512();
+  auto ref = [](double x) { return std::tanh(x); };
+  EXPECT_LE(maxUlp(UnaryOp::Tanh, linspace(-20, 20, 1000000), ref), 2.0);
+  EXPECT_LE(maxUlp(UnaryOp::Tanh, linspace(-1, 1, 1000000), ref), 2.0);
+  EXPECT_LE(maxUlp(UnaryOp::Tanh, logspace(1e-38, 1, 100000), ref), 2.0);
+}
+
+TEST(VectorMath, Sigmoid) {
+  REQUIRE_AVX512();
+  EXPECT_LE(maxUlp(UnaryOp::Sigmoid, linspace(-20, 20, 1000000), sigmoidRef), 3.0);
+  EXPECT_LE(maxUlp(UnaryOp::Sigmoid, linspace(-110, 40, 1000000), sigmoidRef), 3.0);
+}
+
+TEST(VectorMath, Rsqrt) {
+  REQUIRE_AVX512();
+  auto ref = [](double x) { return 1 / std::sqrt(x); };
+  EXPECT_LE(maxUlp(UnaryOp::Rsqrt, logspace(1e-44, 3e38, 1000000), ref), 2.0);
+  std::vector<float> y = mapThrough(UnaryOp::Rsqrt, {0.0f, -0.0f, kInf, -1.0f, kNaN});
+  EXPECT_EQ(y[0], kInf);
+  EXPECT_EQ(y[1], -kInf);
+  EXPECT_EQ(y[2], 0.0f);
+  EXPECT_TRUE(std::isnan(y[3]));
+  EXPECT_TRUE(std::isnan(y[4]));
+}
+
+TEST(VectorMath, Reciprocal) {
+  REQUIRE_AVX512();
+  auto ref = [](double x) { return 1 / x; };
+  EXPECT_LE(maxUlp(UnaryOp::Reciprocal, logspace(1e-37, 1e37, 1000000), ref), 0.5);
+}
+
+/// GELU: |err| <= 2^-22 max(1, |x|) everywhere; geluTanh also <= 3 ulp for x >= 0.
+void checkGelu(UnaryOp op, const std::function<double(double)> &ref) {
+  std::vector<float> x = linspace(-20, 20, 1000000);
+  std::vector<float> y = mapThrough(op, x);
+  double worst = 0;
+  for (size_t i = 0; i < x.size(); ++i)
+    worst = std::max(worst, std::fabs(y[i] - ref(x[i])) /
+                                (std::ldexp(1.0, -22) * std::max(1.0, std::fabs(double(x[i])))));
+  EXPECT_LE(worst, 1.0);
+  std::vector<float> s = mapThrough(op, {kInf, -kInf, kNaN, 0.0f});
+  EXPECT_EQ(s[0], kInf);
+  EXPECT_EQ(s[1], 0.0f);
+  EXPECT_TRUE(std::isnan(s[2]));
+  EXPECT_EQ(s[3], 0.0f);
+}
+
+TEST(VectorMath, GeluErf) {
+  REQUIRE_AVX512();
+  checkGelu(UnaryOp::GeluErf, geluErfRef);
+}
+
+TEST(VectorMath, GeluTanh) {
+  REQUIRE_AVX512();
+  checkGelu(UnaryOp::GeluTanh, geluTanhRef);
+  EXPECT_LE(maxUlp(UnaryOp::GeluTanh, linspace(0, 20, 1000000), geluTanhRef), 3.0);
+}
+
+/// Loads 16 floats, reduces, stores the broadcast result.
+class ReduceKernel : public KernelGenerator {
+public:
+  explicit ReduceKernel(bool isMax) : KernelGenerator("reduce", Isa::Avx512), isMax_(isMax) {}
+
+protected:
+  void generate() override {
+    VectorMath math(*this, constants_, {zmm2}, {});
+    vmovups(zmm0, ptr[rdi]);
+    isMax_ ? math.reduceMax(zmm1, zmm0) : math.reduceSum(zmm1, zmm0);
+    vmovups(ptr[rsi], zmm1);
+    vzeroupper();
+    ret();
+    constants_.emit();
+  }
+
+private:
+  bool isMax_;
+  ConstantTable constants_{*this};
+};
+
+TEST(VectorMath, Reductions) {
+  REQUIRE_AVX512();
+  for (bool isMax : {false, true}) {
+    ReduceKernel kernel(isMax);
+    auto fn = kernel.entry<void (*)(const float *, float *)>();
+    float x[16], y[16];
+    double sum = 0, mx = -INFINITY;
+    for (int i = 0; i < 16; ++i) {
+      x[i] = float((i * 7919) % 23) - 11.5f; // exact in f32, any order
+      sum += x[i];
+      mx = std::max(mx, double(x[i]));
+    }
+    fn(x, y);
+    for (int i = 0; i < 16; ++i)
+      EXPECT_EQ(y[i], float(isMax ? mx : sum)) << "lane " << i;
+  }
+}
+
+} // namespace
