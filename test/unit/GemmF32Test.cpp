@@ -124,7 +124,7 @@ TEST_P(GemmF32Shapes, MatchesReference) {
   auto [m, n, k] = GetParam();
   Problem p(m, n, k);
   for (WeightLayout layout : {WeightLayout::KN, WeightLayout::NK}) {
-    std::vector<float> packed =
+    PackedWeights packed =
         packB(layout == WeightLayout::KN ? p.bKN.data() : p.bNK.data(), k, n, layout);
     for (bool withBias : {false, true})
       for (bool withResidual : {false, true}) {
@@ -162,11 +162,34 @@ TEST(GemmF32, PanelWidthPadsLeast) {
   EXPECT_EQ(gemmF32PanelWidth(1), 32);
 }
 
+// Packing is plain C++: checked on every host. Element (k, col) of panel p is at
+// [p][k][col % NR]; columns past N are zero; storage is cache-line aligned.
+TEST(GemmF32, PackBLayoutBothWeightOrders) {
+  const int64_t k = 5, n = 37;
+  const int64_t nr = gemmF32PanelWidth(n), panels = (n + nr - 1) / nr;
+  std::vector<float> bKN(k * n), bNK(n * k);
+  for (int64_t kk = 0; kk < k; ++kk)
+    for (int64_t col = 0; col < n; ++col)
+      bKN[kk * n + col] = bNK[col * k + kk] = static_cast<float>(1 + kk * 100 + col);
+  for (WeightLayout layout : {WeightLayout::KN, WeightLayout::NK}) {
+    PackedWeights packed = packB(layout == WeightLayout::KN ? bKN.data() : bNK.data(), k, n, layout);
+    ASSERT_EQ(reinterpret_cast<uintptr_t>(packed.data()) % 64, 0u);
+    ASSERT_EQ(static_cast<int64_t>(packed.size()), panels * k * nr);
+    for (int64_t p = 0; p < panels; ++p)
+      for (int64_t kk = 0; kk < k; ++kk)
+        for (int64_t j = 0; j < nr; ++j) {
+          int64_t col = p * nr + j;
+          float expected = col < n ? bKN[kk * n + col] : 0.0f;
+          ASSERT_EQ(packed[(p * k + kk) * nr + j], expected) << "panel " << p << " k " << kk << " j " << j;
+        }
+  }
+}
+
 TEST(GemmF32, TightStrides) {
   SKIP_WITHOUT_AVX512();
   const int64_t m = 37, n = 70, k = 45;
   std::vector<float> a = random(m * k, 5), b = random(k * n, 6), c(m * n);
-  std::vector<float> packed = packB(b.data(), k, n, WeightLayout::KN);
+  PackedWeights packed = packB(b.data(), k, n, WeightLayout::KN);
   GemmF32 gemm(n, k, packed.data());
   gemm.run(a.data(), m, k, c.data(), n);
   for (int64_t i = 0; i < m; ++i)
@@ -202,7 +225,7 @@ TEST(GemmF32, ElementwiseEpilogueGetsItsScratch) {
     AffineEmitter affine(scratch);
     for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{31, 768, 64}, {13, 100, 17}}) {
       Problem p(m, n, k);
-      std::vector<float> packed = packB(p.bNK.data(), k, n, WeightLayout::NK);
+      PackedWeights packed = packB(p.bNK.data(), k, n, WeightLayout::NK);
       GemmF32Epilogue epilogue;
       epilogue.residual = true;
       epilogue.elementwise = &affine;

@@ -31,9 +31,9 @@ int64_t evenBlock(int64_t total, int64_t maxBlock, int64_t multiple, int64_t min
 
 int gemmF32PanelWidth(int64_t n) { return roundUp(n, 32) < roundUp(n, 48) ? 32 : 48; }
 
-std::vector<float> packB(const float *b, int64_t k, int64_t n, WeightLayout layout) {
+PackedWeights packB(const float *b, int64_t k, int64_t n, WeightLayout layout) {
   const int64_t nr = gemmF32PanelWidth(n);
-  std::vector<float> packed(roundUp(n, nr) * k, 0.0f);
+  PackedWeights packed(roundUp(n, nr) * k, 0.0f);
   for (int64_t col = 0; col < n; ++col) {
     float *dst = packed.data() + (col / nr) * k * nr + col % nr;
     for (int64_t kk = 0; kk < k; ++kk)

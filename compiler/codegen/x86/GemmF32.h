@@ -23,6 +23,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <new>
 #include <vector>
 
 namespace octet::x86 {
@@ -35,8 +36,23 @@ enum class WeightLayout {
 /// The panel width packB and GemmF32 use for N columns.
 int gemmF32PanelWidth(int64_t n);
 
+/// Allocates 64-byte-aligned storage, so packed panel rows (128 or 192 bytes)
+/// never straddle cache lines.
+template <typename T> struct CacheLineAllocator {
+  using value_type = T;
+  CacheLineAllocator() = default;
+  template <typename U> CacheLineAllocator(const CacheLineAllocator<U> &) {}
+  T *allocate(size_t count) {
+    return static_cast<T *>(::operator new(count * sizeof(T), std::align_val_t(64)));
+  }
+  void deallocate(T *p, size_t) { ::operator delete(p, std::align_val_t(64)); }
+  template <typename U> bool operator==(const CacheLineAllocator<U> &) const { return true; }
+  template <typename U> bool operator!=(const CacheLineAllocator<U> &) const { return false; }
+};
+using PackedWeights = std::vector<float, CacheLineAllocator<float>>;
+
 /// Packs B into ceil(N/NR) panels of [K][NR] (columns past N are zero).
-std::vector<float> packB(const float *b, int64_t k, int64_t n, WeightLayout layout);
+PackedWeights packB(const float *b, int64_t k, int64_t n, WeightLayout layout);
 
 struct GemmF32Epilogue {
   bool residual = false; ///< run() gets a residual [M, N] to add
