@@ -12,6 +12,7 @@ config.test_exec_root = os.path.join(config.octet_obj_root, "test", "lit")
 tool_dirs = [os.path.join(config.octet_tools_dir, "octet-opt"),
              os.path.join(config.octet_tools_dir, "octetc"),
              os.path.join(config.octet_tools_dir, "octet-interp"),
+             os.path.join(config.octet_tools_dir, "octet-jit-dump"),
              config.llvm_tools_dir]
 config.environment["PATH"] = os.pathsep.join(tool_dirs + [config.environment.get("PATH", os.environ["PATH"])])
 config.substitutions.append(("%python", config.python_executable))

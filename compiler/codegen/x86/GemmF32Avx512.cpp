@@ -151,8 +151,10 @@ void GemmF32Avx512::generate() {
   L(noAccumulate);
 
   // Epilogue, in oneDNN post-op order: bias, residual (binary), elementwise.
-  cmp(qword[regArgs_ + offsetof(GemmF32Args, last)], 0);
-  je(noEpilogue, T_NEAR);
+  if (config_.bias || config_.residual || config_.elementwise) {
+    cmp(qword[regArgs_ + offsetof(GemmF32Args, last)], 0);
+    je(noEpilogue, T_NEAR);
+  }
   if (config_.bias) {
     mov(regBias_, ptr[regArgs_ + offsetof(GemmF32Args, bias)]);
     for (int i = 0; i < config_.mr; ++i)

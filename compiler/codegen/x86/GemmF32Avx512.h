@@ -19,8 +19,10 @@ namespace octet::x86 {
 /// An elementwise function fused into a GEMM epilogue; the vector-expression
 /// emitter implements it. Contract for emit():
 ///  - `acc` holds 16 f32 lanes of one C row (bias and residual already added).
-///    Lanes past N hold 0 and are never stored, so they only need to stay
-///    harmless (no traps: MXCSR exceptions are masked).
+///    Lanes past N hold sums of 0·A (NaN if A holds inf or NaN) and are never
+///    stored, so they only need to stay harmless (MXCSR exceptions are masked).
+///    The N-tail adds of C, bias and residual read whole vectors under the
+///    tail mask: AVX-512 suppresses faults on masked-off lanes.
 ///  - it may clobber `acc` and the `scratchZmmCount()` registers in `scratch`,
 ///    nothing else: no general-purpose or opmask register, no other zmm, no
 ///    stack, no memory writes, no calls (kernels are position independent).

@@ -86,6 +86,7 @@ void KernelGenerator::postamble() {
     pop(r);
   vzeroupper();
   ret();
+  codeSize_ = getSize();
 }
 
 } // namespace octet::x86
