@@ -11,6 +11,7 @@
 #include "compiler/ir/OctetOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
 #include "llvm/ADT/APFloat.h"
@@ -267,7 +268,8 @@ private:
   FailureOr<HostTensor> unary(Operation *op, const HostTensor &a);
   FailureOr<HostTensor> convert(CastOp op, const HostTensor &a);
   FailureOr<HostTensor> matmul(Operation *op, const HostTensor &a, const HostTensor &b, Type resultType);
-  FailureOr<HostTensor> linear(LinearOp op);
+  FailureOr<HostTensor> linear(Operation *op, Value input, Value weight, Value bias, bool transposeWeight);
+  FailureOr<HostTensor> fusedLinear(FusedLinearOp op);
   FailureOr<HostTensor> reduce(Operation *op, const HostTensor &a, ArrayRef<int64_t> axes, bool keepdims);
   FailureOr<HostTensor> cumsum(CumSumOp op);
   FailureOr<HostTensor> softmax(SoftmaxOp op);
@@ -577,26 +579,27 @@ FailureOr<HostTensor> Interpreter::matmul(Operation *op, const HostTensor &a, co
 
 /// x·W (+ b), or x·Wᵀ (+ b) with `transpose_weight`: matmul then a broadcast add,
 /// the rounding of the unfused MatMul + Add.
-FailureOr<HostTensor> Interpreter::linear(LinearOp op) {
-  const HostTensor &x = in(op.getInput());
-  const HostTensor *w = &in(op.getWeight());
+FailureOr<HostTensor> Interpreter::linear(Operation *op, Value input, Value weight, Value biasValue,
+                                          bool transposeWeight) {
+  const HostTensor &x = in(input);
+  const HostTensor *w = &in(weight);
   HostTensor transposed;
   if (w->shape.size() != 2)
-    return op.emitError() << "linear weight is not 2-D";
-  if (op.getTransposeWeight()) {
+    return op->emitError() << "linear weight is not 2-D";
+  if (transposeWeight) {
     transposed = HostTensor::zeros(w->elementType, {w->shape[1], w->shape[0]});
     Access read{0, {1, w->shape[1]}};
     forEachIndex(transposed.shape, {read, contiguous(transposed.shape)},
                  [&](ArrayRef<int64_t> o) { copyElement(transposed, o[1], *w, o[0]); });
     w = &transposed;
   }
-  Type resultType = elementTypeOf(op.getResult());
+  Type resultType = elementTypeOf(op->getResult(0));
   FailureOr<HostTensor> y = matmul(op, x, *w, resultType);
-  if (failed(y) || !op.getBias())
+  if (failed(y) || !biasValue)
     return y;
-  const HostTensor &bias = in(op.getBias());
+  const HostTensor &bias = in(biasValue);
   if (bias.shape.size() != 1 || bias.shape[0] != w->shape[1])
-    return op.emitError() << "linear bias " << shapeString(bias.shape) << " does not match "
+    return op->emitError() << "linear bias " << shapeString(bias.shape) << " does not match "
                           << w->shape[1] << " output features";
   const HostTensor &product = *y;
   return elementwise(op, resultType, {&product, &bias},
@@ -607,6 +610,88 @@ FailureOr<HostTensor> Interpreter::linear(LinearOp op) {
                          r.ints[o] = wrapToInt(resultType, int64_t(u(product.ints[i[0]]) + u(bias.ints[i[1]])));
                        return success();
                      });
+}
+
+/// One scalar arith/math op of a fused region on float operands, in double.
+static FailureOr<double> evaluateFloatOp(Operation *op, ArrayRef<double> x) {
+  auto nanOr = [](double a, double b, double v) { return std::isnan(a) || std::isnan(b) ? NAN : v; };
+  return llvm::TypeSwitch<Operation *, FailureOr<double>>(op)
+      .Case([&](arith::ConstantOp c) -> FailureOr<double> {
+        if (auto f = dyn_cast<FloatAttr>(c.getValue()))
+          return f.getValueAsDouble();
+        return op->emitError() << "unsupported constant " << c.getValue();
+      })
+      .Case([&](arith::AddFOp) { return x[0] + x[1]; })
+      .Case([&](arith::SubFOp) { return x[0] - x[1]; })
+      .Case([&](arith::MulFOp) { return x[0] * x[1]; })
+      .Case([&](arith::DivFOp) { return x[0] / x[1]; })
+      .Case([&](arith::MaximumFOp) { return nanOr(x[0], x[1], std::max(x[0], x[1])); })
+      .Case([&](arith::MinimumFOp) { return nanOr(x[0], x[1], std::min(x[0], x[1])); })
+      .Case([&](arith::NegFOp) { return -x[0]; })
+      .Case([&](math::AbsFOp) { return std::fabs(x[0]); })
+      .Case([&](math::ExpOp) { return std::exp(x[0]); })
+      .Case([&](math::LogOp) { return std::log(x[0]); })
+      .Case([&](math::ErfOp) { return std::erf(x[0]); })
+      .Case([&](math::TanhOp) { return std::tanh(x[0]); })
+      .Case([&](math::SqrtOp) { return std::sqrt(x[0]); })
+      .Case([&](math::RsqrtOp) { return 1.0 / std::sqrt(x[0]); })
+      .Default([&](Operation *) -> FailureOr<double> {
+        return op->emitError() << "'" << op->getName() << "' is not supported by the interpreter";
+      });
+}
+
+/// The linear's result (rounded as octet.linear's), then the region per
+/// element with each scalar op rounded to its type, as separate ops would be.
+FailureOr<HostTensor> Interpreter::fusedLinear(FusedLinearOp op) {
+  FailureOr<HostTensor> acc =
+      linear(op, op.getInput(), op.getWeight(), op.getBias(), op.getTransposeWeight());
+  if (failed(acc))
+    return failure();
+  SmallVector<const HostTensor *> operands{&*acc};
+  for (Value extra : op.getExtra())
+    operands.push_back(&in(extra));
+  // Values of the region live in slots: the block arguments, then each op's result.
+  Block &body = op.getEpilogue().front();
+  DenseMap<Value, unsigned> slotOf;
+  for (BlockArgument arg : body.getArguments())
+    slotOf[arg] = slotOf.size();
+  struct Step {
+    Operation *op;
+    SmallVector<unsigned> operands;
+    unsigned result;
+  };
+  SmallVector<Step> steps;
+  for (Operation &inner : body.without_terminator()) {
+    Step step{&inner, {}, 0};
+    for (Value v : inner.getOperands())
+      step.operands.push_back(slotOf.lookup(v));
+    step.result = slotOf[inner.getResult(0)] = slotOf.size();
+    steps.push_back(std::move(step));
+  }
+  unsigned yielded = slotOf.lookup(cast<YieldOp>(body.getTerminator()).getValue());
+  std::vector<double> slots(slotOf.size());
+  SmallVector<double> args;
+  Type resultType = elementTypeOf(op.getResult());
+  FailureOr<HostTensor> r =
+      elementwise(op, resultType, operands, [&](HostTensor &r, int64_t o, ArrayRef<int64_t> i) -> LogicalResult {
+        for (auto [k, t] : llvm::enumerate(operands))
+          slots[k] = t->floats[i[k]];
+        for (const Step &step : steps) {
+          args.clear();
+          for (unsigned s : step.operands)
+            args.push_back(slots[s]);
+          FailureOr<double> v = evaluateFloatOp(step.op, args);
+          if (failed(v))
+            return failure();
+          slots[step.result] = roundToFloat(step.op->getResult(0).getType(), *v);
+        }
+        r.floats[o] = slots[yielded];
+        return success();
+      });
+  if (succeeded(r) && r->shape != acc->shape)
+    return op.emitError() << "extra operands widen the linear's result " << shapeString(acc->shape) << " to "
+                          << shapeString(r->shape);
+  return r;
 }
 
 FailureOr<HostTensor> Interpreter::reduce(Operation *op, const HostTensor &a, ArrayRef<int64_t> axes,
@@ -1195,7 +1280,10 @@ LogicalResult Interpreter::execute(Operation *op) {
             });
           })
           .Case([&](MatMulOp m) { return matmul(op, in(m.getLhs()), in(m.getRhs()), resultType); })
-          .Case([&](LinearOp l) { return linear(l); })
+          .Case([&](LinearOp l) {
+            return linear(op, l.getInput(), l.getWeight(), l.getBias(), l.getTransposeWeight());
+          })
+          .Case([&](FusedLinearOp f) { return fusedLinear(f); })
           .Case<ReduceMeanOp, ReduceSumOp, ReduceMaxOp, ReduceMinOp>([&](Operation *) {
             auto axes = op->getAttrOfType<DenseI64ArrayAttr>("axes").asArrayRef();
             return reduce(op, in(op->getOperand(0)), axes, op->hasAttr("keepdims"));

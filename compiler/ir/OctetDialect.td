@@ -19,7 +19,7 @@ def Octet_Dialect : Dialect {
     ONNX integer types map to signless integers (`i8`, `i32`, `i64`) and
     unsigned ones to `ui8`, `ui16`, …; bool maps to `i1`.
   }];
-  let dependentDialects = ["::mlir::arith::ArithDialect"];
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::math::MathDialect"];
   let hasConstantMaterializer = 1;
   let extraClassDeclaration = [{
     void registerOps();

@@ -264,7 +264,7 @@ static std::optional<ValueDim> operandDimEqualTo(OpResult result, int64_t dim,
       .Case<MatMulOp, MatMulIntegerOp>([&](auto op) {
         return matmulSourceOfDim(op.getLhs(), op.getRhs(), resultRank, dim, resolveDepth);
       })
-      .Case([&](LinearOp op) {
+      .Case<LinearOp, FusedLinearOp>([&](auto op) {
         return dim == resultRank - 1 ? ValueDim{op.getWeight(), op.getOutputFeatureDim()}
                                      : ValueDim{op.getInput(), dim};
       })
@@ -945,40 +945,98 @@ LogicalResult MatMulOp::verify() {
   return success();
 }
 
-LogicalResult LinearOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
-                                         Adaptor adaptor, SmallVectorImpl<Type> &types) {
-  auto input = tensorOf(adaptor.getInput()), weight = tensorOf(adaptor.getWeight());
+/// The type of x · W ([..., N]) for `octet.linear` and `octet.fused_linear`.
+static LogicalResult inferLinear(std::optional<Location> loc, StringRef opName,
+                                 RankedTensorType input, RankedTensorType weight,
+                                 bool transposeWeight, SmallVectorImpl<Type> &types) {
   if (input.getRank() < 1 || weight.getRank() != 2)
-    return emitOptionalError(loc, "octet.linear: needs an input of rank >= 1 and a 2-D weight, got ",
+    return emitOptionalError(loc, opName, ": needs an input of rank >= 1 and a 2-D weight, got ",
                              input, " and ", weight);
   SmallVector<int64_t> shape(input.getShape());
-  shape.back() = weight.getDimSize(adaptor.getTransposeWeight() ? 0 : 1);
+  shape.back() = weight.getDimSize(transposeWeight ? 0 : 1);
   types.push_back(RankedTensorType::get(shape, input.getElementType()));
   return success();
 }
 
-LogicalResult LinearOp::verify() {
-  auto input = getInput().getType(), weight = getWeight().getType();
+/// Element types, K and the bias shape of a linear layer's operands.
+static LogicalResult verifyLinearOperands(Operation *op, RankedTensorType input,
+                                          RankedTensorType weight, Value bias,
+                                          bool transposeWeight) {
   if (weight.getElementType() != input.getElementType())
-    return emitOpError("weight element type ")
+    return op->emitOpError("weight element type ")
            << weight.getElementType() << " differs from the input's " << input.getElementType();
-  StringRef kName = getTransposeWeight() ? "columns" : "rows";
-  StringRef nName = getTransposeWeight() ? "rows" : "columns";
-  int64_t k = input.getShape().back(), n = weight.getDimSize(getOutputFeatureDim());
-  if (!dimsCompatible(k, weight.getDimSize(getInputFeatureDim())))
-    return emitOpError("input's last dim ")
-           << k << " does not match the weight's " << kName << " "
-           << weight.getDimSize(getInputFeatureDim());
-  if (Value bias = getBias()) {
+  StringRef kName = transposeWeight ? "columns" : "rows";
+  StringRef nName = transposeWeight ? "rows" : "columns";
+  int64_t k = input.getShape().back(), n = weight.getDimSize(transposeWeight ? 0 : 1);
+  int64_t weightK = weight.getDimSize(transposeWeight ? 1 : 0);
+  if (!dimsCompatible(k, weightK))
+    return op->emitOpError("input's last dim ")
+           << k << " does not match the weight's " << kName << " " << weightK;
+  if (bias) {
     auto biasType = tensorOf(bias);
     if (biasType.getElementType() != input.getElementType())
-      return emitOpError("bias element type ")
+      return op->emitOpError("bias element type ")
              << biasType.getElementType() << " differs from the input's "
              << input.getElementType();
     if (biasType.getRank() != 1 || !dimsCompatible(biasType.getDimSize(0), n))
-      return emitOpError("bias must have shape ")
+      return op->emitOpError("bias must have shape ")
              << shapeStr(n) << " (the weight's " << nName << "), got "
              << shapeStr(biasType.getShape());
+  }
+  return success();
+}
+
+LogicalResult LinearOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                         Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  return inferLinear(loc, "octet.linear", tensorOf(adaptor.getInput()),
+                     tensorOf(adaptor.getWeight()), adaptor.getTransposeWeight(), types);
+}
+
+LogicalResult LinearOp::verify() {
+  return verifyLinearOperands(*this, getInput().getType(), getWeight().getType(), getBias(),
+                              getTransposeWeight());
+}
+
+LogicalResult FusedLinearOp::verify() {
+  SmallVector<Type> inferred;
+  if (failed(inferLinear(getLoc(), "octet.fused_linear", getInput().getType(),
+                         getWeight().getType(), getTransposeWeight(), inferred)) ||
+      failed(verifyLinearOperands(*this, getInput().getType(), getWeight().getType(), getBias(),
+                                  getTransposeWeight())))
+    return failure();
+  if (inferred.front() != getType())
+    return emitOpError("result type ") << getType() << " differs from the linear's " << inferred.front();
+  for (auto [i, extra] : llvm::enumerate(getExtra()))
+    if (!isBroadcastableTo(tensorOf(extra).getShape(), getType().getShape()))
+      return emitOpError("extra operand #")
+             << i << " of shape " << shapeStr(tensorOf(extra).getShape())
+             << " does not broadcast to the result shape " << shapeStr(getType().getShape());
+  return success();
+}
+
+LogicalResult FusedLinearOp::verifyRegions() {
+  Block &body = getEpilogue().front();
+  SmallVector<Type> expected{getType().getElementType()};
+  for (Value extra : getExtra())
+    expected.push_back(tensorOf(extra).getElementType());
+  if (body.getArgumentTypes() != ArrayRef<Type>(expected)) {
+    InFlightDiagnostic diag = emitOpError("epilogue block must take (");
+    llvm::interleaveComma(expected, diag);
+    return diag << "): the accumulator, then one element per extra operand";
+  }
+  auto yield = dyn_cast<YieldOp>(body.getTerminator());
+  if (!yield || yield.getValue().getType() != getType().getElementType())
+    return emitOpError("epilogue must end with an octet.yield of one ")
+           << getType().getElementType();
+  // Only what the vector-expression emitter lowers: pure scalar arith/math.
+  for (Operation &op : body.without_terminator()) {
+    StringRef dialect = op.getDialect() ? op.getDialect()->getNamespace() : "";
+    auto isScalar = [](Type t) { return t.isIntOrIndexOrFloat(); };
+    if ((dialect != "arith" && dialect != "math") || !isMemoryEffectFree(&op) ||
+        op.getNumRegions() || !llvm::all_of(op.getOperandTypes(), isScalar) ||
+        !llvm::all_of(op.getResultTypes(), isScalar))
+      return op.emitOpError("is not a side-effect-free scalar arith/math op, as the epilogue of ")
+             << getOperationName() << " needs";
   }
   return success();
 }

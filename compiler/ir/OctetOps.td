@@ -221,6 +221,13 @@ def Octet_MatMulOp : Octet_Op<"matmul", [Pure, InferTypeOpAdaptor]> {
   let hasVerifier = 1;
 }
 
+/// Shared by the ops with a `weight` and `transpose_weight`.
+defvar Octet_LinearFeatureDims = [{
+  /// The weight dims of the output features N and the reduced K.
+  int64_t getOutputFeatureDim() { return getTransposeWeight() ? 0 : 1; }
+  int64_t getInputFeatureDim() { return getTransposeWeight() ? 1 : 0; }
+}];
+
 def Octet_LinearOp : Octet_Op<"linear", [Pure, InferTypeOpAdaptor]> {
   let summary = "x · W (+ bias): a dense layer with a 2-D weight";
   let description = [{
@@ -242,12 +249,62 @@ def Octet_LinearOp : Octet_Op<"linear", [Pure, InferTypeOpAdaptor]> {
     $input `,` $weight (`,` $bias^)? (`transpose_weight` $transpose_weight^)? attr-dict
     `:` type($input) `,` type($weight) (`,` type($bias)^)?
   }];
-  let extraClassDeclaration = [{
-    /// The weight dims of the output features N and the reduced K.
-    int64_t getOutputFeatureDim() { return getTransposeWeight() ? 0 : 1; }
-    int64_t getInputFeatureDim() { return getTransposeWeight() ? 1 : 0; }
-  }];
+  let extraClassDeclaration = Octet_LinearFeatureDims;
   let hasVerifier = 1;
+}
+
+def Octet_FusedLinearOp : Octet_Op<"fused_linear",
+    [Pure, AttrSizedOperandSegments, IsolatedFromAbove]> {
+  let summary = "a linear layer with an elementwise epilogue in a scalar region";
+  let description = [{
+    Computes `acc = x · W (+ bias)` exactly as `octet.linear` (same operands,
+    same `transpose_weight`), then runs the `epilogue` region on every element
+    of the result. The region's block takes the accumulator as an `f32`, then
+    one `f32` per `extra` operand: the element of that tensor at the same
+    position, broadcast (numpy rules) to the result shape, which it must not
+    widen. The body is side-effect-free scalar `arith`/`math` ops, isolated
+    from above (its constants are inside), and `octet.yield`s the result
+    element. `octet-fuse-gemm-epilogue` forms it from a linear and the
+    elementwise ops that follow it; one code generator lowers any body
+    (the `linalg.generic` convention).
+
+    ```mlir
+    %y = octet.fused_linear %x, %w, %b extra(%r : tensor<?x?x3072xf32>) {
+    ^bb0(%acc: f32, %r0: f32):
+      %zero = arith.constant 0.000000e+00 : f32
+      %relu = arith.maximumf %acc, %zero : f32
+      %sum = arith.addf %relu, %r0 : f32
+      octet.yield %sum : f32
+    } : tensor<?x?x768xf32>, tensor<768x3072xf32>, tensor<3072xf32> -> tensor<?x?x3072xf32>
+    ```
+  }];
+  let arguments = (ins Octet_F32Tensor:$input, Octet_F32Tensor:$weight,
+                       Optional<Octet_F32Tensor>:$bias, Variadic<Octet_F32Tensor>:$extra,
+                       UnitAttr:$transpose_weight);
+  let results = (outs Octet_F32Tensor:$result);
+  let regions = (region SizedRegion<1>:$epilogue);
+  // The region comes before attr-dict, whose `{` would otherwise be ambiguous.
+  let assemblyFormat = [{
+    $input `,` $weight (`,` $bias^)? (`transpose_weight` $transpose_weight^)?
+    (`extra` `(` $extra^ `:` type($extra) `)`)? $epilogue attr-dict
+    `:` type($input) `,` type($weight) (`,` type($bias)^)? `->` type($result)
+  }];
+  let extraClassDeclaration = Octet_LinearFeatureDims;
+  let hasVerifier = 1;
+  let hasRegionVerifier = 1;
+}
+
+def Octet_YieldOp : Octet_Op<"yield", [Pure, Terminator, HasParent<"FusedLinearOp">]> {
+  let summary = "the element computed by a fused op's region";
+  let description = [{
+    Ends the scalar region of `octet.fused_linear` with the result element.
+
+    ```mlir
+      octet.yield %sum : f32
+    ```
+  }];
+  let arguments = (ins AnyType:$value);
+  let assemblyFormat = "$value attr-dict `:` type($value)";
 }
 
 class Octet_ReduceOp<string mnemonic, string what>

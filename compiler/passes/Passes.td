@@ -73,4 +73,64 @@ def OctetRecognize : Pass<"octet-recognize", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::octet::OctetDialect", "::mlir::arith::ArithDialect"];
 }
 
+def OctetFuseGemmEpilogue : Pass<"octet-fuse-gemm-epilogue", "::mlir::func::FuncOp"> {
+  let summary = "merge Q/K/V linears into one GEMM; fuse elementwise chains into the GEMM's epilogue";
+  let description = [{
+    Runs after `octet-recognize`; both rewrites compute the same float
+    operations in the same order as the unfused graph.
+
+    - Sibling linears: two or more `octet.linear` of the same input whose
+      weights are constants of the same layout (`transpose_weight` or not,
+      hence the same K) and whose biases are all constants or all absent
+      become one linear over the concatenated output features (new
+      constants; the old ones go away) and one `octet.slice` along the last
+      axis per original linear. Each output column is the same dot product
+      plus the same bias element, so `octet.attention` reads the same q, k
+      and v.
+    - Epilogues: an elementwise op on the result of a linear (or of a
+      fused_linear) that has no other use, and keeps its type, joins it as
+      scalar ops in an `octet.fused_linear` region, repeatedly, so a whole
+      single-use chain becomes one op. The accumulator is x·W + b, rounded
+      as the linear's result, and the chain follows in its order: `gelu`
+      (0.5·x·(1 + erf(x·√½)) with `math.erf`, or the tanh form with
+      `math.tanh`), `relu`, `sigmoid`, `neg`, `abs`, `exp`, `log`, `erf`,
+      `tanh`, `sqrt`, `rsqrt`, `reciprocal`, and `add`/`sub`/`mul`/`div`/
+      `max`/`min` with a splat constant (an `arith.constant` in the region)
+      or with a tensor that broadcasts into the result without widening it
+      (an `extra` operand; its `?` dims must provably equal the result's).
+      Composite ops (gelu, sigmoid) round after each scalar step instead of
+      once, which is what any kernel computing them in f32 does.
+
+    Before:
+    ```mlir
+    %q = octet.linear %x, %wq, %bq : tensor<?x?x768xf32>, tensor<768x768xf32>, tensor<768xf32>
+    %k = octet.linear %x, %wk, %bk : tensor<?x?x768xf32>, tensor<768x768xf32>, tensor<768xf32>
+    %v = octet.linear %x, %wv, %bv : tensor<?x?x768xf32>, tensor<768x768xf32>, tensor<768xf32>
+    %a = octet.attention %q, %k, %v, %mask num_heads = 12 scale = 0.125
+           : tensor<?x?x768xf32>, tensor<?x1x1x?xf32>
+    %h = octet.linear %a, %w1, %b1 : tensor<?x?x768xf32>, tensor<768x3072xf32>, tensor<3072xf32>
+    %g = octet.gelu %h : tensor<?x?x3072xf32>
+    ```
+    After:
+    ```mlir
+    %qkv = octet.linear %x, %wqkv, %bqkv : tensor<?x?x768xf32>, tensor<768x2304xf32>, tensor<2304xf32>
+    %q = octet.slice %qkv axes = [2] starts = [0] ends = [768] steps = [1]
+           : tensor<?x?x2304xf32> -> tensor<?x?x768xf32>
+    %k = octet.slice %qkv axes = [2] starts = [768] ends = [1536] steps = [1] : …
+    %v = octet.slice %qkv axes = [2] starts = [1536] ends = [2304] steps = [1] : …
+    %a = octet.attention %q, %k, %v, %mask num_heads = 12 scale = 0.125 : …
+    %g = octet.fused_linear %a, %w1, %b1 {
+    ^bb0(%acc: f32):
+      %c = arith.constant 0.707106769 : f32
+      %s = arith.mulf %acc, %c : f32
+      %e = math.erf %s : f32
+      …
+      octet.yield %y : f32
+    } : tensor<?x?x768xf32>, tensor<768x3072xf32>, tensor<3072xf32> -> tensor<?x?x3072xf32>
+    ```
+  }];
+  let dependentDialects = ["::octet::OctetDialect", "::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect"];
+}
+
 #endif // OCTET_PASSES_TD

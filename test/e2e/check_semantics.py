@@ -8,8 +8,9 @@
                  semantics_known_differences.txt (with a reason each) are skipped.
   --model ARCH STYLE OPSET GELU
                  a small encoder from test/models/make_encoder.py is run by ONNX Runtime
-                 and by octet-interp as imported and after
-                 `octet-cleanup,octet-recognize,octet-cleanup`; both must match ORT.
+                 and by octet-interp as imported, after
+                 `octet-cleanup,octet-recognize,octet-cleanup` and after that plus
+                 `octet-fuse-gemm-epilogue`; all must match ORT.
   --qdq MODE     the same for test/models/make_qdq.py's `static` or `dynamic` model.
 
 Exits non-zero on any mismatch or interpreter error.
@@ -38,6 +39,7 @@ KNOWN = os.path.join(HERE, "semantics_known_differences.txt")
 TESTDATA = "/usr/share/libonnx-testdata/data/node"
 RECOGNIZE = "octet-cleanup,octet-recognize"
 FULL = "octet-cleanup,octet-recognize,octet-cleanup"
+FUSED = FULL + ",octet-fuse-gemm-epilogue"
 
 sys.path.insert(0, MODELS)
 
@@ -203,13 +205,14 @@ def exact_matmul_integer(model):
     return model
 
 
-def check_against_ort(args, model, feeds, work, label, references):
-    """Runs octet-interp as imported and recognized against each (name, outputs, tolerance)
+def check_against_ort(args, model, feeds, work, label, references,
+                      stages=(("imported", None), ("recognized", FULL))):
+    """Runs octet-interp after each (stage, pipeline) against each (name, outputs, tolerance)
     reference; a tolerance of None only reports the difference."""
     path = os.path.join(work, "model.onnx")
     onnx.save(model, path)
     ok = True
-    for stage, pipeline in (("imported", None), ("recognized", FULL)):
+    for stage, pipeline in stages:
         got, error = run_interp(args.interp, path, feeds, os.path.join(work, stage), pipeline)
         if got is None:
             print(f"ERROR     {label} {stage}: {error}")
@@ -236,7 +239,8 @@ def encoder(args, work):
              if k in {i.name for i in model.graph.input}}
     import make_encoder
     return check_against_ort(args, model, feeds, work, f"{arch}-{style}-opset{opset}-{gelu}",
-                             [("ORT", make_encoder.run_ort(model, feeds), 1e-4)])
+                             [("ORT", make_encoder.run_ort(model, feeds), 1e-4)],
+                             (("imported", None), ("recognized", FULL), ("fused", FUSED)))
 
 
 def qdq(args, work):

@@ -103,6 +103,17 @@ func.func @gather(%table: tensor<30522x768xf32>, %ids: tensor<?x?xi64>) {
   return
 }
 
+func.func @fused_linear(%x: tensor<?x?x768xf32>, %w: tensor<768x3072xf32>, %b: tensor<3072xf32>, %r: tensor<?x?x3072xf32>) {
+    %y = octet.fused_linear %x, %w, %b extra(%r : tensor<?x?x3072xf32>) {
+    ^bb0(%acc: f32, %r0: f32):
+      %zero = arith.constant 0.000000e+00 : f32
+      %relu = arith.maximumf %acc, %zero : f32
+      %sum = arith.addf %relu, %r0 : f32
+      octet.yield %sum : f32
+    } : tensor<?x?x768xf32>, tensor<768x3072xf32>, tensor<3072xf32> -> tensor<?x?x3072xf32>
+  return
+}
+
 func.func @gelu(%x: tensor<?x?x3072xf32>) {
   %y = octet.gelu %x : tensor<?x?x3072xf32>
   %z = octet.gelu %x approximate = "tanh" : tensor<?x?x3072xf32>

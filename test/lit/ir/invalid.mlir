@@ -715,3 +715,91 @@ func.func @slice_of_empty_dim(%x: tensor<0xf32>) {
   %0 = octet.slice %x axes = [0] starts = [-1] ends = [-10] steps = [-1] : tensor<0xf32> -> tensor<1xf32>
   return
 }
+
+// -----
+
+func.func @fused_linear_result(%x: tensor<?x4xf32>, %w: tensor<4x8xf32>) {
+  // expected-error @+1 {{'octet.fused_linear' op result type 'tensor<?x4xf32>' differs from the linear's 'tensor<?x8xf32>'}}
+  %y = octet.fused_linear %x, %w {
+  ^bb0(%acc: f32):
+    octet.yield %acc : f32
+  } : tensor<?x4xf32>, tensor<4x8xf32> -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @fused_linear_k(%x: tensor<?x3xf32>, %w: tensor<4x8xf32>) {
+  // expected-error @+1 {{'octet.fused_linear' op input's last dim 3 does not match the weight's rows 4}}
+  %y = octet.fused_linear %x, %w {
+  ^bb0(%acc: f32):
+    octet.yield %acc : f32
+  } : tensor<?x3xf32>, tensor<4x8xf32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @fused_linear_extra_shape(%x: tensor<?x4xf32>, %w: tensor<4x8xf32>, %r: tensor<2x1x8xf32>) {
+  // expected-error @+1 {{'octet.fused_linear' op extra operand #0 of shape [2, 1, 8] does not broadcast to the result shape [?, 8]}}
+  %y = octet.fused_linear %x, %w extra(%r : tensor<2x1x8xf32>) {
+  ^bb0(%acc: f32, %r0: f32):
+    octet.yield %acc : f32
+  } : tensor<?x4xf32>, tensor<4x8xf32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @fused_linear_block_args(%x: tensor<?x4xf32>, %w: tensor<4x8xf32>, %r: tensor<8xf32>) {
+  // expected-error @+1 {{'octet.fused_linear' op epilogue block must take ('f32', 'f32'): the accumulator, then one element per extra operand}}
+  %y = octet.fused_linear %x, %w extra(%r : tensor<8xf32>) {
+  ^bb0(%acc: f32):
+    octet.yield %acc : f32
+  } : tensor<?x4xf32>, tensor<4x8xf32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @fused_linear_yield_type(%x: tensor<?x4xf32>, %w: tensor<4x8xf32>) {
+  // expected-error @+1 {{'octet.fused_linear' op epilogue must end with an octet.yield of one 'f32'}}
+  %y = octet.fused_linear %x, %w {
+  ^bb0(%acc: f32):
+    %c = arith.constant 1 : i32
+    octet.yield %c : i32
+  } : tensor<?x4xf32>, tensor<4x8xf32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @fused_linear_body(%x: tensor<?x4xf32>, %w: tensor<4x8xf32>) {
+  %y = octet.fused_linear %x, %w {
+  ^bb0(%acc: f32):
+    // expected-error @+1 {{'octet.constant' op is not a side-effect-free scalar arith/math op, as the epilogue of octet.fused_linear needs}}
+    %t = octet.constant dense<1.0> : tensor<f32>
+    octet.yield %acc : f32
+  } : tensor<?x4xf32>, tensor<4x8xf32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @fused_linear_isolated(%x: tensor<?x4xf32>, %w: tensor<4x8xf32>, %s: f32) {
+  // expected-note @+1 {{required by region isolation constraints}}
+  %y = octet.fused_linear %x, %w {
+  ^bb0(%acc: f32):
+    // expected-error @+1 {{using value defined outside the region}}
+    %m = arith.mulf %acc, %s : f32
+    octet.yield %m : f32
+  } : tensor<?x4xf32>, tensor<4x8xf32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @yield_outside(%a: f32) {
+  // expected-error @+1 {{'octet.yield' op expects parent op 'octet.fused_linear'}}
+  octet.yield %a : f32
+}
