@@ -133,4 +133,67 @@ def OctetFuseGemmEpilogue : Pass<"octet-fuse-gemm-epilogue", "::mlir::func::Func
                            "::mlir::math::MathDialect"];
 }
 
+def OctetPlanMemory : Pass<"octet-plan-memory", "::mlir::func::FuncOp"> {
+  let summary = "assign every intermediate tensor a slot of one activation arena";
+  let description = [{
+    Runs last, on a function of one block. Only attributes change.
+
+    - Buffers: tensor results of ops. Function arguments (inputs),
+      `octet.constant` (weights) and returned values (outputs: the caller
+      owns them) get none, and neither do views: an `octet.reshape` reads its
+      input's bytes, and an `octet.slice` of a single `[start, end)` window
+      with step 1 and static bounds on the last axis (static size) reads its
+      input's bytes at offset `start` with the input's last dim as row
+      stride. A slice that is returned, of a constant (whose bytes
+      `octet-pack-weights` may repack), of another slice view, or of any
+      other form is a copy with a buffer; so is a reshape of a slice view.
+      A returned view makes its root an output.
+    - Size: element bytes × dims, written as a constant times the
+      `octet.dim_params` names of the function argument dims that
+      `traceDimSource` finds for the `?` dims. Without such a name (e.g. a
+      `min(sequence, 512)` prefix) the size is unknown, "?": the runtime
+      takes it from the producing op's run-time shape.
+    - Liveness: a buffer lives from its op to the last op reading it or one
+      of its views.
+    - Greedy, in program order: an op's results take the free slot whose
+      size is the same expression, else the smallest free slot with the same
+      names and a larger constant (provably large enough), else a new slot;
+      only then are the buffers that the op reads for the last time freed.
+      Hence a result never shares a slot with an operand (kernels do not
+      work in place). An unknown size gets a slot of its own, never reused.
+
+    Each op with a buffer gets `octet.slot = N : i64` (`octet.slots =
+    array<i64: …>` when it has several results; -1 for a result without
+    one). The function gets `octet.arena`, one size per slot in canonical
+    form: the constant, then the names sorted, '*'-joined ("?" if unknown).
+    The runtime evaluates the sizes once per input shape and lays the slots
+    out by prefix sums (64-byte aligned).
+
+    Before:
+    ```mlir
+    func.func @f(%x: tensor<?x?x768xf32> {octet.dim_params = ["batch", "sequence", ""]}) -> tensor<?x?x768xf32> {
+      %a = octet.relu %x : tensor<?x?x768xf32>
+      %b = octet.relu %a : tensor<?x?x768xf32>
+      %c = octet.relu %b : tensor<?x?x768xf32>
+      %d = octet.relu %c : tensor<?x?x768xf32>
+      return %d : tensor<?x?x768xf32>
+    }
+    ```
+    After:
+    ```mlir
+    func.func @f(...) -> tensor<?x?x768xf32> attributes {octet.arena = ["3072*batch*sequence", "3072*batch*sequence"]} {
+      %a = octet.relu %x {octet.slot = 0 : i64} : tensor<?x?x768xf32>
+      %b = octet.relu %a {octet.slot = 1 : i64} : tensor<?x?x768xf32>
+      %c = octet.relu %b {octet.slot = 0 : i64} : tensor<?x?x768xf32>
+      %d = octet.relu %c : tensor<?x?x768xf32>
+      return %d : tensor<?x?x768xf32>
+    }
+    ```
+  }];
+  let statistics = [
+    Statistic<"numBuffers", "buffers", "Tensors given an arena slot">,
+    Statistic<"numSlots", "slots", "Arena slots">,
+  ];
+}
+
 #endif // OCTET_PASSES_TD

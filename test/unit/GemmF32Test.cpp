@@ -8,6 +8,8 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/codegen/x86/GemmF32.h"
 
+#include "test/unit/TestData.h"
+
 #include <gtest/gtest.h>
 #include <omp.h>
 
@@ -31,18 +33,9 @@ namespace {
 const float kPad = std::numeric_limits<float>::quiet_NaN();
 const uint32_t kCanary = 0x7fc0dead;
 
-std::vector<float> random(size_t count, unsigned seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> v(count);
-  for (float &x : v)
-    x = dist(gen);
-  return v;
-}
-
 /// A [rows x cols] matrix with row stride ld; the padding holds `pad`.
 std::vector<float> padded(int64_t rows, int64_t cols, int64_t ld, unsigned seed, float pad) {
-  std::vector<float> dense = random(rows * cols, seed), m(rows * ld, pad);
+  std::vector<float> dense = octet::test::randomFloats(rows * cols, seed), m(rows * ld, pad);
   for (int64_t r = 0; r < rows; ++r)
     std::copy_n(dense.data() + r * cols, cols, m.data() + r * ld);
   return m;
@@ -61,8 +54,8 @@ struct Problem {
 
   Problem(int64_t m, int64_t n, int64_t k)
       : m(m), n(n), k(k), lda(k + 3), ldc(n + 5), ldr(n + 2),
-        a(padded(m, k, lda, 1, kPad)), bKN(random(k * n, 2)), bNK(k * n),
-        bias(random(n, 3)), residual(padded(m, n, ldr, 4, kPad)), product(m * n),
+        a(padded(m, k, lda, 1, kPad)), bKN(octet::test::randomFloats(k * n, 2)), bNK(k * n),
+        bias(octet::test::randomFloats(n, 3)), residual(padded(m, n, ldr, 4, kPad)), product(m * n),
         absProduct(m * n) {
     for (int64_t kk = 0; kk < k; ++kk)
       for (int64_t j = 0; j < n; ++j)
@@ -188,7 +181,7 @@ TEST(GemmF32, PackBLayoutBothWeightOrders) {
 TEST(GemmF32, TightStrides) {
   SKIP_WITHOUT_AVX512();
   const int64_t m = 37, n = 70, k = 45;
-  std::vector<float> a = random(m * k, 5), b = random(k * n, 6), c(m * n);
+  std::vector<float> a = octet::test::randomFloats(m * k, 5), b = octet::test::randomFloats(k * n, 6), c(m * n);
   PackedWeights packed = packB(b.data(), k, n, WeightLayout::KN);
   GemmF32 gemm(n, k, packed.data());
   gemm.run(a.data(), m, k, c.data(), n);

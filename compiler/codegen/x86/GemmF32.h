@@ -19,6 +19,7 @@
 #ifndef OCTET_COMPILER_CODEGEN_X86_GEMMF32_H
 #define OCTET_COMPILER_CODEGEN_X86_GEMMF32_H
 
+#include "compiler/codegen/WeightLayout.h"
 #include "compiler/codegen/x86/GemmF32Avx512.h"
 
 #include <cstdint>
@@ -28,10 +29,7 @@
 
 namespace octet::x86 {
 
-enum class WeightLayout {
-  KN, ///< B[K][N], as in x @ W
-  NK, ///< B[N][K], torch nn.Linear's weight (x @ W^T)
-};
+using octet::WeightLayout;
 
 /// The panel width packB and GemmF32 use for N columns.
 int gemmF32PanelWidth(int64_t n);

@@ -1,0 +1,241 @@
+// RUN: octet-opt %s -octet-plan-memory -split-input-file | FileCheck %s
+
+// A chain ping-pongs between two slots: each result needs a slot other than
+// its operand's, and the operand before that is dead. The last value is the
+// output and has no slot.
+// CHECK-LABEL: func.func @ping_pong(
+//  CHECK-SAME:     attributes {octet.arena = ["256*batch*sequence", "256*batch*sequence"]}
+//       CHECK:   octet.relu %arg0 {octet.slot = 0 : i64}
+//  CHECK-NEXT:   octet.relu %{{.*}} {octet.slot = 1 : i64}
+//  CHECK-NEXT:   octet.relu %{{.*}} {octet.slot = 0 : i64}
+//  CHECK-NEXT:   octet.relu %{{.*}} {octet.slot = 1 : i64}
+//  CHECK-NEXT:   %[[OUT:.*]] = octet.relu %{{[0-9]+}} :
+//  CHECK-NEXT:   return %[[OUT]]
+func.func @ping_pong(%x: tensor<?x?x64xf32> {octet.dim_params = ["batch", "sequence", ""]})
+    -> tensor<?x?x64xf32> {
+  %a = octet.relu %x : tensor<?x?x64xf32>
+  %b = octet.relu %a : tensor<?x?x64xf32>
+  %c = octet.relu %b : tensor<?x?x64xf32>
+  %d = octet.relu %c : tensor<?x?x64xf32>
+  %e = octet.relu %d : tensor<?x?x64xf32>
+  return %e : tensor<?x?x64xf32>
+}
+
+// -----
+
+// %a is read again by %d, so it keeps slot 0 while %b and %c need two more;
+// %d then takes %b's slot, dead since %c. A result never shares a slot with
+// its operands, even ones read for the last time: %d gets neither 0 nor 2.
+// CHECK-LABEL: func.func @late_use(
+//  CHECK-SAME:     octet.arena = ["256*batch*sequence", "256*batch*sequence", "256*batch*sequence"]
+//       CHECK:   %[[A:.*]] = octet.relu %arg0 {octet.slot = 0 : i64}
+//  CHECK-NEXT:   %[[B:.*]] = octet.relu %[[A]] {octet.slot = 1 : i64}
+//  CHECK-NEXT:   %[[C:.*]] = octet.relu %[[B]] {octet.slot = 2 : i64}
+//  CHECK-NEXT:   %[[D:.*]] = octet.add %[[A]], %[[C]] {octet.slot = 1 : i64}
+//  CHECK-NEXT:   octet.relu %[[D]] :
+func.func @late_use(%x: tensor<?x?x64xf32> {octet.dim_params = ["batch", "sequence", ""]})
+    -> tensor<?x?x64xf32> {
+  %a = octet.relu %x : tensor<?x?x64xf32>
+  %b = octet.relu %a : tensor<?x?x64xf32>
+  %c = octet.relu %b : tensor<?x?x64xf32>
+  %d = octet.add %a, %c : tensor<?x?x64xf32>, tensor<?x?x64xf32>
+  %e = octet.relu %d : tensor<?x?x64xf32>
+  return %e : tensor<?x?x64xf32>
+}
+
+// -----
+
+// A reshape is a view of %a (no slot): reading it late keeps slot 0 busy, so
+// %c opens slot 2 although %a itself was last read by %b. The reshaped dims
+// trace back to the argument's, so %e has %a's size expression.
+// CHECK-LABEL: func.func @reshape_alias(
+//  CHECK-SAME:     octet.arena = ["256*batch*sequence", "256*batch*sequence", "256*batch*sequence"]
+//       CHECK:   %[[A:.*]] = octet.relu %arg0 {octet.slot = 0 : i64}
+//  CHECK-NEXT:   %[[R:.*]] = octet.reshape %[[A]](%{{.*}}, %{{.*}}) : tensor<?x?x64xf32> -> tensor<?x?x4x16xf32>
+//  CHECK-NEXT:   %[[B:.*]] = octet.relu %[[A]] {octet.slot = 1 : i64}
+//  CHECK-NEXT:   %[[C:.*]] = octet.relu %[[B]] {octet.slot = 2 : i64}
+//  CHECK-NEXT:   %[[E:.*]] = octet.reshape %[[C]](%{{.*}}, %{{.*}}) : tensor<?x?x64xf32> -> tensor<?x?x4x16xf32>
+//  CHECK-NEXT:   octet.add %[[R]], %[[E]] {octet.slot = 1 : i64}
+func.func @reshape_alias(%x: tensor<?x?x64xf32> {octet.dim_params = ["batch", "sequence", ""]})
+    -> tensor<?x?x4x16xf32> {
+  %b0 = octet.dim %x[0] : tensor<?x?x64xf32>
+  %s0 = octet.dim %x[1] : tensor<?x?x64xf32>
+  %a = octet.relu %x : tensor<?x?x64xf32>
+  %r = octet.reshape %a(%b0, %s0) : tensor<?x?x64xf32> -> tensor<?x?x4x16xf32>
+  %b = octet.relu %a : tensor<?x?x64xf32>
+  %c = octet.relu %b : tensor<?x?x64xf32>
+  %e = octet.reshape %c(%b0, %s0) : tensor<?x?x64xf32> -> tensor<?x?x4x16xf32>
+  %f = octet.add %r, %e : tensor<?x?x4x16xf32>, tensor<?x?x4x16xf32>
+  %g = octet.relu %f : tensor<?x?x4x16xf32>
+  return %g : tensor<?x?x4x16xf32>
+}
+
+// -----
+
+// Sizes: a free slot is reused by the same expression, or by a provably
+// smaller one (same names, smaller constant: %m, 4 bytes a token, in slot 0
+// of 256), never by a larger one (%w, 1024 bytes a token, opens slot 2 rather
+// than take slot 1) nor one of other dims (%t, per batch only, opens slot 3).
+// CHECK-LABEL: func.func @sizes(
+//  CHECK-SAME:     octet.arena = ["256*batch*sequence", "4*batch*sequence", "1024*batch*sequence", "1024*batch"]
+//       CHECK:   %[[A:.*]] = octet.relu %arg0 {octet.slot = 0 : i64}
+//  CHECK-NEXT:   %[[N:.*]] = octet.reduce_sum %[[A]] axes = [2] keepdims {octet.slot = 1 : i64}
+//  CHECK-NEXT:   %[[M:.*]] = octet.relu %[[N]] {octet.slot = 0 : i64}
+//  CHECK-NEXT:   %[[W:.*]] = octet.concat %arg0, %arg0, %arg0, %arg0 axis = 2 {octet.slot = 2 : i64}
+//  CHECK-NEXT:   %[[T:.*]] = octet.reduce_sum %[[W]] axes = [1] {octet.slot = 3 : i64}
+func.func @sizes(%x: tensor<?x?x64xf32> {octet.dim_params = ["batch", "sequence", ""]})
+    -> (tensor<?x?x2xf32>, tensor<?x256xf32>) {
+  %a = octet.relu %x : tensor<?x?x64xf32>
+  %n = octet.reduce_sum %a axes = [2] keepdims : tensor<?x?x64xf32>
+  %m = octet.relu %n : tensor<?x?x1xf32>
+  %w = octet.concat %x, %x, %x, %x axis = 2 : tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>
+  %t = octet.reduce_sum %w axes = [1] : tensor<?x?x256xf32>
+  %o = octet.concat %m, %m axis = 2 : tensor<?x?x1xf32>, tensor<?x?x1xf32>
+  %u = octet.relu %t : tensor<?x256xf32>
+  return %o, %u : tensor<?x?x2xf32>, tensor<?x256xf32>
+}
+
+// -----
+
+// Two operands read for the last time by one op: its result takes neither
+// of their slots.
+// CHECK-LABEL: func.func @not_in_place(
+//  CHECK-SAME:     octet.arena = ["64", "64", "64"]
+//       CHECK:   octet.relu %arg0 {octet.slot = 0 : i64}
+//  CHECK-NEXT:   octet.neg %arg0 {octet.slot = 1 : i64}
+//  CHECK-NEXT:   octet.add %{{.*}}, %{{.*}} {octet.slot = 2 : i64}
+func.func @not_in_place(%x: tensor<16xf32>) -> tensor<16xf32> {
+  %a = octet.relu %x : tensor<16xf32>
+  %b = octet.neg %x : tensor<16xf32>
+  %c = octet.add %a, %b : tensor<16xf32>, tensor<16xf32>
+  %d = octet.relu %c : tensor<16xf32>
+  return %d : tensor<16xf32>
+}
+
+// -----
+
+// Inputs, constants (and views of them), outputs and index values have no
+// slot; a returned reshape makes its input an output too. Of dynamic_quantize's
+// results only the returned one lacks a slot (-1); a ui8 takes 1 byte.
+// CHECK-LABEL: func.func @no_buffers(
+//  CHECK-SAME:     octet.arena = ["4", "1"]
+//       CHECK:   octet.constant dense<1.000000e+00> : tensor<4x8xf32>
+//  CHECK-NEXT:   octet.dim %arg0[0] : tensor<?x4xf32>
+//  CHECK-NEXT:   %[[L:.*]] = octet.linear %arg0, %{{.*}} : tensor<?x4xf32>, tensor<4x8xf32>
+//  CHECK-NEXT:   octet.reshape %[[L]]
+//  CHECK-NEXT:   octet.dynamic_quantize %arg0 {octet.slots = array<i64: -1, 0, 1>}
+//  CHECK-NEXT:   octet.reshape %{{.*}} : tensor<4x8xf32> -> tensor<32xf32>
+//  CHECK-NOT:    octet.slot
+func.func @no_buffers(%x: tensor<?x4xf32>)
+    -> (tensor<?x2x4xf32>, tensor<?x4xui8>, tensor<32xf32>) {
+  %w = octet.constant dense<1.0> : tensor<4x8xf32>
+  %n = octet.dim %x[0] : tensor<?x4xf32>
+  %y = octet.linear %x, %w : tensor<?x4xf32>, tensor<4x8xf32>
+  %r = octet.reshape %y(%n) : tensor<?x8xf32> -> tensor<?x2x4xf32>
+  %q, %s, %zp = octet.dynamic_quantize %x : tensor<?x4xf32>
+  %flat = octet.reshape %w : tensor<4x8xf32> -> tensor<32xf32>
+  %z = octet.neg %flat : tensor<32xf32>
+  return %r, %q, %z : tensor<?x2x4xf32>, tensor<?x4xui8>, tensor<32xf32>
+}
+
+// -----
+
+// The prefix slice has min(%end, 512) columns, which no input dim names: its
+// size is unknown ("?", computed by the runtime from the op's shape) and the
+// slot is its own for the whole function, so %c, also unknown, opens another.
+// CHECK-LABEL: func.func @unknown_size(
+//  CHECK-SAME:     octet.arena = ["?", "8*batch", "?"]
+//       CHECK:   octet.slice {{.*}} {octet.slot = 0 : i64}
+//  CHECK-NEXT:   octet.neg %arg0 {octet.slot = 1 : i64}
+//  CHECK-NEXT:   octet.add {{.*}} {octet.slot = 2 : i64}
+func.func @unknown_size(%x: tensor<?x1xi64> {octet.dim_params = ["batch", ""]},
+                        %end: index) -> tensor<?x?xi64> {
+  %ids = octet.constant dense<7> : tensor<1x512xi64>
+  %p = octet.slice %ids axes = [1] starts = [0] ends = [%end] steps = [1] : tensor<1x512xi64> -> tensor<1x?xi64>
+  %a = octet.neg %x : tensor<?x1xi64>
+  %c = octet.add %a, %p : tensor<?x1xi64>, tensor<1x?xi64>
+  %d = octet.neg %c : tensor<?x?xi64>
+  return %d : tensor<?x?xi64>
+}
+
+// -----
+
+// Slices of one last-axis window (static bounds, step 1) are views of the
+// fused QKV buffer (offset = start, row stride 24): it lives until the last
+// one is read. A strided slice (step 2) is a copy with its own buffer.
+// CHECK-LABEL: func.func @slices(
+//  CHECK-SAME:     octet.arena = ["96*batch", "32*batch", "32*batch"]
+//       CHECK:   %[[QKV:.*]] = octet.linear {{.*}} {octet.slot = 0 : i64}
+//  CHECK-NEXT:   %[[Q:.*]] = octet.slice %[[QKV]] axes = [1] starts = [0] ends = [8] steps = [1] :
+//  CHECK-NEXT:   %[[K:.*]] = octet.slice %[[QKV]] axes = [1] starts = [8] ends = [16] steps = [1] :
+//  CHECK-NEXT:   %[[E:.*]] = octet.slice %[[QKV]] axes = [1] starts = [8] ends = [24] steps = [2] {octet.slot = 1 : i64}
+//  CHECK-NEXT:   octet.add %[[Q]], %[[K]] {octet.slot = 2 : i64}
+//  CHECK-NEXT:   octet.relu %{{.*}} {octet.slot = 0 : i64}
+func.func @slices(%x: tensor<?x8xf32> {octet.dim_params = ["batch", ""]}, %w: tensor<8x24xf32>)
+    -> tensor<?x8xf32> {
+  %qkv = octet.linear %x, %w : tensor<?x8xf32>, tensor<8x24xf32>
+  %q = octet.slice %qkv axes = [1] starts = [0] ends = [8] steps = [1] : tensor<?x24xf32> -> tensor<?x8xf32>
+  %k = octet.slice %qkv axes = [1] starts = [8] ends = [16] steps = [1] : tensor<?x24xf32> -> tensor<?x8xf32>
+  %e = octet.slice %qkv axes = [1] starts = [8] ends = [24] steps = [2] : tensor<?x24xf32> -> tensor<?x8xf32>
+  %s = octet.add %q, %k : tensor<?x8xf32>, tensor<?x8xf32>
+  %t = octet.relu %s : tensor<?x8xf32>
+  %u = octet.add %t, %e : tensor<?x8xf32>, tensor<?x8xf32>
+  return %u : tensor<?x8xf32>
+}
+
+// -----
+
+// A BERT-base layer as octet-recognize and octet-fuse-gemm-epilogue leave it.
+// q, k and v are views of the QKV buffer (slot 0, 9216 bytes a token), which
+// the attention output projection reuses once attention has read it; the
+// LayerNorm output %h is read again by the last add_layer_norm, so the FFN's
+// 3072-wide GELU output needs a slot of its own, and the layer output is the
+// caller's.
+// CHECK-LABEL: func.func @bert_layer(
+//  CHECK-SAME:     octet.arena = ["9216*batch*sequence", "3072*batch*sequence", "12288*batch*sequence"]
+//       CHECK:   %[[QKV:.*]] = octet.linear %arg0, {{.*}} {octet.slot = 0 : i64}
+//  CHECK-NEXT:   octet.slice %[[QKV]] {{.*}} : tensor<?x?x2304xf32> -> tensor<?x?x768xf32>
+//  CHECK-NEXT:   octet.slice %[[QKV]] {{.*}} : tensor<?x?x2304xf32> -> tensor<?x?x768xf32>
+//  CHECK-NEXT:   octet.slice %[[QKV]] {{.*}} : tensor<?x?x2304xf32> -> tensor<?x?x768xf32>
+//  CHECK-NEXT:   %[[A:.*]] = octet.attention {{.*}} {octet.slot = 1 : i64}
+//  CHECK-NEXT:   %[[O:.*]] = octet.linear %[[A]], {{.*}} {octet.slot = 0 : i64}
+//  CHECK-NEXT:   %[[H:.*]] = octet.add_layer_norm %[[O]], %arg0, {{.*}} {octet.slot = 1 : i64}
+//  CHECK-NEXT:   %[[F:.*]] = octet.fused_linear %[[H]], {{.*}} {
+//       CHECK:   } {octet.slot = 2 : i64} : tensor<?x?x768xf32>, tensor<768x3072xf32>, tensor<3072xf32> -> tensor<?x?x3072xf32>
+//  CHECK-NEXT:   %[[G:.*]] = octet.linear %[[F]], {{.*}} {octet.slot = 0 : i64}
+//  CHECK-NEXT:   %[[Y:.*]] = octet.add_layer_norm %[[G]], %[[H]], {{.*}} : tensor<?x?x768xf32>
+//  CHECK-NEXT:   return %[[Y]]
+func.func @bert_layer(%x: tensor<?x?x768xf32> {octet.dim_params = ["batch", "sequence", ""]},
+                      %mask: tensor<?x1x1x?xf32> {octet.dim_params = ["batch", "", "", "sequence"]})
+    -> tensor<?x?x768xf32> {
+  %wqkv = octet.constant dense<0.01> : tensor<768x2304xf32>
+  %bqkv = octet.constant dense<0.0> : tensor<2304xf32>
+  %wo = octet.constant dense<0.01> : tensor<768x768xf32>
+  %b768 = octet.constant dense<0.0> : tensor<768xf32>
+  %gamma = octet.constant dense<1.0> : tensor<768xf32>
+  %w1 = octet.constant dense<0.01> : tensor<768x3072xf32>
+  %b1 = octet.constant dense<0.0> : tensor<3072xf32>
+  %w2 = octet.constant dense<0.01> : tensor<3072x768xf32>
+  %qkv = octet.linear %x, %wqkv, %bqkv : tensor<?x?x768xf32>, tensor<768x2304xf32>, tensor<2304xf32>
+  %q = octet.slice %qkv axes = [2] starts = [0] ends = [768] steps = [1] : tensor<?x?x2304xf32> -> tensor<?x?x768xf32>
+  %k = octet.slice %qkv axes = [2] starts = [768] ends = [1536] steps = [1] : tensor<?x?x2304xf32> -> tensor<?x?x768xf32>
+  %v = octet.slice %qkv axes = [2] starts = [1536] ends = [2304] steps = [1] : tensor<?x?x2304xf32> -> tensor<?x?x768xf32>
+  %a = octet.attention %q, %k, %v, %mask num_heads = 12 scale = 0.125 : tensor<?x?x768xf32>, tensor<?x1x1x?xf32>
+  %o = octet.linear %a, %wo, %b768 : tensor<?x?x768xf32>, tensor<768x768xf32>, tensor<768xf32>
+  %h = octet.add_layer_norm %o, %x, %gamma, %b768 axis = 2 epsilon = 1.0e-12 : tensor<?x?x768xf32>, tensor<768xf32>, tensor<768xf32>
+  %f = octet.fused_linear %h, %w1, %b1 {
+  ^bb0(%acc: f32):
+    %half = arith.constant 0.5 : f32
+    %one = arith.constant 1.0 : f32
+    %rsqrt2 = arith.constant 0.707106769 : f32
+    %s = arith.mulf %acc, %rsqrt2 : f32
+    %e = math.erf %s : f32
+    %p = arith.addf %e, %one : f32
+    %hx = arith.mulf %acc, %half : f32
+    %g = arith.mulf %hx, %p : f32
+    octet.yield %g : f32
+  } : tensor<?x?x768xf32>, tensor<768x3072xf32>, tensor<3072xf32> -> tensor<?x?x3072xf32>
+  %g = octet.linear %f, %w2, %b768 : tensor<?x?x3072xf32>, tensor<3072x768xf32>, tensor<768xf32>
+  %y = octet.add_layer_norm %g, %h, %gamma, %b768 axis = 2 epsilon = 1.0e-12 : tensor<?x?x768xf32>, tensor<768xf32>, tensor<768xf32>
+  return %y : tensor<?x?x768xf32>
+}
