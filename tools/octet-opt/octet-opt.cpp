@@ -9,6 +9,7 @@ int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   octet::registerOctetDialects(registry);
   octet::registerOctetPasses();
+  octet::registerOctetPipelines();
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();
   return mlir::asMainReturnCode(
