@@ -97,6 +97,13 @@ public:
 
   // Outputs.
   void setOutput(unsigned i, mlir::Value value);
+  /// Sets output `i` from a conversion that may have failed (and reported why).
+  mlir::LogicalResult setResult(unsigned i, mlir::FailureOr<mlir::Value> value) {
+    if (mlir::failed(value))
+      return mlir::failure();
+    setOutput(i, *value);
+    return mlir::success();
+  }
   void setOutput(unsigned i, OnnxValue value);
   void setShapeOutput(unsigned i, ShapeValue entries, mlir::RankedTensorType type);
 

@@ -179,11 +179,7 @@ static LogicalResult convertPow(NodeContext &n) {
   if (exponentType.getElementType() != baseType.getElementType())
     exponent =
         CastOp::create(n.builder(), n.loc, exponentType.clone(baseType.getElementType()), exponent);
-  auto result = n.value<PowOp>(base, exponent);
-  if (failed(result))
-    return failure();
-  n.setOutput(0, *result);
-  return success();
+  return n.setResult(0, n.value<PowOp>(base, exponent));
 }
 
 static LogicalResult convertCast(NodeContext &n) {
@@ -228,11 +224,7 @@ static LogicalResult convertWhere(NodeContext &n) {
       return success();
     }
   }
-  auto result = n.value<WhereOp>(n.input(0), n.input(1), n.input(2));
-  if (failed(result))
-    return failure();
-  n.setOutput(0, *result);
-  return success();
+  return n.setResult(0, n.value<WhereOp>(n.input(0), n.input(1), n.input(2)));
 }
 
 //===----------------------------------------------------------------------===//
@@ -266,10 +258,7 @@ static LogicalResult convertGemm(NodeContext &n) {
     auto bias = scaled(n.input(2), "beta");
     result = failed(bias) ? bias : n.value<AddOp>(*result, *bias);
   }
-  if (failed(result))
-    return failure();
-  n.setOutput(0, *result);
-  return success();
+  return n.setResult(0, result);
 }
 
 /// Reductions: axes from the attribute before opset `AxesInputSince`, from
@@ -290,11 +279,7 @@ template <typename OpT, int64_t AxesInputSince> static LogicalResult convertRedu
   auto normalized = normalizeAxes(n, **axes, rank);
   if (failed(normalized))
     return failure();
-  auto result = n.value<OpT>(input, ArrayRef<int64_t>(*normalized), n.intAttr("keepdims", 1) != 0);
-  if (failed(result))
-    return failure();
-  n.setOutput(0, *result);
-  return success();
+  return n.setResult(0, n.value<OpT>(input, ArrayRef<int64_t>(*normalized), n.intAttr("keepdims", 1) != 0));
 }
 
 static LogicalResult convertSoftmax(NodeContext &n) {
@@ -516,11 +501,7 @@ static LogicalResult convertTranspose(NodeContext &n) {
   int64_t rank = n.inputType(0).getRank();
   SmallVector<int64_t> permutation =
       n.intsAttr("perm").value_or(llvm::to_vector(llvm::reverse(llvm::seq<int64_t>(0, rank))));
-  auto result = n.value<TransposeOp>(n.input(0), ArrayRef<int64_t>(permutation));
-  if (failed(result))
-    return failure();
-  n.setOutput(0, *result);
-  return success();
+  return n.setResult(0, n.value<TransposeOp>(n.input(0), ArrayRef<int64_t>(permutation)));
 }
 
 static LogicalResult convertConcat(NodeContext &n) {
@@ -550,11 +531,7 @@ static LogicalResult convertConcat(NodeContext &n) {
   SmallVector<Value> values;
   for (unsigned i : inputs)
     values.push_back(n.input(i));
-  auto result = n.value<ConcatOp>(ValueRange(values), static_cast<uint64_t>(*axis));
-  if (failed(result))
-    return failure();
-  n.setOutput(0, *result);
-  return success();
+  return n.setResult(0, n.value<ConcatOp>(ValueRange(values), static_cast<uint64_t>(*axis)));
 }
 
 /// An ONNX Slice start or end, made non-negative and clamped as ONNX does.
@@ -660,11 +637,7 @@ static LogicalResult convertGather(NodeContext &n) {
     n.setShapeOutput(0, std::move(entries), resultType);
     return success();
   }
-  auto result = n.value<GatherOp>(n.input(0), n.input(1), static_cast<uint64_t>(*axis));
-  if (failed(result))
-    return failure();
-  n.setOutput(0, *result);
-  return success();
+  return n.setResult(0, n.value<GatherOp>(n.input(0), n.input(1), static_cast<uint64_t>(*axis)));
 }
 
 static LogicalResult convertExpand(NodeContext &n) {
@@ -888,11 +861,7 @@ static LogicalResult convertMatMulInteger(NodeContext &n) {
     rhsZeroPoint = scalarConstant(n, n.inputType(1).getElementType(), 0);
   if (rhsZeroPoint && !lhsZeroPoint)
     lhsZeroPoint = scalarConstant(n, n.inputType(0).getElementType(), 0);
-  auto result = n.value<MatMulIntegerOp>(lhs, rhs, lhsZeroPoint, rhsZeroPoint);
-  if (failed(result))
-    return failure();
-  n.setOutput(0, *result);
-  return success();
+  return n.setResult(0, n.value<MatMulIntegerOp>(lhs, rhs, lhsZeroPoint, rhsZeroPoint));
 }
 
 //===----------------------------------------------------------------------===//

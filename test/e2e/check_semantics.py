@@ -94,6 +94,20 @@ def read_known(path):
     return known
 
 
+def read_test_tensors(data_dir, kind, names):
+    """{name: array} from a node test's <kind>_N.pb files, in N order; unnamed tensors take
+    the graph's N-th name."""
+    paths = sorted(glob.glob(os.path.join(data_dir, f"{kind}_*.pb")),
+                   key=lambda p: int(re.findall(r"\d+", os.path.basename(p))[0]))
+    tensors = {}
+    for i, path in enumerate(paths):
+        tensor = onnx.TensorProto()
+        with open(path, "rb") as f:
+            tensor.ParseFromString(f.read())
+        tensors[tensor.name or names[i]] = numpy_helper.to_array(tensor)
+    return tensors
+
+
 def node_test(args, test_dir, work):
     name = os.path.basename(test_dir)
     model_path = os.path.join(test_dir, "model.onnx")
@@ -107,18 +121,8 @@ def node_test(args, test_dir, work):
     input_names = [i.name for i in model.graph.input if i.name not in initializers]
     output_names = [o.name for o in model.graph.output]
     data = os.path.join(test_dir, "test_data_set_0")
-    feeds = {}
-    for i, path in enumerate(sorted(glob.glob(os.path.join(data, "input_*.pb")),
-                                    key=lambda p: int(re.findall(r"\d+", os.path.basename(p))[0]))):
-        tensor = onnx.TensorProto()
-        tensor.ParseFromString(open(path, "rb").read())
-        feeds[tensor.name or input_names[i]] = numpy_helper.to_array(tensor)
-    want = {}
-    for i, path in enumerate(sorted(glob.glob(os.path.join(data, "output_*.pb")),
-                                    key=lambda p: int(re.findall(r"\d+", os.path.basename(p))[0]))):
-        tensor = onnx.TensorProto()
-        tensor.ParseFromString(open(path, "rb").read())
-        want[tensor.name or output_names[i]] = numpy_helper.to_array(tensor)
+    feeds = read_test_tensors(data, "input", input_names)
+    want = read_test_tensors(data, "output", output_names)
     problems = []
     for label, pipeline in (("imported", None), ("recognized", RECOGNIZE)):
         got, error = run_interp(args.interp, bytecode, feeds, os.path.join(work, name, label), pipeline)

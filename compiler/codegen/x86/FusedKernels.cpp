@@ -35,8 +35,7 @@ int64_t rowsPerTask(int64_t n) { return std::max<int64_t>(1, 4096 / std::max<int
 
 RowKernel::RowKernel(std::string name, int64_t n)
     : KernelGenerator(std::move(name) + "_n" + std::to_string(n), Isa::Avx512), n_(n),
-      rowBytes_(int32_t(n * sizeof(float))),
-      math_(*this, constants_, zmmRange(14, 31), {k2, k3}) {
+      rowBytes_(int32_t(n * sizeof(float))), math_(*this, constants_, zmmRange(14, 31), {k2, k3}) {
   if (n < 1 || n > (int64_t(1) << 28))
     throw std::invalid_argument(this->name() + ": row length out of range");
 }
@@ -92,6 +91,26 @@ void RowKernel::reduceAccumulators(const Zmm &dst, bool isMax) {
   isMax ? math_.reduceMax(dst, acc(0)) : math_.reduceSum(dst, acc(0));
 }
 
+void RowKernel::emitRowLoop(const Xbyak::Address &rowCount, const std::function<void()> &setup,
+                            const std::function<void()> &row) {
+  Xbyak::Label rowLoop, done;
+  preamble();
+  mov(rRows, rowCount);
+  test(rRows, rRows);
+  jle(done, T_NEAR);
+  setup();
+  initTailMask();
+  xor_(rRow, rRow);
+  L(rowLoop);
+  row();
+  inc(rRow);
+  cmp(rRow, rRows);
+  jl(rowLoop, T_NEAR);
+  L(done);
+  postamble();
+  constants_.emit();
+}
+
 //===----------------------------------------------------------------------===//
 // LayerNormKernel
 //===----------------------------------------------------------------------===//
@@ -107,28 +126,7 @@ LayerNormKernel::LayerNormKernel(int64_t n, std::vector<RowSource> sources, bool
 void LayerNormKernel::generate() {
   const int numSources = int(sources_.size());
   auto field = [&](size_t offset) { return qword[rArgs + int(offset)]; };
-  auto srcField = [&](int i) {
-    return field(offsetof(LayerNormArgs, src) + i * sizeof(float *));
-  };
-  Xbyak::Label rowLoop, done;
-  preamble();
-  mov(rRows, field(offsetof(LayerNormArgs, rows)));
-  test(rRows, rRows);
-  jle(done, T_NEAR);
-  mov(rY, field(offsetof(LayerNormArgs, y)));
-  if (writeSum_)
-    mov(rSum, field(offsetof(LayerNormArgs, sum)));
-  mov(rGamma, field(offsetof(LayerNormArgs, gamma)));
-  mov(rBeta, field(offsetof(LayerNormArgs, beta)));
-  for (int i = 0; i < numSources; ++i) {
-    if (sources_[i] == RowSource::Dense)
-      mov(rSrc[i], srcField(i));
-    else
-      mov(rIdx[i], field(offsetof(LayerNormArgs, index) + i * sizeof(int64_t *)));
-  }
-  initTailMask();
-  xor_(rRow, rRow);
-
+  auto srcField = [&](int i) { return field(offsetof(LayerNormArgs, src) + i * sizeof(float *)); };
   // x lives in its input row when that is all there is, else in sum or y.
   const bool singleRow = numSources == 1 && sources_[0] == RowSource::Dense && !writeSum_;
   const Xbyak::Reg64 rBuf = singleRow ? rSrc[0] : writeSum_ ? rSum : rY;
@@ -137,76 +135,86 @@ void LayerNormKernel::generate() {
       vxorps(acc(u), acc(u), acc(u));
   };
 
-  L(rowLoop);
-  for (int i = 0; i < numSources; ++i) {
-    if (sources_[i] != RowSource::Gathered)
-      continue;
-    mov(rTmp, qword[rIdx[i] + rRow * 8]);
-    imul(rTmp, rTmp, rowBytes_);
-    add(rTmp, srcField(i));
-    mov(rSrc[i], rTmp);
-  }
+  emitRowLoop(
+      field(offsetof(LayerNormArgs, rows)),
+      [&] {
+        mov(rY, field(offsetof(LayerNormArgs, y)));
+        if (writeSum_)
+          mov(rSum, field(offsetof(LayerNormArgs, sum)));
+        mov(rGamma, field(offsetof(LayerNormArgs, gamma)));
+        mov(rBeta, field(offsetof(LayerNormArgs, beta)));
+        for (int i = 0; i < numSources; ++i) {
+          if (sources_[i] == RowSource::Dense)
+            mov(rSrc[i], srcField(i));
+          else
+            mov(rIdx[i], field(offsetof(LayerNormArgs, index) + i * sizeof(int64_t *)));
+        }
+      },
+      [&] {
+        for (int i = 0; i < numSources; ++i) {
+          if (sources_[i] != RowSource::Gathered)
+            continue;
+          mov(rTmp, qword[rIdx[i] + rRow * 8]);
+          imul(rTmp, rTmp, rowBytes_);
+          add(rTmp, srcField(i));
+          mov(rSrc[i], rTmp);
+        }
 
-  // Pass 1: x = sum of the sources, and the mean.
-  zeroAccumulators();
-  forEachVector([&](int u, int disp, bool tail) {
-    load(val(u), ptr[rSrc[0] + rCol + disp], tail);
-    for (int i = 1; i < numSources; ++i) {
-      if (tail) {
-        load(tmp(u), ptr[rSrc[i] + rCol + disp], tail);
-        vaddps(val(u), val(u), tmp(u));
-      } else {
-        vaddps(val(u), val(u), ptr[rSrc[i] + rCol + disp]);
-      }
-    }
-    if (!singleRow)
-      store(ptr[rBuf + rCol + disp], val(u), tail);
-    accumulate(acc(u), val(u), tail, false);
-  });
-  reduceAccumulators(zMean, false);
-  vmulps(zMean, zMean, constants_.f32(1.0f / float(n_)));
+        // Pass 1: x = sum of the sources, and the mean.
+        zeroAccumulators();
+        forEachVector([&](int u, int disp, bool tail) {
+          load(val(u), ptr[rSrc[0] + rCol + disp], tail);
+          for (int i = 1; i < numSources; ++i) {
+            if (tail) {
+              load(tmp(u), ptr[rSrc[i] + rCol + disp], tail);
+              vaddps(val(u), val(u), tmp(u));
+            } else {
+              vaddps(val(u), val(u), ptr[rSrc[i] + rCol + disp]);
+            }
+          }
+          if (!singleRow)
+            store(ptr[rBuf + rCol + disp], val(u), tail);
+          accumulate(acc(u), val(u), tail, false);
+        });
+        reduceAccumulators(zMean, false);
+        vmulps(zMean, zMean, constants_.f32(1.0f / float(n_)));
 
-  // Pass 2: variance about the mean.
-  zeroAccumulators();
-  forEachVector([&](int u, int disp, bool tail) {
-    load(val(u), ptr[rBuf + rCol + disp], tail);
-    vsubps(val(u), val(u), zMean);
-    vfmadd231ps(tail ? acc(u) | kTail : acc(u), val(u), val(u));
-  });
-  reduceAccumulators(zRstd, false);
-  vmulps(zRstd, zRstd, constants_.f32(1.0f / float(n_)));
-  vaddps(zRstd, zRstd, constants_.f32(epsilon_));
-  math_.rsqrt(zRstd, zRstd);
+        // Pass 2: variance about the mean.
+        zeroAccumulators();
+        forEachVector([&](int u, int disp, bool tail) {
+          load(val(u), ptr[rBuf + rCol + disp], tail);
+          vsubps(val(u), val(u), zMean);
+          vfmadd231ps(tail ? acc(u) | kTail : acc(u), val(u), val(u));
+        });
+        reduceAccumulators(zRstd, false);
+        vmulps(zRstd, zRstd, constants_.f32(1.0f / float(n_)));
+        vaddps(zRstd, zRstd, constants_.f32(epsilon_));
+        math_.rsqrt(zRstd, zRstd);
 
-  // Pass 3: normalize, scale, shift.
-  forEachVector([&](int u, int disp, bool tail) {
-    load(val(u), ptr[rBuf + rCol + disp], tail);
-    vsubps(val(u), val(u), zMean);
-    vmulps(val(u), val(u), zRstd);
-    if (tail) {
-      load(tmp(u), ptr[rGamma + rCol + disp], tail);
-      vmulps(val(u), val(u), tmp(u));
-      load(tmp(u), ptr[rBeta + rCol + disp], tail);
-      vaddps(val(u), val(u), tmp(u));
-    } else {
-      vmulps(val(u), val(u), ptr[rGamma + rCol + disp]);
-      vaddps(val(u), val(u), ptr[rBeta + rCol + disp]);
-    }
-    store(ptr[rY + rCol + disp], val(u), tail);
-  });
+        // Pass 3: normalize, scale, shift.
+        forEachVector([&](int u, int disp, bool tail) {
+          load(val(u), ptr[rBuf + rCol + disp], tail);
+          vsubps(val(u), val(u), zMean);
+          vmulps(val(u), val(u), zRstd);
+          if (tail) {
+            load(tmp(u), ptr[rGamma + rCol + disp], tail);
+            vmulps(val(u), val(u), tmp(u));
+            load(tmp(u), ptr[rBeta + rCol + disp], tail);
+            vaddps(val(u), val(u), tmp(u));
+          } else {
+            vmulps(val(u), val(u), ptr[rGamma + rCol + disp]);
+            vaddps(val(u), val(u), ptr[rBeta + rCol + disp]);
+          }
+          store(ptr[rY + rCol + disp], val(u), tail);
+        });
 
-  for (int i = 0; i < numSources; ++i)
-    if (sources_[i] == RowSource::Dense)
-      add(rSrc[i], rowBytes_);
-  add(rY, rowBytes_);
-  if (writeSum_)
-    add(rSum, rowBytes_);
-  inc(rRow);
-  cmp(rRow, rRows);
-  jl(rowLoop, T_NEAR);
-  L(done);
-  postamble();
-  constants_.emit();
+        for (int i = 0; i < numSources; ++i)
+          if (sources_[i] == RowSource::Dense)
+            add(rSrc[i], rowBytes_);
+        add(rY, rowBytes_);
+        if (writeSum_)
+          add(rSum, rowBytes_);
+      });
 }
 
 void LayerNormKernel::run(const LayerNormArgs &args) {
@@ -240,84 +248,76 @@ SoftmaxKernel::SoftmaxKernel(int64_t n, float scale, bool hasMask)
 
 void SoftmaxKernel::generate() {
   auto field = [&](size_t offset) { return qword[rArgs + int(offset)]; };
-  Xbyak::Label rowLoop, done;
-  preamble();
-  mov(rRows, field(offsetof(Call, args) + offsetof(SoftmaxArgs, rows)));
-  test(rRows, rRows);
-  jle(done, T_NEAR);
-  mov(rX, field(offsetof(Call, args) + offsetof(SoftmaxArgs, x)));
-  mov(rY, field(offsetof(Call, args) + offsetof(SoftmaxArgs, y)));
-  if (hasMask_) {
-    mov(rMask, field(offsetof(Call, args) + offsetof(SoftmaxArgs, mask)));
-    mov(rPer, field(offsetof(Call, args) + offsetof(SoftmaxArgs, rowsPerMask)));
-    mov(rPhase, field(offsetof(Call, maskPhase)));
-  }
-  initTailMask();
-  xor_(rRow, rRow);
 
-  L(rowLoop);
-  // Pass 1: z = scale x + mask into y, and the row max.
-  for (int u = 0; u < kUnroll; ++u)
-    math_.broadcast(acc(u), -INFINITY);
-  forEachVector([&](int u, int disp, bool tail) {
-    load(val(u), ptr[rX + rCol + disp], tail);
-    if (scale_ != 1.0f)
-      vmulps(val(u), val(u), constants_.f32(scale_));
-    if (hasMask_) {
-      if (tail) {
-        load(tmp(u), ptr[rMask + rCol + disp], tail);
-        vaddps(val(u), val(u), tmp(u));
-      } else {
-        vaddps(val(u), val(u), ptr[rMask + rCol + disp]);
-      }
-    }
-    store(ptr[rY + rCol + disp], val(u), tail);
-    accumulate(acc(u), val(u), tail, true);
-  });
-  reduceAccumulators(zMax, true);
-  // An all -inf row: exp(-inf - (-FLT_MAX)) = 0 instead of NaN.
-  vmaxps(zMax, zMax, constants_.f32(-FLT_MAX));
+  emitRowLoop(
+      field(offsetof(Call, args) + offsetof(SoftmaxArgs, rows)),
+      [&] {
+        mov(rX, field(offsetof(Call, args) + offsetof(SoftmaxArgs, x)));
+        mov(rY, field(offsetof(Call, args) + offsetof(SoftmaxArgs, y)));
+        if (hasMask_) {
+          mov(rMask, field(offsetof(Call, args) + offsetof(SoftmaxArgs, mask)));
+          mov(rPer, field(offsetof(Call, args) + offsetof(SoftmaxArgs, rowsPerMask)));
+          mov(rPhase, field(offsetof(Call, maskPhase)));
+        }
+      },
+      [&] {
+        // Pass 1: z = scale x + mask into y, and the row max.
+        for (int u = 0; u < kUnroll; ++u)
+          math_.broadcast(acc(u), -INFINITY);
+        forEachVector([&](int u, int disp, bool tail) {
+          load(val(u), ptr[rX + rCol + disp], tail);
+          if (scale_ != 1.0f)
+            vmulps(val(u), val(u), constants_.f32(scale_));
+          if (hasMask_) {
+            if (tail) {
+              load(tmp(u), ptr[rMask + rCol + disp], tail);
+              vaddps(val(u), val(u), tmp(u));
+            } else {
+              vaddps(val(u), val(u), ptr[rMask + rCol + disp]);
+            }
+          }
+          store(ptr[rY + rCol + disp], val(u), tail);
+          accumulate(acc(u), val(u), tail, true);
+        });
+        reduceAccumulators(zMax, true);
+        // An all -inf row: exp(-inf - (-FLT_MAX)) = 0 instead of NaN.
+        vmaxps(zMax, zMax, constants_.f32(-FLT_MAX));
 
-  // Pass 2: e = exp(z - max) into y, and its sum.
-  for (int u = 0; u < kUnroll; ++u)
-    vxorps(acc(u), acc(u), acc(u));
-  forEachVector([&](int u, int disp, bool tail) {
-    load(val(u), ptr[rY + rCol + disp], tail);
-    vsubps(val(u), val(u), zMax);
-    math_.exp(val(u), val(u));
-    store(ptr[rY + rCol + disp], val(u), tail);
-    accumulate(acc(u), val(u), tail, false);
-  });
-  reduceAccumulators(zInv, false);
-  const Xbyak::Opmask kZero = k2; // free: exp and reciprocal use no opmask
-  vcmpps(kZero, zInv, constants_.f32(0.0f), kCmpEqOq);
-  math_.reciprocal(zInv, zInv);
-  vxorps(zInv | kZero, zInv, zInv); // sum 0 (all -inf): zeros, not 0 * inf
+        // Pass 2: e = exp(z - max) into y, and its sum.
+        for (int u = 0; u < kUnroll; ++u)
+          vxorps(acc(u), acc(u), acc(u));
+        forEachVector([&](int u, int disp, bool tail) {
+          load(val(u), ptr[rY + rCol + disp], tail);
+          vsubps(val(u), val(u), zMax);
+          math_.exp(val(u), val(u));
+          store(ptr[rY + rCol + disp], val(u), tail);
+          accumulate(acc(u), val(u), tail, false);
+        });
+        reduceAccumulators(zInv, false);
+        const Xbyak::Opmask kZero = k2; // free: exp and reciprocal use no opmask
+        vcmpps(kZero, zInv, constants_.f32(0.0f), kCmpEqOq);
+        math_.reciprocal(zInv, zInv);
+        vxorps(zInv | kZero, zInv, zInv); // sum 0 (all -inf): zeros, not 0 * inf
 
-  // Pass 3: normalize.
-  forEachVector([&](int u, int disp, bool tail) {
-    load(val(u), ptr[rY + rCol + disp], tail);
-    vmulps(val(u), val(u), zInv);
-    store(ptr[rY + rCol + disp], val(u), tail);
-  });
+        // Pass 3: normalize.
+        forEachVector([&](int u, int disp, bool tail) {
+          load(val(u), ptr[rY + rCol + disp], tail);
+          vmulps(val(u), val(u), zInv);
+          store(ptr[rY + rCol + disp], val(u), tail);
+        });
 
-  add(rX, rowBytes_);
-  add(rY, rowBytes_);
-  if (hasMask_) {
-    Xbyak::Label sameMaskRow;
-    inc(rPhase);
-    cmp(rPhase, rPer);
-    jl(sameMaskRow);
-    xor_(rPhase, rPhase);
-    add(rMask, rowBytes_);
-    L(sameMaskRow);
-  }
-  inc(rRow);
-  cmp(rRow, rRows);
-  jl(rowLoop, T_NEAR);
-  L(done);
-  postamble();
-  constants_.emit();
+        add(rX, rowBytes_);
+        add(rY, rowBytes_);
+        if (hasMask_) {
+          Xbyak::Label sameMaskRow;
+          inc(rPhase);
+          cmp(rPhase, rPer);
+          jl(sameMaskRow);
+          xor_(rPhase, rPhase);
+          add(rMask, rowBytes_);
+          L(sameMaskRow);
+        }
+      });
 }
 
 void SoftmaxKernel::run(const SoftmaxArgs &args) {

@@ -36,11 +36,16 @@ protected:
   void accumulate(const Xbyak::Zmm &acc, const Xbyak::Zmm &v, bool tail, bool isMax);
   /// Folds the kUnroll accumulators into a broadcast total in `dst`.
   void reduceAccumulators(const Xbyak::Zmm &dst, bool isMax);
+  /// The whole kernel around its rows: reads the row count from `rowCount`,
+  /// returns at once when it is ≤ 0, runs setup() (argument loads), then row()
+  /// once per row (it advances its own pointers), and places the constants.
+  void emitRowLoop(const Xbyak::Address &rowCount, const std::function<void()> &setup,
+                   const std::function<void()> &row);
 
   int64_t n_;
   int32_t rowBytes_;
   ConstantTable constants_{*this};
-  const Xbyak::Reg64 rCol = rax;
+  const Xbyak::Reg64 rCol = rax, rRows = rbp, rRow = rbx;
   const Xbyak::Opmask kTail = k1;
   // z0-3 accumulators, z4-7 row values, z8-11 masked-load temporaries, z14-31
   // VectorMath's pool.
@@ -83,8 +88,7 @@ private:
   std::vector<RowSource> sources_;
   bool writeSum_;
   float epsilon_;
-  const Xbyak::Reg64 rArgs = rdi, rRows = rbp, rRow = rbx, rY = r14, rSum = r15, rGamma = rdx,
-                     rBeta = rcx, rTmp = rsi;
+  const Xbyak::Reg64 rArgs = rdi, rY = r14, rSum = r15, rGamma = rdx, rBeta = rcx, rTmp = rsi;
   const Xbyak::Reg64 rSrc[3] = {r8, r9, r10}, rIdx[3] = {r11, r12, r13};
   const Xbyak::Zmm zMean = zmm12, zRstd = zmm13;
 };
@@ -120,8 +124,7 @@ private:
   };
   float scale_;
   bool hasMask_;
-  const Xbyak::Reg64 rArgs = rdi, rX = r8, rY = r9, rMask = r10, rPer = r11, rPhase = r12,
-                     rRows = rbp, rRow = rbx;
+  const Xbyak::Reg64 rArgs = rdi, rX = r8, rY = r9, rMask = r10, rPer = r11, rPhase = r12;
   const Xbyak::Zmm zMax = zmm12, zInv = zmm13;
 };
 
