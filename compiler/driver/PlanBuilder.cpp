@@ -1,0 +1,1 @@
+// Placeholder: being written (see runtime/Plan.h, runtime/Steps.h).

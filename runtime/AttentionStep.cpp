@@ -1,0 +1,1 @@
+// Placeholder: being written (see runtime/Steps.h).

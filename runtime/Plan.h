@@ -1,0 +1,149 @@
+//===- Plan.h - what a compiled model executes, MLIR-free -------*- C++ -*-===//
+//
+// A Plan is the compiled model: run-time scalars (the symbolic dims and the
+// sizes derived from them), a tensor table, the activation arena's slots and a
+// list of steps. It is immutable after compilation, so one Plan serves
+// concurrent runs; each run owns an ExecContext (scalar values, tensor
+// addresses, its arena).
+//
+//  - Scalars are evaluated once per run, in order: input dims, constants and
+//    arithmetic on earlier scalars. Every tensor dim is a scalar id (static
+//    dims are Constant scalars), so one Plan serves every batch and sequence.
+//  - Tensors live in an input, an output (the caller's buffer), a constant
+//    (weights, owned by the Plan), an arena slot, or are a view of another
+//    tensor (reshape; slice, transpose and broadcast as strided views).
+//  - Steps are kernels bound to tensor ids; run() reads addresses and shapes
+//    from the ExecContext and reports errors as a Status.
+//
+//===----------------------------------------------------------------------===//
+#ifndef OCTET_RUNTIME_PLAN_H
+#define OCTET_RUNTIME_PLAN_H
+
+#include "runtime/Status.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace octet::rt {
+
+enum class DType : uint8_t { F32, F64, I64, I32, I8, U8, Bool };
+size_t dtypeBytes(DType dtype);
+const char *dtypeName(DType dtype);
+
+using ScalarId = int32_t;
+using TensorId = int32_t;
+
+/// One run-time integer (an `index` value of the IR).
+struct Scalar {
+  enum class Kind : uint8_t {
+    Constant, ///< value
+    InputDim, ///< dim `dim` of input `input`
+    Add, Sub, Mul,
+    DivS,      ///< a / b, truncating (arith.divsi)
+    FloorDivS, ///< floor(a / b)
+    CeilDivS,  ///< ceil(a / b)
+    RemS,      ///< a % b, sign of a (arith.remsi)
+    MinS, MaxS,
+    Cmp,       ///< a (cmp) b as 0 / 1
+    Select,    ///< a != 0 ? b : c
+    Broadcast, ///< numpy broadcast of dims a and b (1 stretches), error if they differ
+    Equal,     ///< a, error unless a == b (e.g. a matmul's inner dims)
+  };
+  enum class Predicate : uint8_t { Eq, Ne, Lt, Le, Gt, Ge };
+  Kind kind = Kind::Constant;
+  int64_t value = 0;
+  int32_t input = 0, dim = 0;
+  ScalarId a = -1, b = -1, c = -1;
+  Predicate predicate = Predicate::Eq;
+  /// For the checking kinds (and division by zero): what is computed, for the error.
+  std::string what;
+};
+
+enum class Storage : uint8_t { Input, Output, Constant, Arena, View };
+
+struct TensorInfo {
+  std::string name; ///< the op or value it comes from, for messages and dumps
+  DType dtype = DType::F32;
+  std::vector<ScalarId> shape;
+  Storage storage = Storage::Arena;
+  /// Input / Output: the position; Arena: the slot; View: the base tensor,
+  /// which is never itself a View (the compiler composes views).
+  int32_t index = -1;
+  const void *constant = nullptr; ///< Constant: its bytes, kept alive by Plan::keepAlive
+  ScalarId viewOffset = -1;          ///< View: element offset into the base
+  std::vector<ScalarId> viewStrides; ///< View: element stride per dim (0: broadcast); empty: contiguous
+};
+
+/// An input or output as the API lists it.
+struct IoInfo {
+  std::string name;
+  DType dtype = DType::F32;
+  std::vector<int64_t> dims;          ///< -1 where symbolic
+  std::vector<std::string> dimNames;  ///< the symbol's name ("batch"), "" if none
+  TensorId tensor = -1;
+  /// Inputs only: every element must lie in [rangeBegin, rangeEnd) (token ids
+  /// that index an embedding table); rangeWhy says which table.
+  bool checkRange = false;
+  int64_t rangeBegin = 0, rangeEnd = 0;
+  std::string rangeWhy;
+};
+
+class ExecContext;
+
+class Step {
+public:
+  virtual ~Step() = default;
+  /// Kernel and provider, for profiles and dumps: "gemm.jit_avx512", "add", ...
+  virtual std::string kind() const = 0;
+  /// Runs the step. Must be safe to call concurrently from many threads with
+  /// different contexts (the Step is immutable). Threads inside: OpenMP.
+  virtual Status run(const ExecContext &ctx) const = 0;
+
+  std::string location; ///< the op it implements (ONNX node name), for messages
+  std::vector<TensorId> inputs, outputs; ///< what it reads and writes
+};
+
+struct Plan {
+  std::vector<Scalar> scalars;
+  std::vector<TensorInfo> tensors;
+  std::vector<ScalarId> arenaSlots; ///< byte size of each slot (laid out 64-byte aligned)
+  std::vector<IoInfo> inputs, outputs;
+  std::vector<std::unique_ptr<Step>> steps;
+  std::vector<std::shared_ptr<const void>> keepAlive; ///< constant data the tensors point into
+
+  /// A human-readable listing (scalars, tensors, steps) for --print-plan and tests.
+  std::string describe() const;
+};
+
+/// The state of one run: scalar values and tensor addresses.
+class ExecContext {
+public:
+  explicit ExecContext(const Plan &plan) : plan_(plan) {}
+  const Plan &plan() const { return plan_; }
+
+  int64_t scalar(ScalarId id) const { return scalars_[id]; }
+  int rank(TensorId t) const { return int(plan_.tensors[t].shape.size()); }
+  int64_t dim(TensorId t, int i) const { return scalars_[plan_.tensors[t].shape[i]]; }
+  std::vector<int64_t> shape(TensorId t) const;
+  int64_t numElements(TensorId t) const;
+  /// Element strides: a view's own, else row-major contiguous.
+  std::vector<int64_t> strides(TensorId t) const;
+  bool isContiguous(TensorId t) const;
+  DType dtype(TensorId t) const { return plan_.tensors[t].dtype; }
+  void *data(TensorId t) const { return addresses_[t]; }
+  template <typename T> T *data(TensorId t) const { return static_cast<T *>(addresses_[t]); }
+
+  // Filled by the executor before the first step runs.
+  std::vector<int64_t> scalars_;
+  std::vector<void *> addresses_;
+
+private:
+  const Plan &plan_;
+};
+
+} // namespace octet::rt
+
+#endif

@@ -1,0 +1,120 @@
+//===- Steps.h - the steps a Plan is made of ---------------------*- C++ -*-===//
+//
+// Factories for every step kind. The compiler's PlanBuilder maps each octet
+// op to one of these; tests build small Plans with them directly.
+//
+//  - Generic steps (GenericSteps.cpp): numpy-broadcasting elementwise ops,
+//    casts, gathers, copies of strided views, reductions, ... on any strided
+//    input view (a broadcast is a stride of 0). Outputs are contiguous. They
+//    carry the ops an encoder has around its heavy kernels (masks, position
+//    ids, embeddings) and everything a graph may hold that no fast kernel
+//    covers; they are compiled C++ (auto-vectorized), never JIT.
+//  - Kernel steps (KernelSteps.cpp): GEMMs with fused epilogues, attention,
+//    LayerNorm, GELU and fused elementwise regions, on the JIT AVX-512
+//    kernels of compiler/codegen/x86 or oneDNN, chosen by KernelOptions and
+//    the host CPU (hosts without AVX-512 get oneDNN GEMMs and compiled C++
+//    row kernels).
+// Every factory checks what it can at compile time and returns null with
+// `error` set when it cannot build the step; run() checks run-time shapes.
+//
+//===----------------------------------------------------------------------===//
+#ifndef OCTET_RUNTIME_STEPS_H
+#define OCTET_RUNTIME_STEPS_H
+
+#include "compiler/codegen/WeightLayout.h"
+#include "runtime/ElementwiseProgram.h"
+#include "runtime/Plan.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace octet::rt {
+
+using StepPtr = std::unique_ptr<Step>;
+
+// ---- Generic steps ---------------------------------------------------------
+
+enum class BinaryKind { Add, Sub, Mul, Div, Pow, Max, Min, Equal, Less, Greater, And, Or };
+enum class UnaryKind { Neg, Abs, Exp, Log, Erf, Tanh, Sqrt, Rsqrt, Reciprocal, Relu, Sigmoid, Not };
+enum class ReduceKind { Mean, Sum, Max, Min };
+
+/// out = a (op) b, numpy broadcasting; comparisons write Bool, And/Or take Bool.
+/// Integer Div truncates toward zero and reports division by zero as an error.
+StepPtr makeBinary(BinaryKind kind, TensorId a, TensorId b, TensorId out);
+StepPtr makeUnary(UnaryKind kind, TensorId in, TensorId out);
+/// Element type conversion (float → int truncates toward zero, as ONNX Cast).
+StepPtr makeCast(TensorId in, TensorId out);
+StepPtr makeWhere(TensorId condition, TensorId a, TensorId b, TensorId out);
+/// numpy.take(data, indices, axis); negative indices count from the end; an
+/// index out of range is an error naming the value and its position.
+StepPtr makeGather(TensorId data, TensorId indices, int axis, TensorId out);
+/// Copies any view (slice, transpose, expand) into the contiguous `out`.
+StepPtr makeCopy(TensorId in, TensorId out);
+StepPtr makeConcat(std::vector<TensorId> ins, int axis, TensorId out);
+/// Reduces `axes` of `in`; `out` has them as size-1 dims or not at all.
+StepPtr makeReduce(ReduceKind kind, TensorId in, std::vector<int> axes, TensorId out);
+StepPtr makeCumSum(TensorId in, int axis, bool exclusive, bool reverse, TensorId out);
+/// Softmax over `axis` (any axis, any view): the fallback; see makeAttention.
+StepPtr makeSoftmax(TensorId in, int axis, TensorId out);
+/// out[i] = start + i * delta, i < out's length (the compiler sizes it).
+StepPtr makeRange(ScalarId start, ScalarId delta, TensorId out);
+/// A 1-D integer tensor of scalar values (shape tensors).
+StepPtr makeFromElements(std::vector<ScalarId> elements, TensorId out);
+/// Batched, broadcasting f32 matmul of two run-time tensors (ONNX MatMul
+/// semantics incl. 1-D operands). GEMMs with a constant weight use makeLinear.
+StepPtr makeMatMul(TensorId a, TensorId b, TensorId out);
+
+// ---- Kernel steps ----------------------------------------------------------
+
+struct KernelOptions {
+  enum class Gemm { Auto, Jit, OneDnn };
+  Gemm gemm = Gemm::Auto; ///< Auto: the documented rule (docs/kernel-selection.md)
+  bool allowAvx512 = true; ///< false: act as on an AVX2-only host (tests)
+};
+
+/// out[..., N] = epilogue(in[..., K] · W + bias, extras...). W is a constant
+/// ([K, N] or [N, K]), packed at build time; `input` may be a view whose last
+/// dim is contiguous (a row stride, e.g. a slice of the merged Q/K/V output).
+/// The epilogue program's input 0 is the accumulator (bias added), input i
+/// the element of extras[i-1] broadcast to out's shape; no instructions: identity.
+struct LinearSpec {
+  TensorId input = -1, output = -1;
+  const float *weight = nullptr; ///< kept alive by the Plan
+  WeightLayout layout = WeightLayout::KN;
+  int64_t k = 0, n = 0;
+  const float *bias = nullptr; ///< [N] or null, kept alive by the Plan
+  std::vector<TensorId> extras;
+  ElementwiseProgram epilogue;
+};
+StepPtr makeLinear(const LinearSpec &spec, const KernelOptions &options, std::string &error);
+
+/// y = LayerNorm(x (+ residual)) · gamma + beta over the last dim (length n);
+/// `sum` (optional) receives x + residual. gamma, beta: constants [n].
+struct LayerNormSpec {
+  TensorId x = -1, residual = -1, output = -1, sum = -1;
+  const float *gamma = nullptr, *beta = nullptr;
+  int64_t n = 0;
+  float epsilon = 1e-5f;
+};
+StepPtr makeLayerNorm(const LayerNormSpec &spec, const KernelOptions &options, std::string &error);
+
+/// (AttentionStep.cpp) octet.attention: q, k, v [B, S, H·D] (views with a row stride allowed),
+/// optional additive mask broadcastable to [B, H, S, S], out [B, S, H·D].
+/// GEMMs plus the fused scale+mask+softmax kernel per (batch, head).
+struct AttentionSpec {
+  TensorId q = -1, k = -1, v = -1, mask = -1, output = -1;
+  int64_t numHeads = 1;
+  float scale = 1;
+};
+StepPtr makeAttention(const AttentionSpec &spec, const KernelOptions &options,
+                      std::string &error);
+
+/// out = program(inputs...) elementwise, inputs broadcast to out's shape
+/// (octet.gelu is the one-instruction program GeluErf / GeluTanh).
+StepPtr makeFusedElementwise(const ElementwiseProgram &program, std::vector<TensorId> inputs,
+                             TensorId output, const KernelOptions &options, std::string &error);
+
+} // namespace octet::rt
+
+#endif

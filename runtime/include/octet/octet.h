@@ -1,0 +1,116 @@
+/*===- octet.h - the Octet C API ----------------------------------------===*
+ *
+ * Compile a BERT-family encoder from ONNX and run it. One compiled model is
+ * immutable and serves concurrent octet_run calls from many threads, for any
+ * batch and sequence length, with no recompilation.
+ *
+ * Errors: every call that can fail returns an octet_status; the message of
+ * the calling thread's last failure is octet_last_error(). Nothing aborts,
+ * and no input (null pointers, wrong dtypes, shapes or token ids) is read
+ * out of bounds.
+ *
+ * See docs/c-api.md and examples/c/.
+ *===----------------------------------------------------------------------===*/
+#ifndef OCTET_OCTET_H
+#define OCTET_OCTET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define OCTET_MAX_RANK 8
+
+typedef enum {
+  OCTET_OK = 0,
+  OCTET_ERROR_INVALID_ARGUMENT = 1, /* a null pointer, bad option, index out of range */
+  OCTET_ERROR_INVALID_MODEL = 2,    /* the ONNX model is malformed or cannot be read */
+  OCTET_ERROR_UNSUPPORTED = 3,      /* a valid model uses something Octet does not support */
+  OCTET_ERROR_INVALID_INPUT = 4,    /* octet_run: an input's dtype, shape or values */
+  OCTET_ERROR_OUTPUT_TOO_SMALL = 5, /* octet_run: a caller-owned output buffer */
+  OCTET_ERROR_RUNTIME = 6,          /* anything else during a run (out of memory, ...) */
+} octet_status;
+
+typedef enum {
+  OCTET_F32 = 1,
+  OCTET_F64 = 2,
+  OCTET_I64 = 3,
+  OCTET_I32 = 4,
+  OCTET_I8 = 5,
+  OCTET_U8 = 6,
+  OCTET_BOOL = 7, /* one byte per element, 0 or 1 */
+} octet_dtype;
+
+typedef struct octet_model octet_model;
+typedef struct octet_options octet_options;
+
+/* The calling thread's last error message ("" if none); valid until its next call. */
+const char *octet_last_error(void);
+/* Bytes per element, 0 for an unknown dtype; and its name ("f32", ...). */
+size_t octet_dtype_size(octet_dtype dtype);
+const char *octet_dtype_name(octet_dtype dtype);
+
+/* ---- Options --------------------------------------------------------------
+ * Keys:  "gemm"               "auto" (default) | "jit" | "onednn"
+ *        "isa"                "host" (default) | "avx2" (no AVX-512 kernels)
+ *        "print_ir_after_all" "0" | "1": the IR after every pass, on stderr
+ */
+octet_options *octet_options_create(void);
+octet_status octet_options_set(octet_options *options, const char *key, const char *value);
+void octet_options_destroy(octet_options *options);
+
+/* ---- Models (JIT: compiled in this process) --------------------------------
+ * options may be NULL (defaults). On failure *model is set to NULL. */
+octet_status octet_model_create_from_file(const char *onnx_path, const octet_options *options,
+                                          octet_model **model);
+octet_status octet_model_create_from_bytes(const void *onnx_bytes, size_t size,
+                                           const octet_options *options, octet_model **model);
+void octet_model_destroy(octet_model *model); /* NULL is ignored */
+
+/* ---- Inputs and outputs ----------------------------------------------------
+ * dims[i] is -1 where the dim is symbolic; dim_names[i] is its ONNX name
+ * ("batch", "sequence") or "" for a static or unnamed dim. The strings and
+ * arrays live as long as the model. */
+typedef struct {
+  const char *name;
+  octet_dtype dtype;
+  int32_t rank;
+  const int64_t *dims;
+  const char *const *dim_names;
+} octet_tensor_info;
+
+int32_t octet_model_num_inputs(const octet_model *model);
+int32_t octet_model_num_outputs(const octet_model *model);
+octet_status octet_model_input_info(const octet_model *model, int32_t index,
+                                    octet_tensor_info *info);
+octet_status octet_model_output_info(const octet_model *model, int32_t index,
+                                     octet_tensor_info *info);
+
+/* ---- Running ---------------------------------------------------------------
+ * A tensor passed to or returned from octet_run: row-major, dense.
+ *  - inputs: data, dtype, rank and dims set by the caller, in the model's
+ *    input order (octet_model_input_info).
+ *  - outputs, in the model's output order: octet_run sets dtype, rank and
+ *    dims. Caller-owned: data points to `bytes` bytes; if the output needs
+ *    more, the run fails with OCTET_ERROR_OUTPUT_TOO_SMALL and sets dims.
+ *    Runtime-owned: data == NULL; octet_run allocates it (and sets bytes),
+ *    and the caller releases it with octet_tensor_free. */
+typedef struct {
+  void *data;
+  size_t bytes;
+  octet_dtype dtype;
+  int32_t rank;
+  int64_t dims[OCTET_MAX_RANK];
+} octet_tensor;
+
+octet_status octet_run(const octet_model *model, const octet_tensor *inputs, int32_t num_inputs,
+                       octet_tensor *outputs, int32_t num_outputs);
+void octet_tensor_free(void *data);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* OCTET_OCTET_H */
