@@ -1,1 +1,356 @@
-// Placeholder: being written (see runtime/Plan.h, runtime/Steps.h).
+//===- CApi.cpp - the C API (include/octet/octet.h) over the C++ runtime --===//
+//
+// Every entry point validates its pointers, catches every exception and turns
+// failures into an octet_status plus the thread's last-error message.
+//
+//===----------------------------------------------------------------------===//
+#include "octet/octet.h"
+
+#include "compiler/driver/Compile.h"
+#include "runtime/CApiInternal.h"
+#include "runtime/Executor.h"
+
+#include <cctype>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <new>
+#include <string>
+#include <vector>
+
+using octet::rt::DType;
+using octet::rt::Plan;
+using octet::rt::RunError;
+using octet::rt::RunTensor;
+
+struct octet_options {
+  octet::rt::KernelOptions::Gemm gemm = octet::rt::KernelOptions::Gemm::Auto;
+  bool allowAvx512 = true;
+  bool printIrAfterAll = false;
+};
+
+struct octet_model {
+  std::unique_ptr<Plan> plan;
+  /// dim_names arrays for octet_tensor_info, pointing into the plan's strings.
+  std::vector<std::vector<const char *>> inputDimNames, outputDimNames;
+};
+
+namespace {
+
+thread_local std::string lastError;
+
+/// Records `message` as the thread's last error; never throws.
+octet_status fail(octet_status status, const std::string &message) noexcept {
+  try {
+    lastError = message;
+  } catch (...) {
+    lastError.clear(); // out of memory for the message itself
+  }
+  return status;
+}
+
+/// Runs `body`, turning any exception into a status and message.
+template <typename Body> octet_status guarded(const char *function, Body &&body) noexcept {
+  try {
+    return body();
+  } catch (const std::bad_alloc &) {
+    return fail(OCTET_ERROR_RUNTIME, std::string(function) + ": out of memory");
+  } catch (const std::exception &e) {
+    return fail(OCTET_ERROR_RUNTIME, std::string(function) + ": " + e.what());
+  } catch (...) {
+    return fail(OCTET_ERROR_RUNTIME, std::string(function) + ": unknown exception");
+  }
+}
+
+bool toDType(octet_dtype dtype, DType &result) {
+  if (dtype < OCTET_F32 || dtype > OCTET_BOOL)
+    return false;
+  result = DType(int(dtype) - 1); // the enums list the same types in the same order
+  return true;
+}
+
+octet_dtype fromDType(DType dtype) { return octet_dtype(int(dtype) + 1); }
+
+/// The compiler's Status carries no category; its messages say "unsupported"
+/// (or "not supported") for valid models Octet cannot compile.
+octet_status compileFailureStatus(const std::string &message) {
+  std::string lower(message);
+  for (char &c : lower)
+    c = char(std::tolower(static_cast<unsigned char>(c)));
+  if (lower.find("unsupported") != std::string::npos ||
+      lower.find("not supported") != std::string::npos ||
+      lower.find("does not support") != std::string::npos)
+    return OCTET_ERROR_UNSUPPORTED;
+  return OCTET_ERROR_INVALID_MODEL;
+}
+
+octet::CompileOptions toCompileOptions(const octet_options *options) {
+  octet::CompileOptions result;
+  if (!options)
+    return result;
+  result.kernels.gemm = options->gemm;
+  result.kernels.allowAvx512 = options->allowAvx512;
+  if (options->printIrAfterAll)
+    result.irAfterPass = [](const std::string &pass, const std::string &ir) {
+      std::fprintf(stderr, "// -----// IR Dump After %s //----- //\n%s\n", pass.c_str(),
+                   ir.c_str());
+    };
+  return result;
+}
+
+octet_status modelFromCompile(octet::rt::Status status, std::unique_ptr<Plan> plan,
+                              octet_model **model) {
+  if (!status.ok())
+    return fail(compileFailureStatus(status.message()), status.message());
+  if (!plan)
+    return fail(OCTET_ERROR_RUNTIME, "the compiler returned no plan");
+  return octet::wrapPlanAsModel(std::move(plan), model);
+}
+
+octet_status ioInfo(const octet_model *model, int32_t index, octet_tensor_info *info, bool input) {
+  const char *kind = input ? "input" : "output";
+  if (!model)
+    return fail(OCTET_ERROR_INVALID_ARGUMENT, std::string(kind) + " info: model is null");
+  if (!info)
+    return fail(OCTET_ERROR_INVALID_ARGUMENT, std::string(kind) + " info: info is null");
+  const auto &ios = input ? model->plan->inputs : model->plan->outputs;
+  if (index < 0 || size_t(index) >= ios.size())
+    return fail(OCTET_ERROR_INVALID_ARGUMENT, std::string(kind) + " index " +
+                                                  std::to_string(index) + " is out of range [0, " +
+                                                  std::to_string(ios.size()) + ")");
+  const octet::rt::IoInfo &io = ios[index];
+  const auto &names = (input ? model->inputDimNames : model->outputDimNames)[index];
+  info->name = io.name.c_str();
+  info->dtype = fromDType(io.dtype);
+  info->rank = int32_t(io.dims.size());
+  info->dims = io.dims.data();
+  info->dim_names = names.data();
+  return OCTET_OK;
+}
+
+} // namespace
+
+octet_status octet::wrapPlanAsModel(std::unique_ptr<rt::Plan> plan, octet_model **model) {
+  return guarded("octet_model", [&]() -> octet_status {
+    if (!model)
+      return fail(OCTET_ERROR_INVALID_ARGUMENT, "model output pointer is null");
+    *model = nullptr;
+    if (!plan)
+      return fail(OCTET_ERROR_INVALID_ARGUMENT, "plan is null");
+    if (rt::Status status = rt::validatePlan(*plan); !status.ok())
+      return fail(OCTET_ERROR_RUNTIME, status.message());
+    auto result = std::make_unique<octet_model>();
+    auto names = [](const rt::IoInfo &io) {
+      static const char empty[] = "";
+      std::vector<const char *> list(io.dims.size(), empty);
+      for (size_t d = 0; d < io.dimNames.size(); ++d)
+        list[d] = io.dimNames[d].c_str();
+      return list;
+    };
+    for (const auto &io : plan->inputs)
+      result->inputDimNames.push_back(names(io));
+    for (const auto &io : plan->outputs)
+      result->outputDimNames.push_back(names(io));
+    result->plan = std::move(plan);
+    *model = result.release();
+    return OCTET_OK;
+  });
+}
+
+extern "C" {
+
+const char *octet_last_error(void) { return lastError.c_str(); }
+
+size_t octet_dtype_size(octet_dtype dtype) {
+  DType d;
+  return toDType(dtype, d) ? octet::rt::dtypeBytes(d) : 0;
+}
+
+const char *octet_dtype_name(octet_dtype dtype) {
+  DType d;
+  return toDType(dtype, d) ? octet::rt::dtypeName(d) : "unknown";
+}
+
+octet_options *octet_options_create(void) {
+  octet_options *options = new (std::nothrow) octet_options();
+  if (!options)
+    fail(OCTET_ERROR_RUNTIME, "octet_options_create: out of memory");
+  return options;
+}
+
+octet_status octet_options_set(octet_options *options, const char *key, const char *value) {
+  return guarded("octet_options_set", [&]() -> octet_status {
+    if (!options || !key || !value)
+      return fail(OCTET_ERROR_INVALID_ARGUMENT, std::string("octet_options_set: ") +
+                                                    (!options ? "options"
+                                                     : !key   ? "key"
+                                                              : "value") +
+                                                    " is null");
+    std::string k(key), v(value);
+    auto badValue = [&](const char *allowed) {
+      return fail(OCTET_ERROR_INVALID_ARGUMENT,
+                  "option '" + k + "': invalid value '" + v + "' (expected " + allowed + ")");
+    };
+    if (k == "gemm") {
+      using Gemm = octet::rt::KernelOptions::Gemm;
+      if (v == "auto")
+        options->gemm = Gemm::Auto;
+      else if (v == "jit")
+        options->gemm = Gemm::Jit;
+      else if (v == "onednn")
+        options->gemm = Gemm::OneDnn;
+      else
+        return badValue("auto, jit or onednn");
+    } else if (k == "isa") {
+      if (v == "host")
+        options->allowAvx512 = true;
+      else if (v == "avx2")
+        options->allowAvx512 = false;
+      else
+        return badValue("host or avx2");
+    } else if (k == "print_ir_after_all") {
+      if (v == "0" || v == "1")
+        options->printIrAfterAll = v == "1";
+      else
+        return badValue("0 or 1");
+    } else {
+      return fail(OCTET_ERROR_INVALID_ARGUMENT,
+                  "unknown option '" + k + "' (known: gemm, isa, print_ir_after_all)");
+    }
+    return OCTET_OK;
+  });
+}
+
+void octet_options_destroy(octet_options *options) { delete options; }
+
+octet_status octet_model_create_from_file(const char *onnx_path, const octet_options *options,
+                                          octet_model **model) {
+  return guarded("octet_model_create_from_file", [&]() -> octet_status {
+    if (!model)
+      return fail(OCTET_ERROR_INVALID_ARGUMENT, "octet_model_create_from_file: model is null");
+    *model = nullptr;
+    if (!onnx_path)
+      return fail(OCTET_ERROR_INVALID_ARGUMENT, "octet_model_create_from_file: path is null");
+    std::unique_ptr<Plan> plan;
+    octet::rt::Status status = octet::compileOnnxFile(onnx_path, toCompileOptions(options), plan);
+    return modelFromCompile(std::move(status), std::move(plan), model);
+  });
+}
+
+octet_status octet_model_create_from_bytes(const void *onnx_bytes, size_t size,
+                                           const octet_options *options, octet_model **model) {
+  return guarded("octet_model_create_from_bytes", [&]() -> octet_status {
+    if (!model)
+      return fail(OCTET_ERROR_INVALID_ARGUMENT, "octet_model_create_from_bytes: model is null");
+    *model = nullptr;
+    if (!onnx_bytes)
+      return fail(OCTET_ERROR_INVALID_ARGUMENT, "octet_model_create_from_bytes: bytes is null");
+    if (size == 0)
+      return fail(OCTET_ERROR_INVALID_MODEL, "octet_model_create_from_bytes: the model is empty");
+    std::unique_ptr<Plan> plan;
+    octet::rt::Status status =
+        octet::compileOnnxBytes(onnx_bytes, size, toCompileOptions(options), plan);
+    return modelFromCompile(std::move(status), std::move(plan), model);
+  });
+}
+
+void octet_model_destroy(octet_model *model) { delete model; }
+
+int32_t octet_model_num_inputs(const octet_model *model) {
+  if (!model) {
+    fail(OCTET_ERROR_INVALID_ARGUMENT, "octet_model_num_inputs: model is null");
+    return -1;
+  }
+  return int32_t(model->plan->inputs.size());
+}
+
+int32_t octet_model_num_outputs(const octet_model *model) {
+  if (!model) {
+    fail(OCTET_ERROR_INVALID_ARGUMENT, "octet_model_num_outputs: model is null");
+    return -1;
+  }
+  return int32_t(model->plan->outputs.size());
+}
+
+octet_status octet_model_input_info(const octet_model *model, int32_t index,
+                                    octet_tensor_info *info) {
+  return guarded("octet_model_input_info", [&] { return ioInfo(model, index, info, true); });
+}
+
+octet_status octet_model_output_info(const octet_model *model, int32_t index,
+                                     octet_tensor_info *info) {
+  return guarded("octet_model_output_info", [&] { return ioInfo(model, index, info, false); });
+}
+
+octet_status octet_run(const octet_model *model, const octet_tensor *inputs, int32_t num_inputs,
+                       octet_tensor *outputs, int32_t num_outputs) {
+  return guarded("octet_run", [&]() -> octet_status {
+    if (!model)
+      return fail(OCTET_ERROR_INVALID_ARGUMENT, "octet_run: model is null");
+    if (num_inputs < 0 || num_outputs < 0)
+      return fail(OCTET_ERROR_INVALID_ARGUMENT, "octet_run: negative tensor count");
+    if (num_inputs > 0 && !inputs)
+      return fail(OCTET_ERROR_INVALID_ARGUMENT, "octet_run: inputs is null");
+    if (num_outputs > 0 && !outputs)
+      return fail(OCTET_ERROR_INVALID_ARGUMENT, "octet_run: outputs is null");
+    const Plan &plan = *model->plan;
+
+    std::vector<RunTensor> runInputs(static_cast<size_t>(num_inputs));
+    std::vector<RunTensor> runOutputs(static_cast<size_t>(num_outputs));
+    for (int32_t i = 0; i < num_inputs; ++i) {
+      const octet_tensor &in = inputs[i];
+      RunTensor &t = runInputs[i];
+      std::string where = "octet_run: input " + std::to_string(i);
+      if (size_t(i) < plan.inputs.size())
+        where += " '" + plan.inputs[i].name + "'";
+      if (!toDType(in.dtype, t.dtype))
+        return fail(OCTET_ERROR_INVALID_INPUT,
+                    where + " has an unknown dtype " + std::to_string(int(in.dtype)));
+      if (in.rank < 0 || in.rank > OCTET_MAX_RANK)
+        return fail(OCTET_ERROR_INVALID_INPUT, where + " has rank " + std::to_string(in.rank) +
+                                                   " (0 to " + std::to_string(OCTET_MAX_RANK) +
+                                                   ")");
+      t.data = in.data;
+      t.bytes = in.bytes;
+      t.rank = in.rank;
+      std::memcpy(t.dims, in.dims, sizeof(int64_t) * size_t(in.rank));
+    }
+    for (int32_t i = 0; i < num_outputs; ++i) {
+      runOutputs[i].data = outputs[i].data;
+      runOutputs[i].bytes = outputs[i].data ? outputs[i].bytes : 0;
+    }
+
+    RunError error = RunError::None;
+    octet::rt::Status status = octet::rt::execute(plan, runInputs, runOutputs, &error);
+    if (status.ok() || error == RunError::OutputTooSmall) {
+      for (int32_t i = 0; i < num_outputs; ++i) {
+        const RunTensor &t = runOutputs[i];
+        octet_tensor &out = outputs[i];
+        out.dtype = fromDType(t.dtype);
+        out.rank = t.rank;
+        std::memcpy(out.dims, t.dims, sizeof(int64_t) * size_t(t.rank));
+        if (status.ok()) {
+          out.data = t.data;
+          out.bytes = t.bytes;
+        }
+      }
+    }
+    if (status.ok())
+      return OCTET_OK;
+    switch (error) {
+    case RunError::InvalidArgument:
+      return fail(OCTET_ERROR_INVALID_ARGUMENT, "octet_run: " + status.message());
+    case RunError::InvalidInput:
+      return fail(OCTET_ERROR_INVALID_INPUT, "octet_run: " + status.message());
+    case RunError::OutputTooSmall:
+      return fail(OCTET_ERROR_OUTPUT_TOO_SMALL, "octet_run: " + status.message());
+    default:
+      return fail(OCTET_ERROR_RUNTIME, "octet_run: " + status.message());
+    }
+  });
+}
+
+void octet_tensor_free(void *data) { std::free(data); }
+
+} // extern "C"

@@ -269,7 +269,9 @@ private:
   FailureOr<HostTensor> convert(CastOp op, const HostTensor &a);
   FailureOr<HostTensor> matmul(Operation *op, const HostTensor &a, const HostTensor &b, Type resultType);
   FailureOr<HostTensor> linear(Operation *op, Value input, Value weight, Value bias, bool transposeWeight);
+  FailureOr<HostTensor> scalarRegion(Operation *op, Region &region, ArrayRef<const HostTensor *> operands);
   FailureOr<HostTensor> fusedLinear(FusedLinearOp op);
+  FailureOr<HostTensor> fused(FusedOp op);
   FailureOr<HostTensor> reduce(Operation *op, const HostTensor &a, ArrayRef<int64_t> axes, bool keepdims);
   FailureOr<HostTensor> cumsum(CumSumOp op);
   FailureOr<HostTensor> softmax(SoftmaxOp op);
@@ -635,9 +637,59 @@ static FailureOr<double> evaluateFloatOp(Operation *op, ArrayRef<double> x) {
       .Case([&](math::TanhOp) { return std::tanh(x[0]); })
       .Case([&](math::SqrtOp) { return std::sqrt(x[0]); })
       .Case([&](math::RsqrtOp) { return 1.0 / std::sqrt(x[0]); })
+      .Case([&](math::PowFOp) { return std::pow(x[0], x[1]); })
       .Default([&](Operation *) -> FailureOr<double> {
         return op->emitError() << "'" << op->getName() << "' is not supported by the interpreter";
       });
+}
+
+/// Runs the scalar `region` on every element of the broadcast of `operands`
+/// (one block argument each), in double with each op's result rounded to its
+/// type, as separate ops would be.
+FailureOr<HostTensor> Interpreter::scalarRegion(Operation *op, Region &region,
+                                                ArrayRef<const HostTensor *> operands) {
+  // Values of the region live in slots: the block arguments, then each op's result.
+  Block &body = region.front();
+  if (body.getNumArguments() != operands.size())
+    return op->emitError() << "region takes " << body.getNumArguments() << " elements, the op has "
+                           << operands.size() << " tensors";
+  DenseMap<Value, unsigned> slotOf;
+  for (BlockArgument arg : body.getArguments())
+    slotOf[arg] = slotOf.size();
+  struct Step {
+    Operation *op;
+    SmallVector<unsigned> operands;
+    unsigned result;
+  };
+  SmallVector<Step> steps;
+  for (Operation &inner : body.without_terminator()) {
+    if (inner.getNumResults() != 1)
+      return inner.emitError() << "a region op needs one result";
+    Step step{&inner, {}, 0};
+    for (Value v : inner.getOperands())
+      step.operands.push_back(slotOf.lookup(v));
+    step.result = slotOf[inner.getResult(0)] = slotOf.size();
+    steps.push_back(std::move(step));
+  }
+  unsigned yielded = slotOf.lookup(cast<YieldOp>(body.getTerminator()).getValue());
+  std::vector<double> slots(slotOf.size());
+  SmallVector<double> args;
+  Type resultType = elementTypeOf(op->getResult(0));
+  return elementwise(op, resultType, operands, [&](HostTensor &r, int64_t o, ArrayRef<int64_t> i) -> LogicalResult {
+    for (auto [k, t] : llvm::enumerate(operands))
+      slots[k] = t->floats[i[k]];
+    for (const Step &step : steps) {
+      args.clear();
+      for (unsigned s : step.operands)
+        args.push_back(slots[s]);
+      FailureOr<double> v = evaluateFloatOp(step.op, args);
+      if (failed(v))
+        return failure();
+      slots[step.result] = roundToFloat(step.op->getResult(0).getType(), *v);
+    }
+    r.floats[o] = slots[yielded];
+    return success();
+  });
 }
 
 /// The linear's result (rounded as octet.linear's), then the region per
@@ -650,48 +702,21 @@ FailureOr<HostTensor> Interpreter::fusedLinear(FusedLinearOp op) {
   SmallVector<const HostTensor *> operands{&*acc};
   for (Value extra : op.getExtra())
     operands.push_back(&in(extra));
-  // Values of the region live in slots: the block arguments, then each op's result.
-  Block &body = op.getEpilogue().front();
-  DenseMap<Value, unsigned> slotOf;
-  for (BlockArgument arg : body.getArguments())
-    slotOf[arg] = slotOf.size();
-  struct Step {
-    Operation *op;
-    SmallVector<unsigned> operands;
-    unsigned result;
-  };
-  SmallVector<Step> steps;
-  for (Operation &inner : body.without_terminator()) {
-    Step step{&inner, {}, 0};
-    for (Value v : inner.getOperands())
-      step.operands.push_back(slotOf.lookup(v));
-    step.result = slotOf[inner.getResult(0)] = slotOf.size();
-    steps.push_back(std::move(step));
-  }
-  unsigned yielded = slotOf.lookup(cast<YieldOp>(body.getTerminator()).getValue());
-  std::vector<double> slots(slotOf.size());
-  SmallVector<double> args;
-  Type resultType = elementTypeOf(op.getResult());
-  FailureOr<HostTensor> r =
-      elementwise(op, resultType, operands, [&](HostTensor &r, int64_t o, ArrayRef<int64_t> i) -> LogicalResult {
-        for (auto [k, t] : llvm::enumerate(operands))
-          slots[k] = t->floats[i[k]];
-        for (const Step &step : steps) {
-          args.clear();
-          for (unsigned s : step.operands)
-            args.push_back(slots[s]);
-          FailureOr<double> v = evaluateFloatOp(step.op, args);
-          if (failed(v))
-            return failure();
-          slots[step.result] = roundToFloat(step.op->getResult(0).getType(), *v);
-        }
-        r.floats[o] = slots[yielded];
-        return success();
-      });
+  FailureOr<HostTensor> r = scalarRegion(op, op.getEpilogue(), operands);
   if (succeeded(r) && r->shape != acc->shape)
     return op.emitError() << "extra operands widen the linear's result " << shapeString(acc->shape) << " to "
                           << shapeString(r->shape);
   return r;
+}
+
+/// Every input broadcast to the result, which is their broadcast; the region per element.
+FailureOr<HostTensor> Interpreter::fused(FusedOp op) {
+  SmallVector<const HostTensor *> operands;
+  for (Value input : op.getInputs())
+    operands.push_back(&in(input));
+  if (operands.empty())
+    return op.emitError() << "octet.fused needs at least one input";
+  return scalarRegion(op, op.getBody(), operands);
 }
 
 FailureOr<HostTensor> Interpreter::reduce(Operation *op, const HostTensor &a, ArrayRef<int64_t> axes,
@@ -1284,6 +1309,7 @@ LogicalResult Interpreter::execute(Operation *op) {
             return linear(op, l.getInput(), l.getWeight(), l.getBias(), l.getTransposeWeight());
           })
           .Case([&](FusedLinearOp f) { return fusedLinear(f); })
+          .Case([&](FusedOp f) { return fused(f); })
           .Case<ReduceMeanOp, ReduceSumOp, ReduceMaxOp, ReduceMinOp>([&](Operation *) {
             auto axes = op->getAttrOfType<DenseI64ArrayAttr>("axes").asArrayRef();
             return reduce(op, in(op->getOperand(0)), axes, op->hasAttr("keepdims"));

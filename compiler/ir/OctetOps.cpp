@@ -257,7 +257,7 @@ static std::optional<ValueDim> operandDimEqualTo(OpResult result, int64_t dim,
   int64_t resultRank = tensorOf(result).getRank();
   return TypeSwitch<Operation *, std::optional<ValueDim>>(op)
       .Case<AddOp, SubOp, MulOp, DivOp, PowOp, MaxOp, MinOp, EqualOp, LessOp, GreaterOp,
-            AndOp, OrOp, WhereOp>(
+            AndOp, OrOp, WhereOp, FusedOp>(
           [&](Operation *op) {
             return broadcastSourceOfDim(op->getOperands(), dim, resolveDepth);
           })
@@ -1038,6 +1038,75 @@ LogicalResult FusedLinearOp::verifyRegions() {
       return op.emitOpError("is not a side-effect-free scalar arith/math op, as the epilogue of ")
              << getOperationName() << " needs";
   }
+  return success();
+}
+
+LogicalResult FusedOp::verify() {
+  if (getInputs().empty())
+    return emitOpError("needs at least one input: the result shape is their broadcast");
+  SmallVector<int64_t> broadcast;
+  for (auto [i, input] : llvm::enumerate(getInputs())) {
+    ArrayRef<int64_t> shape = tensorOf(input).getShape();
+    if (!isBroadcastableTo(shape, getType().getShape()))
+      return emitOpError("input #") << i << " of shape " << shapeStr(shape)
+                                    << " does not broadcast to the result shape "
+                                    << shapeStr(getType().getShape());
+    SmallVector<int64_t> next;
+    if (failed(broadcastShapes(broadcast, shape, next)))
+      return emitOpError("input #") << i << " of shape " << shapeStr(shape)
+                                    << " does not broadcast with the inputs before it "
+                                    << shapeStr(broadcast);
+    broadcast = std::move(next);
+  }
+  // Every result dim must come from an input: a dim that all inputs have as
+  // 1 (or lack) would have no run-time size.
+  bool covered = broadcast.size() == static_cast<size_t>(getType().getRank());
+  for (size_t d = 0; covered && d < broadcast.size(); ++d) {
+    int64_t result = getType().getDimSize(d);
+    covered = broadcast[d] == 1 ? result == 1 : dimsCompatible(broadcast[d], result);
+  }
+  if (!covered)
+    return emitOpError("result shape ") << shapeStr(getType().getShape())
+                                        << " is not the broadcast of the input shapes "
+                                        << shapeStr(broadcast);
+  return success();
+}
+
+/// Whether `op` is one of the scalar f32 ops an elementwise program lowers.
+static bool isElementwiseProgramOp(Operation &op) {
+  Type f32 = Float32Type::get(op.getContext());
+  auto allF32 = [&](TypeRange types) {
+    return llvm::all_of(types, [&](Type t) { return t == f32; });
+  };
+  if (!allF32(op.getOperandTypes()) || !allF32(op.getResultTypes()) || op.getNumResults() != 1 ||
+      op.getNumRegions())
+    return false;
+  if (auto constant = dyn_cast<arith::ConstantOp>(op))
+    return isa<FloatAttr>(constant.getValue());
+  return isa<arith::AddFOp, arith::SubFOp, arith::MulFOp, arith::DivFOp, arith::MaximumFOp,
+             arith::MinimumFOp, arith::NegFOp, math::ErfOp, math::TanhOp, math::ExpOp,
+             math::LogOp, math::SqrtOp, math::RsqrtOp, math::PowFOp, math::AbsFOp>(op);
+}
+
+LogicalResult FusedOp::verifyRegions() {
+  Block &body = getBody().front();
+  SmallVector<Type> expected;
+  for (Value input : getInputs())
+    expected.push_back(tensorOf(input).getElementType());
+  if (body.getArgumentTypes() != ArrayRef<Type>(expected)) {
+    InFlightDiagnostic diag = emitOpError("body block must take (");
+    llvm::interleaveComma(expected, diag);
+    return diag << "): one element per input";
+  }
+  auto yield = dyn_cast<YieldOp>(body.getTerminator());
+  if (!yield || yield.getValue().getType() != getType().getElementType())
+    return emitOpError("body must end with an octet.yield of one ") << getType().getElementType();
+  for (Operation &op : body.without_terminator())
+    if (!isElementwiseProgramOp(op))
+      return op.emitOpError("is not a scalar f32 op that ")
+             << getOperationName()
+             << " allows (arith addf/subf/mulf/divf/maximumf/minimumf/negf/constant, math "
+                "erf/tanh/exp/log/sqrt/rsqrt/powf/absf)";
   return success();
 }
 

@@ -294,10 +294,47 @@ def Octet_FusedLinearOp : Octet_Op<"fused_linear",
   let hasRegionVerifier = 1;
 }
 
-def Octet_YieldOp : Octet_Op<"yield", [Pure, Terminator, HasParent<"FusedLinearOp">]> {
+def Octet_FusedOp : Octet_Op<"fused", [Pure, IsolatedFromAbove]> {
+  let summary = "a group of elementwise ops as one scalar region over a broadcast";
+  let description = [{
+    Runs the `body` region on every element of the result. The block takes
+    one `f32` per input: the element of that input at the same position,
+    broadcast (numpy rules) to the result shape. The result shape is the
+    broadcast of the input shapes: no input widens it, and no result dim
+    comes from nowhere. The body is straight-line scalar f32 code of the ops
+    an elementwise program lowers (`arith.addf`, `subf`, `mulf`, `divf`,
+    `maximumf`, `minimumf`, `negf`, `constant`; `math.erf`, `tanh`, `exp`,
+    `log`, `sqrt`, `rsqrt`, `powf`, `absf`), isolated from above (its
+    constants are inside), and `octet.yield`s the result element.
+    `octet-fuse-elementwise` forms it from a connected group of pointwise
+    ops that has one result used outside the group.
+
+    ```mlir
+    %y = octet.fused %a, %b, %c {
+    ^bb0(%a0: f32, %b0: f32, %c0: f32):
+      %ab = arith.addf %a0, %b0 : f32
+      %big = arith.constant -1.000000e+04 : f32
+      %scaled = arith.mulf %c0, %big : f32
+      %sum = arith.addf %ab, %scaled : f32
+      octet.yield %sum : f32
+    } : tensor<?x?x768xf32>, tensor<1x?x768xf32>, tensor<f32> -> tensor<?x?x768xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Octet_F32Tensor>:$inputs);
+  let results = (outs Octet_F32Tensor:$result);
+  let regions = (region SizedRegion<1>:$body);
+  // The region comes before attr-dict, whose `{` would otherwise be ambiguous.
+  let assemblyFormat = "$inputs $body attr-dict `:` type($inputs) `->` type($result)";
+  let hasVerifier = 1;
+  let hasRegionVerifier = 1;
+}
+
+def Octet_YieldOp : Octet_Op<"yield",
+    [Pure, Terminator, ParentOneOf<["FusedLinearOp", "FusedOp"]>]> {
   let summary = "the element computed by a fused op's region";
   let description = [{
-    Ends the scalar region of `octet.fused_linear` with the result element.
+    Ends the scalar region of `octet.fused_linear` or `octet.fused` with the
+    result element.
 
     ```mlir
       octet.yield %sum : f32

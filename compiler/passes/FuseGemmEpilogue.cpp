@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/passes/Passes.h"
+#include "compiler/passes/ScalarOps.h"
 
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
@@ -17,9 +18,6 @@
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "llvm/ADT/MapVector.h"
-#include "llvm/ADT/TypeSwitch.h"
-
-#include <cmath>
 
 namespace octet {
 #define GEN_PASS_DEF_OCTETFUSEGEMMEPILOGUE
@@ -226,57 +224,6 @@ std::optional<Step> matchStep(Operation *op) {
   return std::nullopt;
 }
 
-/// Emits `op` on one element: `x` is the chain's value, `other` the other
-/// operand's element. Every tensor op becomes the scalar ops of its
-/// definition in the same order and with the same constants (octet.gelu
-/// as 0.5·x·(1 + erf(x·√½)) and its tanh form), so only the rounding of
-/// the composite ops (gelu, sigmoid) moves to each scalar step.
-Value emitScalar(OpBuilder &b, Location loc, Operation *op, Value x, Value other,
-                 bool chainIsLhs) {
-  auto cst = [&](double v) -> Value {
-    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(static_cast<float>(v)));
-  };
-  Value lhs = chainIsLhs ? x : other, rhs = chainIsLhs ? other : x;
-  auto one = [&] { return cst(1.0); };
-  return TypeSwitch<Operation *, Value>(op)
-      .Case([&](AddOp) { return arith::AddFOp::create(b, loc, lhs, rhs); })
-      .Case([&](SubOp) { return arith::SubFOp::create(b, loc, lhs, rhs); })
-      .Case([&](MulOp) { return arith::MulFOp::create(b, loc, lhs, rhs); })
-      .Case([&](DivOp) { return arith::DivFOp::create(b, loc, lhs, rhs); })
-      // NaN propagates, as in octet.max/min.
-      .Case([&](MaxOp) { return arith::MaximumFOp::create(b, loc, lhs, rhs); })
-      .Case([&](MinOp) { return arith::MinimumFOp::create(b, loc, lhs, rhs); })
-      .Case([&](ReluOp) { return arith::MaximumFOp::create(b, loc, x, cst(0.0)); })
-      .Case([&](SigmoidOp) {
-        Value e = math::ExpOp::create(b, loc, arith::NegFOp::create(b, loc, x));
-        return arith::DivFOp::create(b, loc, one(), arith::AddFOp::create(b, loc, one(), e));
-      })
-      .Case([&](NegOp) { return arith::NegFOp::create(b, loc, x); })
-      .Case([&](AbsOp) { return math::AbsFOp::create(b, loc, x); })
-      .Case([&](ExpOp) { return math::ExpOp::create(b, loc, x); })
-      .Case([&](LogOp) { return math::LogOp::create(b, loc, x); })
-      .Case([&](ErfOp) { return math::ErfOp::create(b, loc, x); })
-      .Case([&](TanhOp) { return math::TanhOp::create(b, loc, x); })
-      .Case([&](SqrtOp) { return math::SqrtOp::create(b, loc, x); })
-      .Case([&](RsqrtOp) { return math::RsqrtOp::create(b, loc, x); })
-      .Case([&](ReciprocalOp) { return arith::DivFOp::create(b, loc, one(), x); })
-      .Case([&](GeluOp gelu) -> Value {
-        Value inner;
-        if (gelu.getApproximate() == "tanh") {
-          // √(2/π)·(x + 0.044715·x³)
-          Value cube = arith::MulFOp::create(b, loc, arith::MulFOp::create(b, loc, x, x), x);
-          Value sum = arith::AddFOp::create(b, loc, x,
-                                            arith::MulFOp::create(b, loc, cst(0.044715), cube));
-          inner = math::TanhOp::create(
-              b, loc, arith::MulFOp::create(b, loc, cst(std::sqrt(2.0 / M_PI)), sum));
-        } else {
-          inner = math::ErfOp::create(b, loc, arith::MulFOp::create(b, loc, x, cst(M_SQRT1_2)));
-        }
-        return arith::MulFOp::create(b, loc, arith::MulFOp::create(b, loc, x, cst(0.5)),
-                                     arith::AddFOp::create(b, loc, one(), inner));
-      });
-}
-
 /// (linear | fused_linear) → elementwise op  ⇒  fused_linear with the op
 /// appended to the region. Applied to a fixed point, a whole chain of
 /// single-use elementwise ops ends up in one region, in its original order.
@@ -330,7 +277,10 @@ struct FuseEpilogueStep : RewritePattern {
       other = arith::ConstantOp::create(rewriter, loc, FloatAttr::get(f32, *step->scalar));
     else if (step->other)
       other = body->getArgument(1 + otherIndex);
-    Value value = emitScalar(rewriter, loc, op, chain, other, step->chainIsLhs);
+    SmallVector<Value, 2> operands{chain};
+    if (other)
+      operands.insert(step->chainIsLhs ? operands.end() : operands.begin(), other);
+    Value value = emitScalarElementwise(rewriter, loc, op, operands);
     YieldOp::create(rewriter, loc, value);
     rewriter.replaceOp(op, result.getResult());
     rewriter.eraseOp(step->producer);

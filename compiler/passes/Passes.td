@@ -133,6 +133,65 @@ def OctetFuseGemmEpilogue : Pass<"octet-fuse-gemm-epilogue", "::mlir::func::Func
                            "::mlir::math::MathDialect"];
 }
 
+def OctetFuseElementwise : Pass<"octet-fuse-elementwise", "::mlir::func::FuncOp"> {
+  let summary = "group connected f32 pointwise ops into one octet.fused";
+  let description = [{
+    Runs after `octet-fuse-gemm-epilogue`, on what no GEMM epilogue took:
+    embedding sums, the attention mask's arithmetic, activations that
+    `octet-recognize` left decomposed. Inductor's rule for pointwise ops: a
+    group shares one iteration space, the result shape of its root, and
+    its inputs broadcast into it.
+
+    - Fusible: `add`, `sub`, `mul`, `div`, `pow`, `max`, `min`, `neg`,
+      `abs`, `exp`, `log`, `erf`, `tanh`, `sqrt`, `rsqrt`, `reciprocal`,
+      `relu`, `sigmoid` and `gelu` with f32 operands and result. Casts,
+      integer and boolean ops, comparisons, `where`, ops with a region
+      (`fused_linear`, `fused`) and reductions are never in a group:
+      LayerNorm and softmax are recognized ops with kernels of their own,
+      and last-axis reductions are not grouped yet.
+    - Groups: ops are visited last to first; each one not yet in a group is
+      a root, and the group grows backwards through fusible producers whose
+      result has the root's shape (a smaller producer would be recomputed
+      for every element it broadcasts to) and whose every use is in the
+      group (else its tensor would still be needed). So only the root's
+      result leaves the group, and a value used outside ends a group there.
+    - A group of more than one op becomes one `octet.fused` at the root,
+      with the root's result type (dynamic dims included). Its inputs are
+      the group's other operands, each once; a splat f32 constant of one
+      element becomes an `arith.constant` in the region. Each op becomes
+      the scalar ops of its definition, as in `octet-fuse-gemm-epilogue`
+      (`gelu` as 0.5·x·(1 + erf(x·√½)) or its tanh form, `sigmoid` as
+      1 / (1 + e^-x), `pow` as `math.powf`): the same float operations in
+      the same order, only composite ops round after each step. A lone op
+      (a `gelu`, which has its own kernel, included) stays as it is.
+
+    Before:
+    ```mlir
+    %m = octet.cast %mask : tensor<?x1x1x?xi64> to tensor<?x1x1x?xf32>
+    %s = octet.sub %one, %m : tensor<f32>, tensor<?x1x1x?xf32>
+    %a = octet.mul %s, %big : tensor<?x1x1x?xf32>, tensor<f32>
+    ```
+    After:
+    ```mlir
+    %m = octet.cast %mask : tensor<?x1x1x?xi64> to tensor<?x1x1x?xf32>
+    %a = octet.fused %m {
+    ^bb0(%m0: f32):
+      %c1 = arith.constant 1.000000e+00 : f32
+      %s = arith.subf %c1, %m0 : f32
+      %c2 = arith.constant -3.40282347E+38 : f32
+      %a = arith.mulf %s, %c2 : f32
+      octet.yield %a : f32
+    } : tensor<?x1x1x?xf32> -> tensor<?x1x1x?xf32>
+    ```
+  }];
+  let dependentDialects = ["::octet::OctetDialect", "::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect"];
+  let statistics = [
+    Statistic<"numGroups", "groups", "octet.fused ops formed">,
+    Statistic<"numFusedOps", "fused-ops", "Pointwise ops moved into them">,
+  ];
+}
+
 def OctetPlanMemory : Pass<"octet-plan-memory", "::mlir::func::FuncOp"> {
   let summary = "assign every intermediate tensor a slot of one activation arena";
   let description = [{

@@ -12,12 +12,14 @@ void octet::buildFp32Pipeline(OpPassManager &pm) {
   fn.addPass(createOctetRecognize());
   fn.addPass(createOctetCleanup());
   fn.addPass(createOctetFuseGemmEpilogue());
+  fn.addPass(createOctetFuseElementwise());
   fn.addPass(createOctetPlanMemory());
 }
 
 void octet::registerOctetPipelines() {
   PassPipelineRegistration<>(
       "octet-fp32-pipeline",
-      "The FP32 pipeline so far: cleanup, recognize, cleanup, fuse-gemm-epilogue, plan-memory",
+      "The FP32 pipeline so far: cleanup, recognize, cleanup, fuse-gemm-epilogue, fuse-elementwise, "
+      "plan-memory",
       buildFp32Pipeline);
 }

@@ -2,10 +2,14 @@
 //
 //   octetc import MODEL [-o OUT] [--elide-weights | --emit-bytecode]   ONNX → octet IR
 //   octetc ops                                            supported ONNX ops
+//   octetc run MODEL [--input NAME=FILE ...] [--input-sets DIR] ...   compile and run
 //
 //===----------------------------------------------------------------------===//
+#include "compiler/driver/Compile.h"
 #include "compiler/passes/Passes.h"
 #include "frontends/onnx/Importer.h"
+#include "runtime/Executor.h"
+#include "tools/octetc/TensorFiles.h"
 
 #include "mlir/Bytecode/BytecodeWriter.h"
 #include "mlir/IR/Diagnostics.h"
@@ -13,9 +17,22 @@
 #include "mlir/IR/OperationSupport.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <random>
 
 namespace cl = llvm::cl;
 
@@ -38,6 +55,51 @@ static cl::opt<bool> emitBytecode(
     cl::sub(importCommand), cl::cat(octetcCategory));
 
 static cl::SubCommand opsCommand("ops", "List the supported ONNX op types, one per line");
+
+static cl::SubCommand runCommand(
+    "run",
+    "Compile an ONNX model for FP32 and run it. Inputs come from --input files, from the input "
+    "sets of --input-sets, or are made up (random token ids within the vocabulary, attention "
+    "masks of ones with a padded tail on every other row, token type ids 0, f32 normal)");
+static cl::opt<std::string> runModel(cl::Positional, cl::Required, cl::desc("<model.onnx>"),
+                                     cl::sub(runCommand), cl::cat(octetcCategory));
+static cl::list<std::string>
+    runInputs("input",
+              cl::desc("An input as NAME=FILE (.npy, or an ONNX TensorProto .pb); repeatable. "
+                       "Inputs not given are made up to match the given ones' dims"),
+              cl::value_desc("NAME=FILE"), cl::sub(runCommand), cl::cat(octetcCategory));
+static cl::opt<std::string> runInputSets(
+    "input-sets",
+    cl::desc("Run every subdirectory of DIR (sorted by name) as one input set of NAME.npy / "
+             "NAME.pb files, all on one compiled model; with --output, set S's outputs go to "
+             "OUTDIR/S/"),
+    cl::value_desc("DIR"), cl::sub(runCommand), cl::cat(octetcCategory));
+static cl::opt<int64_t> runBatch("batch", cl::desc("Batch size of made-up inputs (default 1)"),
+                                 cl::init(1), cl::sub(runCommand), cl::cat(octetcCategory));
+static cl::opt<int64_t> runSeq("seq", cl::desc("Sequence length of made-up inputs (default 128)"),
+                               cl::init(128), cl::sub(runCommand), cl::cat(octetcCategory));
+static cl::opt<unsigned> runSeed("seed", cl::desc("Seed of made-up inputs"), cl::init(0),
+                                 cl::sub(runCommand), cl::cat(octetcCategory));
+static cl::opt<unsigned> runRepeat("repeat", cl::desc("Timed runs (default 10)"), cl::init(10),
+                                   cl::sub(runCommand), cl::cat(octetcCategory));
+static cl::opt<unsigned> runWarmup("warmup", cl::desc("Untimed runs first (default 2)"),
+                                   cl::init(2), cl::sub(runCommand), cl::cat(octetcCategory));
+static cl::opt<std::string> runOutput("output", cl::desc("Write each output as DIR/NAME.npy"),
+                                      cl::value_desc("DIR"), cl::sub(runCommand),
+                                      cl::cat(octetcCategory));
+static cl::opt<std::string> runGemm("gemm",
+                                    cl::desc("GEMM provider: auto (default), jit or onednn"),
+                                    cl::init("auto"), cl::sub(runCommand), cl::cat(octetcCategory));
+static cl::opt<std::string>
+    runIsa("isa", cl::desc("host (default), or avx2: act as on a host without AVX-512"),
+           cl::init("host"), cl::sub(runCommand), cl::cat(octetcCategory));
+static cl::opt<bool> runPrintIr("print-ir-after-all",
+                                cl::desc("Print the IR after import and after every pass"),
+                                cl::sub(runCommand), cl::cat(octetcCategory));
+static cl::opt<bool> runPrintPlan("print-plan", cl::desc("Print the execution plan"),
+                                  cl::sub(runCommand), cl::cat(octetcCategory));
+static cl::opt<int> runThreads("threads", cl::desc("OpenMP threads (default: all)"), cl::init(0),
+                               cl::sub(runCommand), cl::cat(octetcCategory));
 
 /// `file` or `file:node` for the importer's locations (a node's NameLoc
 /// wraps the model's FileLineColLoc).
@@ -111,6 +173,383 @@ static int runImport() {
   return 0;
 }
 
+namespace rt = octet::rt;
+using octet::tools::formatDims;
+using octet::tools::HostTensor;
+
+namespace {
+
+/// An input set: the Plan's inputs in order, and a label for messages.
+struct InputSet {
+  std::string label;
+  std::vector<HostTensor> tensors;
+};
+
+/// Checks a given input against what the Plan expects.
+bool checkInput(const rt::IoInfo &io, const HostTensor &tensor, const std::string &source,
+                std::string &error) {
+  if (tensor.dtype != io.dtype) {
+    error = "input '" + io.name + "' expects " + rt::dtypeName(io.dtype) + ", " + source +
+            " holds " + rt::dtypeName(tensor.dtype);
+    return false;
+  }
+  if (tensor.dims.size() != io.dims.size()) {
+    error = "input '" + io.name + "' expects rank " + std::to_string(io.dims.size()) + ", " +
+            source + " has shape " + formatDims(tensor.dims);
+    return false;
+  }
+  for (size_t d = 0; d < io.dims.size(); ++d)
+    if (io.dims[d] >= 0 && io.dims[d] != tensor.dims[d]) {
+      error = "input '" + io.name + "' dim " + std::to_string(d) + " must be " +
+              std::to_string(io.dims[d]) + ", " + source + " has shape " + formatDims(tensor.dims);
+      return false;
+    }
+  return true;
+}
+
+/// Makes up an input: token ids in range, masks with padding, zeros for
+/// token types, normal floats. `symbols` gives named dims; other dynamic dims
+/// are the batch (dim 0) or the sequence.
+HostTensor makeInput(const rt::IoInfo &io, const std::map<std::string, int64_t> &symbols,
+                     std::mt19937_64 &rng) {
+  HostTensor t;
+  t.dtype = io.dtype;
+  for (size_t d = 0; d < io.dims.size(); ++d) {
+    int64_t size = io.dims[d];
+    if (size < 0) {
+      auto it = symbols.find(io.dimNames[d]);
+      size = it != symbols.end() && !io.dimNames[d].empty() ? it->second
+             : d == 0                                       ? int64_t(runBatch)
+                                                            : int64_t(runSeq);
+    }
+    t.dims.push_back(size);
+  }
+  int64_t n = t.numElements();
+  size_t elementSize = rt::dtypeBytes(io.dtype);
+  t.bytes.assign(size_t(n) * elementSize, 0);
+  std::string lower = io.name;
+  std::transform(lower.begin(), lower.end(), lower.begin(), ::tolower);
+  bool isFloat = io.dtype == rt::DType::F32 || io.dtype == rt::DType::F64;
+  int64_t cols = t.dims.empty() ? 1 : t.dims.back();
+  std::vector<double> values(size_t(n), 0.0);
+  if (isFloat) {
+    std::normal_distribution<double> normal;
+    for (double &v : values)
+      v = normal(rng);
+  } else if (lower.find("mask") != std::string::npos) {
+    // Ones, with the last quarter of every other row padded (zeros).
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t row = cols ? i / cols : 0, col = cols ? i % cols : 0;
+      int64_t keep = std::max<int64_t>(1, cols - cols / 4);
+      values[size_t(i)] = (row % 2 == 1 && col >= keep) ? 0 : 1;
+    }
+  } else if (lower.find("token_type") != std::string::npos) {
+    // zeros
+  } else {
+    int64_t begin = io.checkRange ? io.rangeBegin : 0, end = io.checkRange ? io.rangeEnd : 2;
+    std::uniform_int_distribution<int64_t> uniform(begin, std::max(begin, end - 1));
+    for (double &v : values)
+      v = double(uniform(rng));
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    double v = values[size_t(i)];
+    uint8_t *p = t.bytes.data() + size_t(i) * elementSize;
+    switch (io.dtype) {
+    case rt::DType::F32: {
+      float f = float(v);
+      std::memcpy(p, &f, 4);
+      break;
+    }
+    case rt::DType::F64:
+      std::memcpy(p, &v, 8);
+      break;
+    case rt::DType::I64: {
+      int64_t x = int64_t(v);
+      std::memcpy(p, &x, 8);
+      break;
+    }
+    case rt::DType::I32: {
+      int32_t x = int32_t(v);
+      std::memcpy(p, &x, 4);
+      break;
+    }
+    case rt::DType::Bool:
+      *p = v != 0;
+      break;
+    default:
+      *p = uint8_t(int64_t(v));
+    }
+  }
+  return t;
+}
+
+/// Completes an input set: checks the given inputs, makes up the missing ones
+/// with the given ones' named dims.
+bool completeInputSet(const rt::Plan &plan, std::vector<HostTensor *> given,
+                      std::vector<std::string> sources, InputSet &set, std::mt19937_64 &rng,
+                      std::string &error) {
+  std::map<std::string, int64_t> symbols;
+  for (size_t i = 0; i < plan.inputs.size(); ++i) {
+    if (!given[i])
+      continue;
+    const rt::IoInfo &io = plan.inputs[i];
+    if (!checkInput(io, *given[i], sources[i], error))
+      return false;
+    for (size_t d = 0; d < io.dims.size(); ++d)
+      if (!io.dimNames[d].empty())
+        symbols.try_emplace(io.dimNames[d], given[i]->dims[d]);
+  }
+  if (!symbols.count("batch"))
+    symbols["batch"] = runBatch;
+  if (!symbols.count("sequence"))
+    symbols["sequence"] = runSeq;
+  for (size_t i = 0; i < plan.inputs.size(); ++i)
+    set.tensors.push_back(given[i] ? std::move(*given[i])
+                                   : makeInput(plan.inputs[i], symbols, rng));
+  return true;
+}
+
+int inputIndex(const rt::Plan &plan, const std::string &name) {
+  for (size_t i = 0; i < plan.inputs.size(); ++i)
+    if (plan.inputs[i].name == name)
+      return int(i);
+  return -1;
+}
+
+std::string inputNames(const rt::Plan &plan) {
+  std::string names;
+  for (const rt::IoInfo &io : plan.inputs)
+    names += (names.empty() ? "" : ", ") + io.name;
+  return names;
+}
+
+bool collectInputSets(const rt::Plan &plan, std::vector<InputSet> &sets, std::string &error) {
+  std::mt19937_64 rng(runSeed);
+  if (!runInputSets.empty()) {
+    if (!runInputs.empty()) {
+      error = "--input and --input-sets exclude each other";
+      return false;
+    }
+    std::error_code ec;
+    std::vector<std::string> dirs;
+    for (llvm::sys::fs::directory_iterator it(runInputSets, ec), end; it != end && !ec;
+         it.increment(ec))
+      if (llvm::sys::fs::is_directory(it->path()))
+        dirs.push_back(it->path());
+    if (ec) {
+      error = "cannot list --input-sets '" + runInputSets + "': " + ec.message();
+      return false;
+    }
+    if (dirs.empty()) {
+      error = "--input-sets '" + runInputSets + "' has no subdirectories (one per input set)";
+      return false;
+    }
+    std::sort(dirs.begin(), dirs.end());
+    for (const std::string &dir : dirs) {
+      std::vector<HostTensor> loaded(plan.inputs.size());
+      std::vector<HostTensor *> given(plan.inputs.size(), nullptr);
+      std::vector<std::string> sources(plan.inputs.size());
+      for (llvm::sys::fs::directory_iterator it(dir, ec), end; it != end && !ec; it.increment(ec)) {
+        llvm::StringRef file = llvm::sys::path::filename(it->path());
+        llvm::StringRef ext = llvm::sys::path::extension(file);
+        if (ext != ".npy" && ext != ".pb")
+          continue;
+        std::string name = llvm::sys::path::stem(file).str();
+        int index = inputIndex(plan, name);
+        if (index < 0) {
+          error = "'" + it->path() + "': the model has no input '" + name +
+                  "' (inputs: " + inputNames(plan) + ")";
+          return false;
+        }
+        if (!octet::tools::readTensorFile(it->path(), loaded[index], error))
+          return false;
+        given[index] = &loaded[index];
+        sources[index] = "'" + it->path() + "'";
+      }
+      InputSet set;
+      set.label = llvm::sys::path::filename(dir).str();
+      if (!completeInputSet(plan, given, sources, set, rng, error))
+        return false;
+      sets.push_back(std::move(set));
+    }
+    return true;
+  }
+  std::vector<HostTensor> loaded(plan.inputs.size());
+  std::vector<HostTensor *> given(plan.inputs.size(), nullptr);
+  std::vector<std::string> sources(plan.inputs.size());
+  for (const std::string &spec : runInputs) {
+    size_t eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size()) {
+      error = "--input '" + spec + "': give NAME=FILE";
+      return false;
+    }
+    std::string name = spec.substr(0, eq), path = spec.substr(eq + 1);
+    int index = inputIndex(plan, name);
+    if (index < 0) {
+      error = "--input '" + spec + "': the model has no input '" + name +
+              "' (inputs: " + inputNames(plan) + ")";
+      return false;
+    }
+    if (given[index]) {
+      error = "--input: input '" + name + "' is given twice";
+      return false;
+    }
+    if (!octet::tools::readTensorFile(path, loaded[index], error))
+      return false;
+    given[index] = &loaded[index];
+    sources[index] = "'" + path + "'";
+  }
+  InputSet set;
+  set.label = "";
+  if (!completeInputSet(plan, given, sources, set, rng, error))
+    return false;
+  sets.push_back(std::move(set));
+  return true;
+}
+
+double percentile(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  if (v.empty())
+    return 0;
+  double pos = q * double(v.size() - 1);
+  size_t lo = size_t(pos), hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (pos - double(lo)) * (v[hi] - v[lo]);
+}
+
+/// Runs one input set warmup + repeat times; writes its outputs.
+bool runInputSet(const rt::Plan &plan, const InputSet &set, std::string &error) {
+  std::vector<rt::RunTensor> inputs(plan.inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const HostTensor &t = set.tensors[i];
+    if (t.dims.size() > size_t(rt::kMaxRank)) {
+      error = "input '" + plan.inputs[i].name + "' has rank " + std::to_string(t.dims.size()) +
+              ", more than " + std::to_string(rt::kMaxRank);
+      return false;
+    }
+    inputs[i].data = const_cast<uint8_t *>(t.bytes.data());
+    inputs[i].bytes = t.bytes.size();
+    inputs[i].dtype = t.dtype;
+    inputs[i].rank = int32_t(t.dims.size());
+    for (size_t d = 0; d < t.dims.size(); ++d)
+      inputs[i].dims[d] = t.dims[d];
+  }
+  std::vector<rt::RunTensor> outputs(plan.outputs.size());
+  auto release = [&] {
+    for (rt::RunTensor &o : outputs)
+      if (o.allocated)
+        std::free(o.data);
+  };
+  std::vector<double> times;
+  unsigned total = runWarmup + std::max(1u, unsigned(runRepeat));
+  for (unsigned r = 0; r < total; ++r) {
+    auto start = std::chrono::steady_clock::now();
+    rt::Status status = rt::execute(plan, inputs, outputs);
+    double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    if (!status.ok()) {
+      release();
+      error = (set.label.empty() ? "" : "input set '" + set.label + "': ") + status.message();
+      return false;
+    }
+    if (r >= runWarmup)
+      times.push_back(ms);
+  }
+  std::string prefix = set.label.empty() ? "" : "[" + set.label + "] ";
+  llvm::outs() << prefix << "latency: median " << llvm::format("%.3f", percentile(times, 0.5))
+               << " ms, min " << llvm::format("%.3f", *std::min_element(times.begin(), times.end()))
+               << " ms, max " << llvm::format("%.3f", *std::max_element(times.begin(), times.end()))
+               << " ms over " << times.size() << " run(s)\n";
+  bool ok = true;
+  for (size_t i = 0; i < outputs.size() && ok; ++i) {
+    HostTensor t;
+    t.dtype = outputs[i].dtype;
+    t.dims.assign(outputs[i].dims, outputs[i].dims + outputs[i].rank);
+    const uint8_t *data = static_cast<const uint8_t *>(outputs[i].data);
+    t.bytes.assign(data, data + size_t(t.numElements()) * rt::dtypeBytes(t.dtype));
+    llvm::outs() << prefix << "output '" << plan.outputs[i].name << "' " << rt::dtypeName(t.dtype)
+                 << " " << formatDims(t.dims) << "\n";
+    if (runOutput.empty())
+      continue;
+    std::string dir = runOutput;
+    if (!set.label.empty())
+      dir += "/" + set.label;
+    if (std::error_code ec = llvm::sys::fs::create_directories(dir)) {
+      error = "cannot create '" + dir + "': " + ec.message();
+      ok = false;
+      break;
+    }
+    ok = octet::tools::writeNpy(dir + "/" + plan.outputs[i].name + ".npy", t, error);
+  }
+  release();
+  return ok;
+}
+
+} // namespace
+
+static int runRun() {
+  octet::CompileOptions options;
+  if (runGemm == "auto")
+    options.kernels.gemm = rt::KernelOptions::Gemm::Auto;
+  else if (runGemm == "jit")
+    options.kernels.gemm = rt::KernelOptions::Gemm::Jit;
+  else if (runGemm == "onednn")
+    options.kernels.gemm = rt::KernelOptions::Gemm::OneDnn;
+  else {
+    llvm::errs() << "error: --gemm '" << runGemm << "': give auto, jit or onednn\n";
+    return 1;
+  }
+  if (runIsa == "avx2")
+    options.kernels.allowAvx512 = false;
+  else if (runIsa != "host") {
+    llvm::errs() << "error: --isa '" << runIsa << "': give host or avx2\n";
+    return 1;
+  }
+  if (runThreads < 0) {
+    llvm::errs() << "error: --threads must be positive\n";
+    return 1;
+  }
+  if (runThreads > 0)
+    omp_set_num_threads(runThreads);
+  if (runPrintIr)
+    options.irAfterPass = [](const std::string &pass, const std::string &ir) {
+      llvm::errs() << "// -----// IR Dump After " << pass << " //----- //\n" << ir << "\n\n";
+    };
+  if (!llvm::sys::fs::exists(runModel)) {
+    llvm::errs() << "error: cannot open '" << runModel << "': no such file\n";
+    return 1;
+  }
+  std::unique_ptr<rt::Plan> plan;
+  auto start = std::chrono::steady_clock::now();
+  rt::Status status = octet::compileOnnxFile(runModel, options, plan);
+  double compileMs =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  if (!status.ok()) {
+    llvm::errs() << "error: " << status.message() << "\n";
+    return 1;
+  }
+  if (rt::Status valid = rt::validatePlan(*plan); !valid.ok()) {
+    llvm::errs() << "error: internal: the compiled plan is malformed: " << valid.message() << "\n";
+    return 1;
+  }
+  llvm::outs() << "compiled '" << runModel << "' in " << llvm::format("%.1f", compileMs)
+               << " ms: " << plan->steps.size() << " steps, " << plan->tensors.size()
+               << " tensors, " << plan->arenaSlots.size() << " arena slots\n";
+  if (runPrintPlan)
+    llvm::outs() << plan->describe();
+  std::vector<InputSet> sets;
+  std::string error;
+  if (!collectInputSets(*plan, sets, error)) {
+    llvm::errs() << "error: " << error << "\n";
+    return 1;
+  }
+  for (const InputSet &set : sets)
+    if (!runInputSet(*plan, set, error)) {
+      llvm::errs() << "error: " << error << "\n";
+      return 1;
+    }
+  return 0;
+}
+
 static int runOps() {
   for (llvm::StringRef op : octet::supportedOnnxOps())
     llvm::outs() << op << "\n";
@@ -119,7 +558,8 @@ static int runOps() {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
-  for (cl::SubCommand *command : {&cl::SubCommand::getTopLevel(), &importCommand, &opsCommand})
+  for (cl::SubCommand *command :
+       {&cl::SubCommand::getTopLevel(), &importCommand, &opsCommand, &runCommand})
     cl::HideUnrelatedOptions(octetcCategory, *command);
   cl::ParseCommandLineOptions(argc, argv,
                               "octetc: the Octet INT8 inference compiler for BERT-family "
@@ -128,6 +568,8 @@ int main(int argc, char **argv) {
     return runImport();
   if (opsCommand)
     return runOps();
-  llvm::errs() << "octetc: give a subcommand (import, ops); see octetc --help\n";
+  if (runCommand)
+    return runRun();
+  llvm::errs() << "octetc: give a subcommand (import, ops, run); see octetc --help\n";
   return 1;
 }

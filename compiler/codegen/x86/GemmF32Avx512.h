@@ -26,6 +26,7 @@ namespace octet::x86 {
 ///  - it may clobber `acc` and the `scratchZmmCount()` registers in `scratch`,
 ///    nothing else: no general-purpose or opmask register, no other zmm, no
 ///    stack, no memory writes, no calls (kernels are position independent).
+///    Exception: opmask registers k2..k7 are free for it (the kernel only uses k1).
 ///  - it may read its constants, which the GEMM lays out 64-byte aligned after
 ///    the kernel's code, as `ptr[rip + constants + 4 * i]` (`ptr_b` for a
 ///    {1to16} broadcast of one float, `zword` for a 16-float vector).

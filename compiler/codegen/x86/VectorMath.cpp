@@ -64,16 +64,18 @@ size_t ConstantTable::offsetOf(uint32_t value) {
 }
 
 Xbyak::Address ConstantTable::bits(uint32_t value) {
-  return gen_.ptr_b[gen_.rip + label_ + int(offsetOf(value))];
+  return gen_.ptr_b[gen_.rip + label() + int(offsetOf(value))];
 }
 
 Xbyak::Address ConstantTable::scalar(float value) {
   uint32_t b;
   std::memcpy(&b, &value, sizeof b);
-  return gen_.dword[gen_.rip + label_ + int(offsetOf(b))];
+  return gen_.dword[gen_.rip + label() + int(offsetOf(b))];
 }
 
 void ConstantTable::emit() {
+  if (external_)
+    throw std::logic_error("ConstantTable: an external table is placed by its owner");
   gen_.align(64);
   gen_.L(label_);
   for (uint32_t v : values_)

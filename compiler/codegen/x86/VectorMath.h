@@ -41,6 +41,12 @@ namespace octet::x86 {
 class ConstantTable {
 public:
   explicit ConstantTable(Xbyak::CodeGenerator &gen) : gen_(gen) {}
+  /// A table laid out by someone else at `external` (a GEMM epilogue's
+  /// constants, EpilogueEmitter): operands address it, emit() must not be
+  /// called, and values() lists what the owner has to place there, in order.
+  ConstantTable(Xbyak::CodeGenerator &gen, const Xbyak::Label &external)
+      : gen_(gen), external_(&external) {}
+  const std::vector<uint32_t> &values() const { return values_; }
   /// Broadcast memory operand for `value` (deduplicated by bit pattern).
   Xbyak::Address f32(float value);
   Xbyak::Address bits(uint32_t value);
@@ -51,8 +57,10 @@ public:
 
 private:
   size_t offsetOf(uint32_t value);
+  const Xbyak::Label &label() const { return external_ ? *external_ : label_; }
   Xbyak::CodeGenerator &gen_;
   Xbyak::Label label_;
+  const Xbyak::Label *external_ = nullptr;
   std::vector<uint32_t> values_;
 };
 

@@ -114,6 +114,18 @@ func.func @fused_linear(%x: tensor<?x?x768xf32>, %w: tensor<768x3072xf32>, %b: t
   return
 }
 
+func.func @fused(%a: tensor<?x?x768xf32>, %b: tensor<1x?x768xf32>, %c: tensor<f32>) {
+    %y = octet.fused %a, %b, %c {
+    ^bb0(%a0: f32, %b0: f32, %c0: f32):
+      %ab = arith.addf %a0, %b0 : f32
+      %big = arith.constant -1.000000e+04 : f32
+      %scaled = arith.mulf %c0, %big : f32
+      %sum = arith.addf %ab, %scaled : f32
+      octet.yield %sum : f32
+    } : tensor<?x?x768xf32>, tensor<1x?x768xf32>, tensor<f32> -> tensor<?x?x768xf32>
+  return
+}
+
 func.func @gelu(%x: tensor<?x?x3072xf32>) {
   %y = octet.gelu %x : tensor<?x?x3072xf32>
   %z = octet.gelu %x approximate = "tanh" : tensor<?x?x3072xf32>

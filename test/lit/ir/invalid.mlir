@@ -800,6 +800,148 @@ func.func @fused_linear_isolated(%x: tensor<?x4xf32>, %w: tensor<4x8xf32>, %s: f
 // -----
 
 func.func @yield_outside(%a: f32) {
-  // expected-error @+1 {{'octet.yield' op expects parent op 'octet.fused_linear'}}
+  // expected-error @+1 {{'octet.yield' op expects parent op to be one of 'octet.fused_linear, octet.fused'}}
   octet.yield %a : f32
+}
+
+// -----
+
+func.func @fused_no_inputs() {
+  // expected-error @+1 {{'octet.fused' op needs at least one input: the result shape is their broadcast}}
+  %y = "octet.fused"() ({
+  ^bb0:
+    %c = arith.constant 1.0 : f32
+    "octet.yield"(%c) : (f32) -> ()
+  }) : () -> tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @fused_widens(%a: tensor<?x4xf32>, %b: tensor<3x1x4xf32>) {
+  // expected-error @+1 {{'octet.fused' op input #1 of shape [3, 1, 4] does not broadcast to the result shape [?, 4]}}
+  %y = octet.fused %a, %b {
+  ^bb0(%a0: f32, %b0: f32):
+    octet.yield %a0 : f32
+  } : tensor<?x4xf32>, tensor<3x1x4xf32> -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @fused_inputs_disagree(%a: tensor<2x?xf32>, %b: tensor<3x4xf32>) {
+  // expected-error @+1 {{'octet.fused' op input #1 of shape [3, 4] does not broadcast with the inputs before it [2, ?]}}
+  %y = octet.fused %a, %b {
+  ^bb0(%a0: f32, %b0: f32):
+    octet.yield %a0 : f32
+  } : tensor<2x?xf32>, tensor<3x4xf32> -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @fused_result_from_nowhere(%a: tensor<4xf32>) {
+  // expected-error @+1 {{'octet.fused' op result shape [?, 4] is not the broadcast of the input shapes [4]}}
+  %y = octet.fused %a {
+  ^bb0(%a0: f32):
+    octet.yield %a0 : f32
+  } : tensor<4xf32> -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @fused_stretched(%a: tensor<1x4xf32>) {
+  // expected-error @+1 {{'octet.fused' op result shape [3, 4] is not the broadcast of the input shapes [1, 4]}}
+  %y = octet.fused %a {
+  ^bb0(%a0: f32):
+    octet.yield %a0 : f32
+  } : tensor<1x4xf32> -> tensor<3x4xf32>
+  return
+}
+
+// -----
+
+func.func @fused_block_args(%a: tensor<4xf32>, %b: tensor<4xf32>) {
+  // expected-error @+1 {{'octet.fused' op body block must take ('f32', 'f32'): one element per input}}
+  %y = octet.fused %a, %b {
+  ^bb0(%a0: f32):
+    octet.yield %a0 : f32
+  } : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @fused_input_type(%a: tensor<4xi32>) {
+  // expected-error @+1 {{'octet.fused' op operand #0 must be variadic of ranked tensor of 32-bit float values, but got 'tensor<4xi32>'}}
+  %y = octet.fused %a {
+  ^bb0(%a0: i32):
+    %c = arith.constant 1.0 : f32
+    octet.yield %c : f32
+  } : tensor<4xi32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @fused_yield_type(%a: tensor<4xf32>) {
+  // expected-error @+1 {{'octet.fused' op body must end with an octet.yield of one 'f32'}}
+  %y = octet.fused %a {
+  ^bb0(%a0: f32):
+    %c = arith.constant 1 : i32
+    octet.yield %c : i32
+  } : tensor<4xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @fused_body_op(%a: tensor<4xf32>) {
+  %y = octet.fused %a {
+  ^bb0(%a0: f32):
+    // expected-error @+1 {{'math.sin' op is not a scalar f32 op that octet.fused allows (arith addf/subf/mulf/divf/maximumf/minimumf/negf/constant, math erf/tanh/exp/log/sqrt/rsqrt/powf/absf)}}
+    %s = math.sin %a0 : f32
+    octet.yield %s : f32
+  } : tensor<4xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @fused_body_f64(%a: tensor<4xf32>) {
+  %y = octet.fused %a {
+  ^bb0(%a0: f32):
+    // expected-error @+1 {{'arith.extf' op is not a scalar f32 op that octet.fused allows}}
+    %d = arith.extf %a0 : f32 to f64
+    %e = math.exp %d : f64
+    %t = arith.truncf %e : f64 to f32
+    octet.yield %t : f32
+  } : tensor<4xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @fused_body_constant(%a: tensor<4xf32>) {
+  %y = octet.fused %a {
+  ^bb0(%a0: f32):
+    // expected-error @+1 {{'octet.constant' op is not a scalar f32 op that octet.fused allows}}
+    %t = octet.constant dense<1.0> : tensor<f32>
+    octet.yield %a0 : f32
+  } : tensor<4xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @fused_isolated(%a: tensor<4xf32>, %s: f32) {
+  // expected-note @+1 {{required by region isolation constraints}}
+  %y = octet.fused %a {
+  ^bb0(%a0: f32):
+    // expected-error @+1 {{using value defined outside the region}}
+    %m = arith.mulf %a0, %s : f32
+    octet.yield %m : f32
+  } : tensor<4xf32> -> tensor<4xf32>
+  return
 }

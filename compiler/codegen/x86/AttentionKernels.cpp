@@ -1,0 +1,258 @@
+//===- AttentionKernels.cpp -----------------------------------------------===//
+#include "compiler/codegen/x86/AttentionKernels.h"
+
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <cstddef>
+#include <stdexcept>
+#include <string>
+
+namespace octet::x86 {
+
+using Xbyak::Zmm;
+
+namespace {
+constexpr int kLanes = 16;
+constexpr int kVecBytes = kLanes * sizeof(float);
+constexpr uint8_t kCmpEqOq = 0x00;
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// GEMM tile
+//===----------------------------------------------------------------------===//
+
+void AttentionGemmArgs::setColumns(int64_t n) {
+  columns = n;
+  for (int v = 0; v < AttentionGemmKernel::kMaxVectors; ++v) {
+    int64_t lanes = std::clamp<int64_t>(n - int64_t(v) * kLanes, 0, kLanes);
+    columnMask[v] = uint16_t((uint32_t(1) << lanes) - 1);
+  }
+}
+
+AttentionGemmKernel::AttentionGemmKernel(int mr, int nv)
+    : KernelGenerator("attention_gemm_m" + std::to_string(mr) + "_v" + std::to_string(nv),
+                      Isa::Avx512, 16 * 1024),
+      mr_(mr), nv_(nv) {
+  if (nv < 1 || nv > kMaxVectors || mr < 1 || mr > maxRows(nv))
+    throw std::invalid_argument(name() + ": tile shape out of range");
+}
+
+Xbyak::Address AttentionGemmKernel::aRow(int row) const {
+  // Rows 0-3 from rA, 4-7 from rA4 = rA + 4 lda.
+  const Xbyak::Reg64 &base = row < 4 ? rA : rA4;
+  switch (row % 4) {
+  case 0:
+    return dword[base];
+  case 1:
+    return dword[base + rLda];
+  case 2:
+    return dword[base + rLda * 2];
+  default:
+    return dword[base + rLda3];
+  }
+}
+
+void AttentionGemmKernel::generate() {
+  auto field = [&](size_t offset) { return qword[rArgs + int(offset)]; };
+  Xbyak::Label loop, store;
+  preamble();
+  mov(rA, field(offsetof(AttentionGemmArgs, a)));
+  mov(rB, field(offsetof(AttentionGemmArgs, b)));
+  mov(rLda, field(offsetof(AttentionGemmArgs, lda)));
+  shl(rLda, 2);
+  lea(rLda3, ptr[rLda + rLda * 2]);
+  lea(rA4, ptr[rA + rLda * 4]);
+  mov(rLdb, field(offsetof(AttentionGemmArgs, ldb)));
+  shl(rLdb, 2);
+  mov(rK, field(offsetof(AttentionGemmArgs, k)));
+  for (int v = 0; v < nv_; ++v)
+    kmovw(Xbyak::Opmask(1 + v), word[rArgs + int(offsetof(AttentionGemmArgs, columnMask) + 2 * v)]);
+  for (int r = 0; r < mr_; ++r)
+    for (int v = 0; v < nv_; ++v)
+      vxorps(acc(r, v), acc(r, v), acc(r, v));
+  test(rK, rK);
+  jle(store, T_NEAR);
+
+  // One k per iteration: nv masked B loads, then per row one broadcast and nv FMAs.
+  L(loop);
+  for (int v = 0; v < nv_; ++v)
+    vmovups(zB(v) | Xbyak::Opmask(1 + v) | T_z, ptr[rB + v * kVecBytes]);
+  for (int r = 0; r < mr_; ++r) {
+    vbroadcastss(zA, aRow(r));
+    for (int v = 0; v < nv_; ++v)
+      vfmadd231ps(acc(r, v), zB(v), zA);
+  }
+  add(rA, 4);
+  add(rA4, 4);
+  add(rB, rLdb);
+  dec(rK);
+  jnz(loop, T_NEAR);
+
+  L(store);
+  mov(rC, field(offsetof(AttentionGemmArgs, c)));
+  mov(rLdc, field(offsetof(AttentionGemmArgs, ldc)));
+  shl(rLdc, 2);
+  for (int r = 0; r < mr_; ++r) {
+    for (int v = 0; v < nv_; ++v)
+      vmovups(ptr[rC + v * kVecBytes] | Xbyak::Opmask(1 + v), acc(r, v));
+    if (r + 1 < mr_)
+      add(rC, rLdc);
+  }
+  postamble();
+}
+
+void attentionGemmReference(const AttentionGemmArgs &args, int mr) {
+  const int64_t columns = args.columns;
+  for (int r = 0; r < mr; ++r) {
+    float acc[AttentionGemmKernel::kMaxVectors * kLanes] = {};
+    const float *a = args.a + r * args.lda;
+    for (int64_t k = 0; k < args.k; ++k) {
+      const float ak = a[k];
+      const float *b = args.b + k * args.ldb;
+      for (int64_t j = 0; j < columns; ++j)
+        acc[j] += ak * b[j];
+    }
+    std::copy(acc, acc + columns, args.c + r * args.ldc);
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Softmax rows
+//===----------------------------------------------------------------------===//
+
+AttentionSoftmaxKernel::AttentionSoftmaxKernel(bool hasMask)
+    : KernelGenerator(hasMask ? "attention_softmax_mask" : "attention_softmax", Isa::Avx512,
+                      16 * 1024),
+      hasMask_(hasMask),
+      math_(*this, constants_, {zmm16, zmm17, zmm18, zmm19, zmm20, zmm21, zmm22, zmm23}, {k2, k3}) {
+}
+
+template <typename Body> void AttentionSoftmaxKernel::forEachVector(Body body) {
+  Xbyak::Label loop, tail, done;
+  xor_(rCol, rCol);
+  mov(rI, rFull);
+  test(rI, rI);
+  jz(tail, T_NEAR);
+  L(loop);
+  body(false);
+  add(rCol, kVecBytes);
+  dec(rI);
+  jnz(loop, T_NEAR);
+  L(tail);
+  test(rTail, rTail);
+  jz(done, T_NEAR);
+  body(true);
+  L(done);
+}
+
+void AttentionSoftmaxKernel::generate() {
+  auto field = [&](size_t offset) { return qword[rArgs + int(offset)]; };
+  Xbyak::Label rowLoop, done;
+  preamble();
+  mov(rRows, field(offsetof(AttentionSoftmaxArgs, rows)));
+  test(rRows, rRows);
+  jle(done, T_NEAR);
+  mov(rX, field(offsetof(AttentionSoftmaxArgs, x)));
+  mov(rLdx, field(offsetof(AttentionSoftmaxArgs, ldx)));
+  shl(rLdx, 2);
+  if (hasMask_) {
+    mov(rMask, field(offsetof(AttentionSoftmaxArgs, mask)));
+    mov(rLdMask, field(offsetof(AttentionSoftmaxArgs, ldMask)));
+    shl(rLdMask, 2);
+  }
+  vbroadcastss(zScale, dword[rArgs + int(offsetof(AttentionSoftmaxArgs, scale))]);
+  // n = 16 · full + tail; kTail = (1 << tail) - 1.
+  mov(rFull, field(offsetof(AttentionSoftmaxArgs, n)));
+  mov(rTail, rFull);
+  shr(rFull, 4);
+  and_(rTail, kLanes - 1);
+  mov(ecx, r12d);
+  mov(eax, 1);
+  shl(eax, cl);
+  dec(eax);
+  kmovw(kTail, eax);
+
+  L(rowLoop);
+  {
+    auto load = [&](const Zmm &z, const Xbyak::Address &a, bool tail) {
+      tail ? vmovups(z | kTail | T_z, a) : vmovups(z, a);
+    };
+    auto store = [&](const Xbyak::Address &a, const Zmm &z, bool tail) {
+      vmovups(tail ? a | kTail : a, z);
+    };
+    auto accumulate = [&](bool tail, bool isMax) {
+      Zmm dst = tail ? Zmm(zAcc.getIdx()) | kTail : zAcc;
+      isMax ? vmaxps(dst, zAcc, zVal) : vaddps(dst, zAcc, zVal);
+    };
+
+    // Pass 1: z = scale x + mask, in place, and the row max.
+    math_.broadcast(zAcc, -INFINITY);
+    forEachVector([&](bool tail) {
+      load(zVal, ptr[rX + rCol], tail);
+      if (hasMask_) {
+        load(zTmp, ptr[rMask + rCol], tail);
+        vfmadd213ps(zVal, zScale, zTmp);
+      } else {
+        vmulps(zVal, zVal, zScale);
+      }
+      store(ptr[rX + rCol], zVal, tail);
+      accumulate(tail, true);
+    });
+    math_.reduceMax(zMax, zAcc);
+    // An all -inf row: exp(-inf - (-FLT_MAX)) = 0 instead of NaN.
+    vmaxps(zMax, zMax, constants_.f32(-FLT_MAX));
+
+    // Pass 2: e = exp(z - max), in place, and its sum.
+    vxorps(zAcc, zAcc, zAcc);
+    forEachVector([&](bool tail) {
+      load(zVal, ptr[rX + rCol], tail);
+      vsubps(zVal, zVal, zMax);
+      math_.exp(zVal, zVal);
+      store(ptr[rX + rCol], zVal, tail);
+      accumulate(tail, false);
+    });
+    math_.reduceSum(zInv, zAcc);
+    vcmpps(kZero, zInv, constants_.f32(0.0f), kCmpEqOq);
+    math_.reciprocal(zInv, zInv);
+    vxorps(zInv | kZero, zInv, zInv); // sum 0 (all -inf): zeros, not 0 · inf
+
+    // Pass 3: normalize.
+    forEachVector([&](bool tail) {
+      load(zVal, ptr[rX + rCol], tail);
+      vmulps(zVal, zVal, zInv);
+      store(ptr[rX + rCol], zVal, tail);
+    });
+
+    add(rX, rLdx);
+    if (hasMask_)
+      add(rMask, rLdMask);
+    dec(rRows);
+    jnz(rowLoop, T_NEAR);
+  }
+  L(done);
+  postamble();
+  constants_.emit();
+}
+
+void attentionSoftmaxReference(const AttentionSoftmaxArgs &args) {
+  for (int64_t r = 0; r < args.rows; ++r) {
+    float *x = args.x + r * args.ldx;
+    const float *mask = args.mask ? args.mask + r * args.ldMask : nullptr;
+    float max = -FLT_MAX; // an all -inf row: exp(-inf + FLT_MAX) = 0, not NaN
+    for (int64_t j = 0; j < args.n; ++j) {
+      x[j] = args.scale * x[j] + (mask ? mask[j] : 0.0f);
+      max = std::max(max, x[j]);
+    }
+    float sum = 0;
+    for (int64_t j = 0; j < args.n; ++j) {
+      x[j] = std::exp(x[j] - max);
+      sum += x[j];
+    }
+    const float inv = sum > 0 ? 1.0f / sum : 0.0f;
+    for (int64_t j = 0; j < args.n; ++j)
+      x[j] *= inv;
+  }
+}
+
+} // namespace octet::x86

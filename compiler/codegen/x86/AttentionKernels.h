@@ -1,0 +1,109 @@
+//===- AttentionKernels.h - kernels of the attention step -------*- C++ -*-===//
+//
+// The two kernels runtime/AttentionStep.cpp runs per (batch, head), both with
+// every size a run-time argument, so that one set generated when the step is
+// built serves every batch and sequence length (no code generation in run()):
+//
+//  - AttentionGemmKernel: one tile C[mr x 16·nv] = A[mr x K] · B[K x 16·nv],
+//    K, lda, ldb, ldc and the columns that are inside N given per call. B rows
+//    are loaded under the column masks (masked-off lanes read nothing), so B
+//    may be a strided view (V's rows) as well as a packed panel (Kᵀ); C is
+//    stored under the same masks. mr and nv are generation parameters.
+//  - AttentionSoftmaxKernel: in place over `rows` rows of n scores,
+//    x = softmax(scale · x + mask_row); n, the strides and the scale are
+//    run-time values, the N % 16 tail mask is computed by the kernel. A row
+//    whose every entry is -inf yields zeros (no NaN); with -FLT_MAX entries a
+//    fully masked row is uniform (as FusedKernels' SoftmaxKernel).
+//
+// Each kernel has a compiled C++ twin with the same arguments (the path for
+// hosts without AVX-512 and for KernelOptions::allowAvx512 == false).
+//
+//===----------------------------------------------------------------------===//
+#ifndef OCTET_COMPILER_CODEGEN_X86_ATTENTIONKERNELS_H
+#define OCTET_COMPILER_CODEGEN_X86_ATTENTIONKERNELS_H
+
+#include "compiler/codegen/x86/KernelGenerator.h"
+#include "compiler/codegen/x86/VectorMath.h"
+
+#include <cstdint>
+
+namespace octet::x86 {
+
+/// Arguments of one GEMM tile. Strides in floats.
+struct AttentionGemmArgs {
+  const float *a = nullptr; ///< A row 0, column 0 (mr rows of k floats, stride lda)
+  const float *b = nullptr; ///< B row 0 (k rows, stride ldb; only `columns` of each are read)
+  float *c = nullptr;       ///< C row 0 (mr rows, stride ldc; only `columns` are written)
+  int64_t lda = 0, ldb = 0, ldc = 0;
+  int64_t k = 0;       ///< >= 0; 0 stores zeros
+  int64_t columns = 0; ///< 1 .. 16·nv
+  /// Per 16-column vector, the lanes below `columns` (what the JIT kernel reads).
+  uint16_t columnMask[4] = {};
+  /// Sets columns and columnMask.
+  void setColumns(int64_t n);
+};
+
+class AttentionGemmKernel : public KernelGenerator {
+public:
+  static constexpr int kMaxVectors = 4;
+  /// Largest mr for nv vectors: the accumulators, nv B vectors and an A
+  /// broadcast fit the 32 zmm registers.
+  static int maxRows(int nv) { return nv >= 4 ? 6 : 8; }
+
+  AttentionGemmKernel(int mr, int nv);
+  using Fn = void (*)(const AttentionGemmArgs *);
+
+protected:
+  void generate() override;
+
+private:
+  int mr_, nv_;
+  Xbyak::Zmm acc(int row, int vec) const { return Xbyak::Zmm(row * nv_ + vec); }
+  Xbyak::Address aRow(int row) const;
+  const Xbyak::Reg64 rArgs = rdi, rA = rsi, rA4 = rdx, rLda = rcx, rLda3 = r8, rB = r9, rLdb = r10,
+                     rK = r11, rC = rax, rLdc = rbx;
+  const Xbyak::Zmm zA = zmm31;
+  Xbyak::Zmm zB(int vec) const { return Xbyak::Zmm(27 + vec); }
+};
+
+/// The C++ twin of AttentionGemmKernel (any mr, columns <= 64).
+void attentionGemmReference(const AttentionGemmArgs &args, int mr);
+
+/// Arguments of the softmax kernel. Strides in floats.
+struct AttentionSoftmaxArgs {
+  float *x = nullptr; ///< row 0, rewritten in place
+  int64_t ldx = 0;
+  int64_t rows = 0;
+  int64_t n = 0;               ///< row length (>= 1 when rows > 0)
+  const float *mask = nullptr; ///< row 0 of the additive mask, n contiguous floats per row
+  int64_t ldMask = 0;          ///< may be 0: every row uses the same mask row
+  float scale = 1;
+};
+
+class AttentionSoftmaxKernel : public KernelGenerator {
+public:
+  explicit AttentionSoftmaxKernel(bool hasMask);
+  using Fn = void (*)(const AttentionSoftmaxArgs *);
+
+protected:
+  void generate() override;
+
+private:
+  /// Emits body(tail) for each 16-float vector of the current row at [rX + rCol]
+  /// (full vectors in a loop, then the n % 16 tail under kTail when there is one).
+  template <typename Body> void forEachVector(Body body);
+  bool hasMask_;
+  ConstantTable constants_{*this};
+  VectorMath math_;
+  const Xbyak::Reg64 rArgs = rdi, rX = rsi, rLdx = rdx, rRows = r8, rFull = r9, rMask = r10,
+                     rLdMask = r11, rCol = rax, rI = rbx, rTail = r12;
+  const Xbyak::Opmask kTail = k1, kZero = k4;
+  const Xbyak::Zmm zVal = zmm0, zAcc = zmm1, zMax = zmm2, zInv = zmm3, zScale = zmm4, zTmp = zmm5;
+};
+
+/// The C++ twin of AttentionSoftmaxKernel (mask may be null).
+void attentionSoftmaxReference(const AttentionSoftmaxArgs &args);
+
+} // namespace octet::x86
+
+#endif

@@ -1,0 +1,107 @@
+//===- ProgramEpilogue.h - ElementwiseProgram lowered to zmm code -*- C++ -*-===//
+//
+// Lowers an rt::ElementwiseProgram (straight-line f32 SSA) to AVX-512 code on
+// 16 lanes with VectorMath:
+//
+//  - ProgramLowering: the register plan (shared by the GEMM epilogue and the
+//    elementwise kernel). Inputs and constants are deduplicated; a constant
+//    that is the second operand of a binary op stays a {1to16} memory
+//    operand; values get registers by linear scan in instruction order, a
+//    register is reused as soon as its value's last use has passed. Math
+//    functions get a separate pool of temporaries (the most any op needs) and
+//    one opmask. A program that needs more registers than allowed, or an op
+//    without a vector form (log, pow with an exponent other than
+//    -1, -0.5, 0.5, 1, 2, 3), is rejected with a message: callers then run
+//    ElementwiseProgram::evaluate instead.
+//  - ProgramEpilogue: an EpilogueEmitter for GemmF32 (see GemmF32Avx512.h):
+//    input 0 is the accumulator, the program may read no other input. At most
+//    kMaxEpilogueScratch scratch zmm, so that the GEMM keeps at least 5 rows
+//    (NR = 48) of accumulators.
+//
+// Semantics follow ElementwiseProgram::evaluate: Max/Min/Relu propagate NaN;
+// math functions carry VectorMath's error bounds (a few ulp).
+//
+//===----------------------------------------------------------------------===//
+#ifndef OCTET_COMPILER_CODEGEN_X86_PROGRAMEPILOGUE_H
+#define OCTET_COMPILER_CODEGEN_X86_PROGRAMEPILOGUE_H
+
+#include "compiler/codegen/x86/GemmF32Avx512.h"
+#include "compiler/codegen/x86/VectorMath.h"
+#include "runtime/ElementwiseProgram.h"
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace octet::x86 {
+
+class ProgramLowering {
+public:
+  /// Plans `program`. `input0InResult`: input 0 is already in the result
+  /// register when the code starts (a GEMM accumulator); other inputs are
+  /// loaded by emit()'s callback. `maxZmm` bounds value + temporary registers.
+  /// Returns "" or why the program cannot be lowered.
+  std::string plan(const rt::ElementwiseProgram &program, bool input0InResult, int maxZmm);
+
+  /// Value registers besides the result register, and math temporaries.
+  int extraValueRegisters() const { return slots_ - 1; }
+  int tempRegisters() const { return temps_; }
+  int maskRegisters() const { return masks_; }
+  int totalZmm() const { return slots_ + temps_; }
+  /// Which inputs the program reads.
+  const std::vector<bool> &inputsRead() const { return inputsRead_; }
+
+  /// Emits the program. `result` is register slot 0 (and holds input 0 on
+  /// entry when planned so); `values` the extraValueRegisters() others,
+  /// `temps` tempRegisters() temporaries, `masks` maskRegisters() opmasks.
+  /// loadInput(i, dst) emits the load of input i into dst.
+  void emit(Xbyak::CodeGenerator &gen, ConstantTable &constants, const Xbyak::Zmm &result,
+            const std::vector<Xbyak::Zmm> &values, const std::vector<Xbyak::Zmm> &temps,
+            const std::vector<Xbyak::Opmask> &masks,
+            const std::function<void(int, const Xbyak::Zmm &)> &loadInput) const;
+
+private:
+  struct Step {
+    rt::ElementwiseProgram::Op op;
+    int dst = -1;       // slot
+    int a = -1, b = -1; // slots, or -1
+    int input = -1;     // Input: index
+    float value = 0;    // Constant (broadcast) / folded constant operand b
+    bool bConstant = false;
+  };
+  std::vector<Step> steps_;
+  std::vector<bool> inputsRead_;
+  int slots_ = 1, temps_ = 0, masks_ = 0;
+};
+
+/// Scratch zmm a program epilogue may ask of the GEMM.
+constexpr int kMaxEpilogueScratch = 16;
+
+class ProgramEpilogue : public EpilogueEmitter {
+public:
+  /// Null with `error` set when the program reads an input other than 0 or
+  /// does not fit kMaxEpilogueScratch scratch registers (or has an op without
+  /// a vector form).
+  static std::unique_ptr<ProgramEpilogue> create(const rt::ElementwiseProgram &program,
+                                                 std::string &error);
+
+  int scratchZmmCount() const override { return scratch_; }
+  std::vector<float> constants() const override { return constants_; }
+  void emit(Xbyak::CodeGenerator &gen, const Xbyak::Zmm &acc,
+            const std::vector<Xbyak::Zmm> &scratch, const Xbyak::Label &constants) const override;
+
+private:
+  ProgramEpilogue() = default;
+  /// Emits into `gen` with the table at `label`; returns the table's values.
+  std::vector<uint32_t> emitWith(Xbyak::CodeGenerator &gen, const Xbyak::Zmm &acc,
+                                 const std::vector<Xbyak::Zmm> &scratch,
+                                 const Xbyak::Label &label) const;
+  ProgramLowering lowering_;
+  int scratch_ = 0;
+  std::vector<float> constants_;
+};
+
+} // namespace octet::x86
+
+#endif

@@ -1,0 +1,182 @@
+#!/usr/bin/env python3
+"""octetc run against ONNX Runtime on generated encoders.
+
+For each model (test/models/make_encoder.py: BERT, DistilBERT, XLM-R as the
+torchscript / optimum / dynamo exporters write them; GELU erf and tanh; small
+2-layer ones and a 1-layer hidden-768 one) it writes one input set per
+(batch, sequence) shape, with attention masks whose odd rows have a padded
+tail, runs all of them in one `octetc run --input-sets` process (one compile),
+and compares every output with onnxruntime:
+
+    max|octet - ort| <= 1e-4 * max(1, max|ort|)
+
+Prints a table; exits nonzero on any failure.
+
+    run_vs_ort.py --octetc build/tools/octetc/octetc [--quick] [--models a,b]
+                  [--octetc-arg=--isa=avx2 ...] [--keep DIR]
+"""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+MAKE_ENCODER = os.path.join(ROOT, "test", "models", "make_encoder.py")
+
+SMALL = ["--layers", "2", "--hidden", "64", "--heads", "4", "--intermediate", "128",
+         "--vocab", "100", "--max-pos", "400"]
+WIDE = ["--layers", "1", "--hidden", "768", "--heads", "12", "--intermediate", "3072",
+        "--vocab", "200", "--max-pos", "400"]
+
+# (label, make_encoder arguments)
+MODELS = [
+    ("bert-torchscript", ["--arch", "bert", "--style", "torchscript"] + SMALL),
+    ("bert-torchscript-tanh", ["--arch", "bert", "--style", "torchscript", "--gelu", "tanh"] + SMALL),
+    ("bert-optimum", ["--arch", "bert", "--style", "optimum"] + SMALL),
+    ("bert-dynamo", ["--arch", "bert", "--style", "dynamo"] + SMALL),
+    ("distilbert-torchscript", ["--arch", "distilbert", "--style", "torchscript"] + SMALL),
+    ("distilbert-optimum", ["--arch", "distilbert", "--style", "optimum"] + SMALL),
+    ("distilbert-dynamo", ["--arch", "distilbert", "--style", "dynamo", "--gelu", "tanh"] + SMALL),
+    ("xlmr-torchscript", ["--arch", "xlmr", "--style", "torchscript"] + SMALL),
+    ("xlmr-optimum", ["--arch", "xlmr", "--style", "optimum"] + SMALL),
+    ("xlmr-dynamo", ["--arch", "xlmr", "--style", "dynamo"] + SMALL),
+    ("bert-768", ["--arch", "bert", "--style", "torchscript"] + WIDE),
+]
+BATCHES = [1, 3, 8]
+SEQUENCES = [1, 7, 128, 384]
+TOLERANCE = 1e-4
+
+
+def make_inputs(session, batch, seq, vocab, rng):
+    """Token ids in [2, vocab) (XLM-R pads with id 1), masks with padded tails."""
+    feeds = {}
+    for info in session.get_inputs():
+        name = info.name
+        if "mask" in name:
+            mask = np.ones((batch, seq), dtype=np.int64)
+            for row in range(1, batch, 2):  # odd rows: a padded tail, >= 1 token kept
+                keep = max(1, seq - (seq // 3 + row % 3))
+                mask[row, keep:] = 0
+            feeds[name] = mask
+        elif "token_type" in name:
+            feeds[name] = (rng.random((batch, seq)) < 0.3).astype(np.int64)
+        else:
+            feeds[name] = rng.integers(2, vocab, size=(batch, seq), dtype=np.int64)
+    return feeds
+
+
+def run_model(label, args, octetc, work, shapes, out_rows, extra_args=()):
+    import onnxruntime as ort
+
+    model = os.path.join(work, label + ".onnx")
+    subprocess.run([sys.executable, MAKE_ENCODER] + args + ["-o", model], check=True,
+                   stdout=subprocess.DEVNULL)
+    vocab = int(args[args.index("--vocab") + 1])
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(abs(hash(label)) % (2**32))
+    sets_dir = os.path.join(work, label + ".inputs")
+    out_dir = os.path.join(work, label + ".outputs")
+    expected = {}
+    for batch, seq in shapes:
+        set_name = "b%d_s%03d" % (batch, seq)
+        os.makedirs(os.path.join(sets_dir, set_name), exist_ok=True)
+        feeds = make_inputs(session, batch, seq, vocab, rng)
+        for name, value in feeds.items():
+            np.save(os.path.join(sets_dir, set_name, name + ".npy"), value)
+        expected[set_name] = dict(zip([o.name for o in session.get_outputs()],
+                                      session.run(None, feeds)))
+    start = time.time()
+    proc = subprocess.run([octetc, "run", model, "--input-sets", sets_dir, "--output", out_dir,
+                           "--repeat", "1", "--warmup", "0"] + list(extra_args),
+                          capture_output=True, text=True)
+    seconds = time.time() - start
+    if proc.returncode != 0:
+        message = (proc.stderr.strip() or proc.stdout.strip()).splitlines()
+        out_rows.append((label, "all", "-", "-", "FAIL: octetc: " + (message[-1] if message else "?")))
+        return False
+    ok = True
+    for set_name, outputs in expected.items():
+        for name, want in outputs.items():
+            path = os.path.join(out_dir, set_name, name + ".npy")
+            if not os.path.exists(path):
+                out_rows.append((label, set_name, name, "-", "FAIL: no output file"))
+                ok = False
+                continue
+            got = np.load(path)
+            if got.shape != want.shape or got.dtype != want.dtype:
+                out_rows.append((label, set_name, name, "-", "FAIL: %s %s, ORT %s %s" % (
+                    got.dtype, got.shape, want.dtype, want.shape)))
+                ok = False
+                continue
+            diff = float(np.max(np.abs(got.astype(np.float64) - want.astype(np.float64)))) \
+                if want.size else 0.0
+            bound = TOLERANCE * max(1.0, float(np.max(np.abs(want))) if want.size else 1.0)
+            good = diff <= bound and not np.isnan(got).any()
+            ok &= good
+            out_rows.append((label, set_name, name, "%.2e" % diff,
+                             "ok" if good else "FAIL (bound %.1e)" % bound))
+    out_rows.append((label, "octetc", "", "%.1fs" % seconds, "compile + %d sets" % len(expected)))
+    return ok
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--octetc", required=True)
+    parser.add_argument("--quick", action="store_true", help="fewer models and shapes")
+    parser.add_argument("--models", help="comma-separated model labels (default: all)")
+    parser.add_argument("--octetc-arg", action="append", default=[],
+                        help="extra octetc run argument, e.g. --octetc-arg=--isa=avx2 (repeatable)")
+    parser.add_argument("--keep", help="keep the models, inputs and outputs in this directory")
+    args = parser.parse_args()
+
+    models = MODELS
+    if args.models:
+        wanted = set(args.models.split(","))
+        models = [m for m in MODELS if m[0] in wanted]
+        unknown = wanted - {m[0] for m in MODELS}
+        if unknown:
+            parser.error("unknown models: " + ", ".join(sorted(unknown)))
+    shapes = [(b, s) for b in BATCHES for s in SEQUENCES]
+    if args.quick:
+        shapes = [(1, 7), (3, 128)]
+
+    rows = []
+    all_ok = True
+    work = args.keep or tempfile.mkdtemp(prefix="octet-e2e-")
+    os.makedirs(work, exist_ok=True)
+    for label, model_args in models:
+        # The 768-wide model at batch 8 x 384 is the slow one on 2 cores: it
+        # keeps the shapes that matter for its GEMM blocking.
+        model_shapes = shapes
+        if label == "bert-768" and not args.quick:
+            model_shapes = [(1, 1), (1, 7), (3, 128), (8, 384)]
+        try:
+            all_ok &= run_model(label, model_args, args.octetc, work, model_shapes, rows,
+                                args.octetc_arg)
+        except subprocess.CalledProcessError as e:
+            rows.append((label, "-", "-", "-", "FAIL: %s" % e))
+            all_ok = False
+
+    widths = [max(len(str(r[i])) for r in rows + [("model", "set", "output", "max|diff|", "")])
+              for i in range(5)]
+    header = ("model", "set", "output", "max|diff|", "result")
+    print("  ".join(h.ljust(w) for h, w in zip(header, widths)))
+    for row in rows:
+        print("  ".join(str(c).ljust(w) for c, w in zip(row, widths)))
+    failures = sum(1 for r in rows if str(r[4]).startswith("FAIL"))
+    print("%s: %d failure(s)" % ("PASS" if all_ok else "FAIL", failures))
+    if not args.keep:
+        import shutil
+        shutil.rmtree(work, ignore_errors=True)
+    return 0 if all_ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
