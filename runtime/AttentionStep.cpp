@@ -34,7 +34,6 @@
 #include <cstdlib>
 #include <memory>
 #include <new>
-#include <sstream>
 
 namespace octet::rt {
 
@@ -63,15 +62,6 @@ Buffer allocate(int64_t floats) {
   if (!p)
     throw std::bad_alloc();
   return Buffer(p);
-}
-
-std::string shapeString(const std::vector<int64_t> &shape) {
-  std::ostringstream os;
-  os << "[";
-  for (size_t i = 0; i < shape.size(); ++i)
-    os << (i ? ", " : "") << shape[i];
-  os << "]";
-  return os.str();
 }
 
 /// Everything run() derives from the context for one call.

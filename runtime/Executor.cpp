@@ -2,6 +2,7 @@
 #include "runtime/Executor.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -19,14 +20,7 @@ constexpr size_t kAlignment = 64;
 constexpr size_t kMaxCachedArena = size_t(512) << 20;
 
 std::string dimsText(const int64_t *dims, int rank) {
-  std::string text = "[";
-  for (int i = 0; i < rank; ++i)
-    text += (i ? ", " : "") + std::to_string(dims[i]);
-  return text + "]";
-}
-
-std::string dimsText(const std::vector<int64_t> &dims) {
-  return dimsText(dims.data(), int(dims.size()));
+  return shapeString(std::vector<int64_t>(dims, dims + std::max(rank, 0)));
 }
 
 /// The input's expected dims with symbolic names: [batch, sequence, 64].
@@ -466,7 +460,7 @@ std::string tensorWhere(const Plan &plan, TensorId t) {
 // ---- The run -----------------------------------------------------------------
 
 bool run(const Plan &plan, const RunTensor *inputs, size_t numInputs, RunTensor *outputs,
-         size_t numOutputs, Failure &f) {
+         size_t numOutputs, Failure &f, RunProfile *profile) {
   if (numOutputs != plan.outputs.size()) {
     f = {RunError::InvalidArgument, "expected " + std::to_string(plan.outputs.size()) +
                                         " outputs, got " + std::to_string(numOutputs)};
@@ -497,7 +491,7 @@ bool run(const Plan &plan, const RunTensor *inputs, size_t numInputs, RunTensor 
       dims[d] = scalars[info.shape[d]];
     if (!checkedBytes(dims, rank, dtypeBytes(info.dtype), tensorBytes[t])) {
       f = {RunError::InvalidInput, tensorWhere(plan, TensorId(t)) + " has shape " +
-                                       dimsText(std::vector<int64_t>(dims, dims + rank)) +
+                                       shapeString(std::vector<int64_t>(dims, dims + rank)) +
                                        " for these inputs, which is negative or too large"};
       return false;
     }
@@ -507,7 +501,7 @@ bool run(const Plan &plan, const RunTensor *inputs, size_t numInputs, RunTensor 
       if (!std::equal(dims, dims + rank, in.dims, in.dims + in.rank)) {
         f = {RunError::Runtime,
              "malformed plan: " + tensorWhere(plan, TensorId(t)) + " has shape " +
-                 dimsText(std::vector<int64_t>(dims, dims + rank)) + " but input " +
+                 shapeString(std::vector<int64_t>(dims, dims + rank)) + " but input " +
                  std::to_string(info.index) + " is " + dimsText(in.dims, in.rank)};
         return false;
       }
@@ -639,11 +633,18 @@ bool run(const Plan &plan, const RunTensor *inputs, size_t numInputs, RunTensor 
     ctx.addresses_[t] = base && !empty ? base + offset * elementBytes : base;
   }
 
+  if (profile)
+    profile->stepSeconds.assign(plan.steps.size(), 0.0);
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const Step &step = *plan.steps[i];
     Status status;
+    const auto start =
+        profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     try {
       status = step.run(ctx);
+      if (profile)
+        profile->stepSeconds[i] =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     } catch (const std::bad_alloc &) {
       status = Status::error("out of memory");
     } catch (const std::exception &e) {
@@ -820,11 +821,11 @@ Status validatePlan(const Plan &plan) {
 }
 
 Status execute(const Plan &plan, const RunTensor *inputs, size_t numInputs, RunTensor *outputs,
-               size_t numOutputs, RunError *error) {
+               size_t numOutputs, RunError *error, RunProfile *profile) {
   Failure failure;
   bool ok = false;
   try {
-    ok = run(plan, inputs, numInputs, outputs, numOutputs, failure);
+    ok = run(plan, inputs, numInputs, outputs, numOutputs, failure, profile);
   } catch (const std::bad_alloc &) {
     failure = {RunError::Runtime, "out of memory"};
   } catch (const std::exception &e) {

@@ -11,6 +11,7 @@
 // compiler vectorizes; big loops are split over OpenMP threads.
 //
 //===----------------------------------------------------------------------===//
+#include "runtime/DTypeVisit.h"
 #include "runtime/Plan.h"
 #include "runtime/Steps.h"
 #include "runtime/StridedIter.h"
@@ -27,31 +28,9 @@ namespace {
 using namespace strided;
 using Shape = std::vector<int64_t>;
 
-template <class T> struct Tag { using type = T; };
-
 bool isFloat(DType d) { return d == DType::F32 || d == DType::F64; }
 bool isInteger(DType d) {
   return d == DType::I64 || d == DType::I32 || d == DType::I8 || d == DType::U8;
-}
-
-/// Calls fn(Tag<T>{}) with the C++ element type of `dtype` (Bool is uint8_t, 0 or 1).
-template <class Fn> decltype(auto) visit(DType dtype, Fn &&fn) {
-  switch (dtype) {
-  case DType::F32:
-    return fn(Tag<float>{});
-  case DType::F64:
-    return fn(Tag<double>{});
-  case DType::I64:
-    return fn(Tag<int64_t>{});
-  case DType::I32:
-    return fn(Tag<int32_t>{});
-  case DType::I8:
-    return fn(Tag<int8_t>{});
-  case DType::U8:
-  case DType::Bool:
-    break;
-  }
-  return fn(Tag<uint8_t>{});
 }
 
 /// Integer arithmetic wraps (two's complement), as the reference interpreter's.
@@ -318,7 +297,7 @@ public:
     Loop<3> loop = makeLoop<3>(ctx.shape(out), {&outStrides, &strides[0], &strides[1]});
     if (loop.total == 0)
       return Status();
-    return visit(type, [&](auto tag) {
+    return visitDType(type, [&](auto tag) {
       using T = typename decltype(tag)::type;
       return compute<T>(ctx, loop, ctx.data<T>(a), ctx.data<T>(b), ctx.data(out));
     });
@@ -477,7 +456,7 @@ public:
     Loop<2> loop = makeLoop<2>(ctx.shape(out), {&outStrides, &inStrides});
     if (loop.total == 0)
       return Status();
-    visit(type, [&](auto tag) {
+    visitDType(type, [&](auto tag) {
       using T = typename decltype(tag)::type;
       compute<T>(loop, ctx.data<T>(out), ctx.data<T>(in));
     });
@@ -564,12 +543,12 @@ public:
     if (loop.total == 0)
       return Status();
     DType to = ctx.dtype(out);
-    visit(ctx.dtype(in), [&](auto fromTag) {
+    visitDType(ctx.dtype(in), [&](auto fromTag) {
       using From = typename decltype(fromTag)::type;
       const From *src = ctx.data<From>(in);
       if (to == DType::Bool) // anything to bool is x != 0
         return unaryLoop(loop, ctx.data<uint8_t>(out), src, [](From x) { return uint8_t(x != 0); });
-      visit(to, [&](auto toTag) {
+      visitDType(to, [&](auto toTag) {
         using To = typename decltype(toTag)::type;
         unaryLoop(loop, ctx.data<To>(out), src, [](From x) { return convertElement<To>(x); });
       });
@@ -602,7 +581,7 @@ public:
     if (loop.total == 0)
       return Status();
     const uint8_t *c = ctx.data<uint8_t>(cond);
-    visit(type, [&](auto tag) {
+    visitDType(type, [&](auto tag) {
       using T = typename decltype(tag)::type;
       T *o = ctx.data<T>(out);
       const T *x = ctx.data<T>(a), *y = ctx.data<T>(b);
@@ -685,7 +664,7 @@ public:
     if (Status s = checkShape(ctx, out, shape); !s.ok())
       return s;
     Shape outStrides = contiguousStrides(shape), inStrides = ctx.strides(in);
-    visit(ctx.dtype(in), [&](auto tag) {
+    visitDType(ctx.dtype(in), [&](auto tag) {
       using T = typename decltype(tag)::type;
       copyStrided(shape, ctx.data<T>(out), outStrides, ctx.data<T>(in), inStrides);
     });
@@ -728,7 +707,7 @@ public:
                   std::to_string(total) + ", the output " + describe(ctx, out) + " has " +
                   std::to_string(outShape[axis]));
     Shape outStrides = contiguousStrides(outShape);
-    visit(ctx.dtype(out), [&](auto tag) {
+    visitDType(ctx.dtype(out), [&](auto tag) {
       using T = typename decltype(tag)::type;
       int64_t offset = 0;
       for (TensorId in : inputs) {
@@ -778,7 +757,7 @@ public:
     Shape indexStrides = ctx.strides(indices), flat = contiguousStrides(indexShape);
     Loop<2> indexLoop = makeLoop<2>(indexShape, {&flat, &indexStrides});
     int64_t bad = -1, badValue = 0;
-    visit(indexType, [&](auto tag) {
+    visitDType(indexType, [&](auto tag) {
       using I = typename decltype(tag)::type;
       const I *src = ctx.data<I>(indices);
       runRange(indexLoop, 0, count,
@@ -822,7 +801,7 @@ public:
     Loop<2> innerLoop = makeLoop<2>(innerShape, {&innerFlat, &innerStrides});
     bool innerContiguous = innerLoop.shape.size() == 1 && innerLoop.strides[0][1] == 1;
 
-    visit(ctx.dtype(data), [&](auto tag) {
+    visitDType(ctx.dtype(data), [&](auto tag) {
       using T = typename decltype(tag)::type;
       const T *src = ctx.data<T>(data);
       T *dst = ctx.data<T>(out);
@@ -935,7 +914,7 @@ public:
     Loop<1> block = makeLoop<1>(reducedShape, {&reducedStrides});
     if (lanes.total == 0)
       return Status();
-    visit(type, [&](auto tag) {
+    visitDType(type, [&](auto tag) {
       using T = typename decltype(tag)::type;
       compute<T>(lanes, block, ctx.data<T>(out), ctx.data<T>(in));
     });
@@ -1058,7 +1037,7 @@ public:
     if (ctx.numElements(in) == 0)
       return Status();
     Lanes lanes = makeLanes(ctx.shape(in), ctx.strides(in), axis);
-    visit(type, [&](auto tag) {
+    visitDType(type, [&](auto tag) {
       using T = typename decltype(tag)::type;
       using Sum = typename Reducer<T>::Sum;
       T *o = ctx.data<T>(out);
@@ -1109,7 +1088,7 @@ public:
     if (ctx.numElements(in) == 0)
       return Status();
     Lanes lanes = makeLanes(ctx.shape(in), ctx.strides(in), axis);
-    visit(type, [&](auto tag) {
+    visitDType(type, [&](auto tag) {
       using T = typename decltype(tag)::type;
       if constexpr (std::is_floating_point_v<T>)
         compute<T>(lanes, ctx.data<T>(out), ctx.data<T>(in));
@@ -1166,7 +1145,7 @@ public:
     if (type == DType::Bool || type == DType::I8 || type == DType::U8)
       return fail("the output " + describe(ctx, out) + " should be i64, i32, f32 or f64");
     int64_t start = ctx.scalar(start_), delta = ctx.scalar(delta_), n = ctx.dim(out, 0);
-    visit(type, [&](auto tag) {
+    visitDType(type, [&](auto tag) {
       using T = typename decltype(tag)::type;
       T *o = ctx.data<T>(out);
       for (int64_t i = 0; i < n; ++i)

@@ -19,7 +19,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <sstream>
 
 namespace octet::rt {
 
@@ -30,15 +29,6 @@ using Op = ElementwiseProgram::Op;
 bool hostHasAvx512(const KernelOptions &options) {
   const x86::CpuFeatures &cpu = x86::CpuFeatures::host();
   return options.allowAvx512 && cpu.avx512f && cpu.avx512bw && cpu.avx512dq && cpu.avx512vl;
-}
-
-std::string shapeString(const std::vector<int64_t> &shape) {
-  std::ostringstream os;
-  os << "[";
-  for (size_t i = 0; i < shape.size(); ++i)
-    os << (i ? ", " : "") << shape[i];
-  os << "]";
-  return os.str();
 }
 
 std::string where(const Step &step) {
@@ -616,6 +606,10 @@ Status LinearStep::run(const ExecContext &ctx) const {
 
 } // namespace
 
+/// From this K on, Auto picks oneDNN for a GEMM with no epilogue program
+/// (docs/kernel-selection.md: BERT-base's K = 3072 projection).
+constexpr int64_t kOneDnnMinK = 2048;
+
 StepPtr makeLinear(const LinearSpec &spec, const KernelOptions &options, std::string &error) {
   const std::string at = "linear";
   if (!spec.weight || spec.k <= 0 || spec.n <= 0) {
@@ -645,11 +639,16 @@ StepPtr makeLinear(const LinearSpec &spec, const KernelOptions &options, std::st
             (options.allowAvx512 ? "this host has no AVX-512" : "AVX-512 is not allowed");
     return nullptr;
   }
-  // Auto: the JIT GEMM wherever AVX-512 is (docs/kernel-selection.md).
-  step->provider_ =
-      options.gemm == KernelOptions::Gemm::OneDnn || !avx512 ? Provider::OneDnn : Provider::Jit;
-
   EpilogueSplit split = splitEpilogue(program);
+  // Auto (docs/kernel-selection.md): the JIT GEMM wherever AVX-512 is, except
+  // for long K (the FFN down-projection) without an epilogue program to fuse,
+  // where oneDNN's blocking measured faster.
+  const bool longKPlain = spec.k >= kOneDnnMinK && isIdentity(split.rest);
+  step->provider_ = options.gemm == KernelOptions::Gemm::OneDnn || !avx512 ||
+                            (options.gemm == KernelOptions::Gemm::Auto && longKPlain)
+                        ? Provider::OneDnn
+                        : Provider::Jit;
+
   step->residual_ = split.residual - 1 >= 0 ? split.residual - 1 : -1;
   const std::vector<bool> read = inputsRead(split.rest);
   const bool onlyAcc = std::count(read.begin() + 1, read.end(), true) == 0;

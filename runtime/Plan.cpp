@@ -41,6 +41,13 @@ const char *dtypeName(DType dtype) {
   return "?";
 }
 
+std::string shapeString(const std::vector<int64_t> &shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + "]";
+}
+
 namespace {
 
 const char *storageName(Storage storage) {

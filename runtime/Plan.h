@@ -32,6 +32,8 @@ namespace octet::rt {
 enum class DType : uint8_t { F32, F64, I64, I32, I8, U8, Bool };
 size_t dtypeBytes(DType dtype);
 const char *dtypeName(DType dtype);
+/// Dims as "[2, 3, 4]", for messages.
+std::string shapeString(const std::vector<int64_t> &shape);
 
 using ScalarId = int32_t;
 using TensorId = int32_t;

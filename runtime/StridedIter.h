@@ -12,6 +12,8 @@
 #ifndef OCTET_RUNTIME_STRIDEDITER_H
 #define OCTET_RUNTIME_STRIDEDITER_H
 
+#include "runtime/Plan.h"
+
 #include <algorithm>
 #include <array>
 #include <cstdint>
@@ -41,13 +43,6 @@ inline int64_t product(const std::vector<int64_t> &shape) {
   for (int64_t d : shape)
     n *= d;
   return n;
-}
-
-inline std::string shapeString(const std::vector<int64_t> &shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i)
-    s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
 }
 
 /// The multi-index of flat row-major position `flat` in `shape`, as "[i, j, k]".

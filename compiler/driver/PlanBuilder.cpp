@@ -42,22 +42,6 @@ namespace rt = octet::rt;
 
 namespace {
 
-size_t bytesOf(DType dtype) {
-  switch (dtype) {
-  case DType::F64:
-  case DType::I64:
-    return 8;
-  case DType::F32:
-  case DType::I32:
-    return 4;
-  case DType::I8:
-  case DType::U8:
-  case DType::Bool:
-    return 1;
-  }
-  return 1;
-}
-
 /// The ONNX node name(s) a location names; "" when it has none.
 std::string locationName(Location loc) {
   if (auto name = dyn_cast<NameLoc>(loc))
@@ -155,6 +139,8 @@ private:
   FailureOr<TensorId> ensureContiguous(Operation *op, TensorId t);
   FailureOr<TensorId> ensureRowContiguous(Operation *op, TensorId t);
   FailureOr<TensorId> tensorFor(Operation *op, Value v);
+  /// The tensors of op's ranked-tensor operands, in order (index operands skipped).
+  FailureOr<std::vector<TensorId>> tensorOperands(Operation *op);
   FailureOr<const void *> constantBytes(Operation *user, Value v);
   FailureOr<TensorId> resultTensor(Operation *op, Value result, std::vector<ScalarId> shape);
   int64_t slotOf(Operation *op) const;
@@ -375,7 +361,7 @@ TensorId PlanWalker::newTensor(std::string name, DType dtype, std::vector<Scalar
 ScalarId PlanWalker::byteSize(TensorId t) {
   const rt::TensorInfo &info = plan_->tensors[t];
   std::vector<ScalarId> shape = info.shape;
-  return arith(Scalar::Kind::Mul, product(shape), constant(int64_t(bytesOf(info.dtype))));
+  return arith(Scalar::Kind::Mul, product(shape), constant(int64_t(rt::dtypeBytes(info.dtype))));
 }
 
 void PlanWalker::assignSlot(TensorId t, int64_t slot) {
@@ -453,7 +439,7 @@ FailureOr<const void *> PlanWalker::constantBytes(Operation *user, Value v) {
     return constantOp.emitError() << "constant element type " << type.getElementType()
                                   << " is not supported by the FP32 runtime",
            failure();
-  size_t elementBytes = bytesOf(*dtype), count = size_t(type.getNumElements());
+  size_t elementBytes = rt::dtypeBytes(*dtype), count = size_t(type.getNumElements());
   size_t bytes = elementBytes * count;
   std::shared_ptr<void> memory = allocateAligned(bytes);
   if (!memory)
@@ -620,19 +606,27 @@ FailureOr<std::vector<PlanWalker::SliceAxis>> PlanWalker::sliceAxes(octet::Slice
   return axes;
 }
 
-FailureOr<std::vector<ScalarId>> PlanWalker::resultShape(Operation *op, Value result) {
-  using K = Scalar::Kind;
-  auto type = cast<RankedTensorType>(result.getType());
-  int64_t rank = type.getRank();
-  std::vector<TensorId> operands;
+FailureOr<std::vector<TensorId>> PlanWalker::tensorOperands(Operation *op) {
+  std::vector<TensorId> tensors;
   for (Value operand : op->getOperands()) {
     if (!isa<RankedTensorType>(operand.getType()))
       continue;
     FailureOr<TensorId> t = tensorFor(op, operand);
     if (failed(t))
       return failure();
-    operands.push_back(*t);
+    tensors.push_back(*t);
   }
+  return tensors;
+}
+
+FailureOr<std::vector<ScalarId>> PlanWalker::resultShape(Operation *op, Value result) {
+  using K = Scalar::Kind;
+  auto type = cast<RankedTensorType>(result.getType());
+  int64_t rank = type.getRank();
+  FailureOr<std::vector<TensorId>> operandsOr = tensorOperands(op);
+  if (failed(operandsOr))
+    return failure();
+  const std::vector<TensorId> &operands = *operandsOr;
   auto shapeOf = [&](size_t i) { return plan_->tensors[operands.at(i)].shape; };
   std::vector<ScalarId> rule;
   StringRef name = op->getName().getStringRef();
@@ -1105,15 +1099,10 @@ LogicalResult PlanWalker::visit(Operation *op) {
     return visitLayerNorm(op);
 
   Value result = op->getResult(0);
-  std::vector<TensorId> ins;
-  for (Value operand : op->getOperands()) {
-    if (!isa<RankedTensorType>(operand.getType()))
-      continue;
-    FailureOr<TensorId> t = tensorFor(op, operand);
-    if (failed(t))
-      return failure();
-    ins.push_back(*t);
-  }
+  FailureOr<std::vector<TensorId>> insOr = tensorOperands(op);
+  if (failed(insOr))
+    return failure();
+  std::vector<TensorId> ins = std::move(*insOr);
   FailureOr<std::vector<ScalarId>> shape = resultShape(op, result);
   if (failed(shape))
     return failure();

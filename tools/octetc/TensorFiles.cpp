@@ -15,19 +15,6 @@ namespace octet::tools {
 
 namespace {
 
-size_t elementBytes(DType dtype) {
-  switch (dtype) {
-  case DType::F64:
-  case DType::I64:
-    return 8;
-  case DType::F32:
-  case DType::I32:
-    return 4;
-  default:
-    return 1;
-  }
-}
-
 bool readWholeFile(const std::string &path, std::string &contents, std::string &error) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
@@ -180,7 +167,7 @@ bool readNpy(const std::string &path, HostTensor &tensor, std::string &error) {
   if (fortran != "True" && fortran != "False")
     return fail("fortran_order '" + fortran + "'");
   size_t bytes;
-  if (!checkedCount(tensor.dims, elementBytes(tensor.dtype), bytes))
+  if (!checkedCount(tensor.dims, octet::rt::dtypeBytes(tensor.dtype), bytes))
     return fail("shape " + shape + " is too large");
   size_t available = data.size() - headerStart - headerLength;
   if (available != bytes)
@@ -293,7 +280,7 @@ bool readTensorProto(const std::string &path, HostTensor &tensor, std::string &e
     return fail("unsupported data_type " + std::to_string(proto.data_type()) +
                 " (supported: float, double, int64, int32, int8, uint8, bool)");
   }
-  size_t bytes, elementSize = elementBytes(tensor.dtype);
+  size_t bytes, elementSize = octet::rt::dtypeBytes(tensor.dtype);
   if (!checkedCount(tensor.dims, elementSize, bytes))
     return fail("dims " + formatDims(tensor.dims) + " are negative or too large");
   size_t count = bytes / elementSize;

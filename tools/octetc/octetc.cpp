@@ -98,6 +98,11 @@ static cl::opt<bool> runPrintIr("print-ir-after-all",
                                 cl::sub(runCommand), cl::cat(octetcCategory));
 static cl::opt<bool> runPrintPlan("print-plan", cl::desc("Print the execution plan"),
                                   cl::sub(runCommand), cl::cat(octetcCategory));
+static cl::opt<bool> runProfile(
+    "profile",
+    cl::desc("Time every step of the plan over the repeats and print a table (median per step, "
+             "share of the total, kernel and provider, location)"),
+    cl::sub(runCommand), cl::cat(octetcCategory));
 static cl::opt<int> runThreads("threads", cl::desc("OpenMP threads (default: all)"), cl::init(0),
                                cl::sub(runCommand), cl::cat(octetcCategory));
 
@@ -416,6 +421,28 @@ double percentile(std::vector<double> v, double q) {
   return v[lo] + (pos - double(lo)) * (v[hi] - v[lo]);
 }
 
+/// The per-step table of --profile, slowest first, and the sum of the step
+/// medians against the end-to-end median (the rest is validation and layout).
+void printProfile(const rt::Plan &plan, const std::vector<std::vector<double>> &stepTimes,
+                  double endToEndMs) {
+  std::vector<std::pair<double, size_t>> order;
+  double sum = 0;
+  for (size_t i = 0; i < stepTimes.size(); ++i) {
+    double median = percentile(stepTimes[i], 0.5);
+    order.push_back({median, i});
+    sum += median;
+  }
+  std::sort(order.rbegin(), order.rend());
+  llvm::outs() << "profile: " << plan.steps.size() << " steps, sum of medians "
+               << llvm::format("%.3f", sum) << " ms, end to end "
+               << llvm::format("%.3f", endToEndMs) << " ms\n";
+  llvm::outs() << "  step    median ms   share  kind  (location)\n";
+  for (auto [median, i] : order)
+    llvm::outs() << llvm::format("  %4zu  %11.3f  %5.1f%%  ", i, median,
+                                 sum > 0 ? 100 * median / sum : 0.0)
+                 << plan.steps[i]->kind() << "  (" << plan.steps[i]->location << ")\n";
+}
+
 /// Runs one input set warmup + repeat times; writes its outputs.
 bool runInputSet(const rt::Plan &plan, const InputSet &set, std::string &error) {
   std::vector<rt::RunTensor> inputs(plan.inputs.size());
@@ -440,10 +467,13 @@ bool runInputSet(const rt::Plan &plan, const InputSet &set, std::string &error) 
         std::free(o.data);
   };
   std::vector<double> times;
+  std::vector<std::vector<double>> stepTimes(plan.steps.size()); // [step][repeat], ms
+  rt::RunProfile profile;
   unsigned total = runWarmup + std::max(1u, unsigned(runRepeat));
   for (unsigned r = 0; r < total; ++r) {
     auto start = std::chrono::steady_clock::now();
-    rt::Status status = rt::execute(plan, inputs, outputs);
+    rt::Status status =
+        rt::execute(plan, inputs, outputs, nullptr, runProfile ? &profile : nullptr);
     double ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     if (!status.ok()) {
@@ -451,9 +481,14 @@ bool runInputSet(const rt::Plan &plan, const InputSet &set, std::string &error) 
       error = (set.label.empty() ? "" : "input set '" + set.label + "': ") + status.message();
       return false;
     }
-    if (r >= runWarmup)
+    if (r >= runWarmup) {
       times.push_back(ms);
+      for (size_t i = 0; runProfile && i < profile.stepSeconds.size(); ++i)
+        stepTimes[i].push_back(profile.stepSeconds[i] * 1e3);
+    }
   }
+  if (runProfile)
+    printProfile(plan, stepTimes, percentile(times, 0.5));
   std::string prefix = set.label.empty() ? "" : "[" + set.label + "] ";
   llvm::outs() << prefix << "latency: median " << llvm::format("%.3f", percentile(times, 0.5))
                << " ms, min " << llvm::format("%.3f", *std::min_element(times.begin(), times.end()))

@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/codegen/x86/AttentionKernels.h"
 #include "runtime/Steps.h"
+#include "test/unit/PlanTestUtil.h"
 
 #include <gtest/gtest.h>
 #include <omp.h>
@@ -54,35 +55,6 @@ double bestMs(const std::function<void()> &fn, int repeats) {
   return *std::min_element(ms.begin(), ms.end());
 }
 
-struct BenchPlan {
-  Plan plan;
-  std::vector<int64_t> scalars;
-  std::vector<void *> addresses;
-  TensorId add(std::vector<int64_t> shape, std::vector<int64_t> strides, void *data,
-               Storage storage) {
-    TensorInfo t;
-    auto scalar = [&](int64_t v) {
-      Scalar s;
-      s.value = v;
-      plan.scalars.push_back(s);
-      scalars.push_back(v);
-      return ScalarId(plan.scalars.size() - 1);
-    };
-    for (int64_t d : shape)
-      t.shape.push_back(scalar(d));
-    t.storage = storage;
-    t.index = 0;
-    if (!strides.empty()) {
-      t.viewOffset = scalar(0);
-      for (int64_t s : strides)
-        t.viewStrides.push_back(scalar(s));
-    }
-    plan.tensors.push_back(t);
-    addresses.push_back(data);
-    return TensorId(plan.tensors.size() - 1);
-  }
-};
-
 TEST(AttentionBench, BertBaseShapes) {
   if (!std::getenv("OCTET_ATTENTION_BENCH"))
     GTEST_SKIP() << "set OCTET_ATTENTION_BENCH=1 to run the timing comparison";
@@ -105,19 +77,17 @@ TEST(AttentionBench, BertBaseShapes) {
         for (int64_t t = S - S / 4; t < S; ++t)
           mask[size_t(b * S + t)] = -10000.0f;
 
-      BenchPlan bp;
-      bp.add({B, S, 3 * W}, {}, qkv.data(), Storage::Input);
+      test::BoundPlan bp;
+      TensorId base = bp.tensor("qkv", {B, S, 3 * W}, qkv.data());
       std::vector<int64_t> strides = {S * 3 * W, 3 * W, 1};
       AttentionSpec spec;
-      spec.q = bp.add({B, S, W}, strides, qkv.data(), Storage::View);
-      spec.k = bp.add({B, S, W}, strides, qkv.data() + W, Storage::View);
-      spec.v = bp.add({B, S, W}, strides, qkv.data() + 2 * W, Storage::View);
-      spec.mask = bp.add({B, 1, 1, S}, {}, mask.data(), Storage::Input);
-      spec.output = bp.add({B, S, W}, {}, out.data(), Storage::Output);
+      spec.q = bp.view("q", base, {B, S, W}, strides, 0, qkv.data());
+      spec.k = bp.view("k", base, {B, S, W}, strides, W, qkv.data() + W);
+      spec.v = bp.view("v", base, {B, S, W}, strides, 2 * W, qkv.data() + 2 * W);
+      spec.mask = bp.tensor("mask", {B, 1, 1, S}, mask.data());
+      spec.output = bp.tensor("out", {B, S, W}, out.data(), Storage::Output);
       spec.numHeads = H, spec.scale = scale;
-      ExecContext ctx(bp.plan);
-      ctx.scalars_ = bp.scalars;
-      ctx.addresses_ = bp.addresses;
+      ExecContext ctx = bp.context();
       const int repeats = S * B > 1000 ? 10 : 30;
       auto timeStep = [&](bool allowAvx512) {
         KernelOptions options;

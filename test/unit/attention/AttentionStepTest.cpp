@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/codegen/x86/AttentionKernels.h"
 #include "runtime/Steps.h"
+#include "test/unit/PlanTestUtil.h"
 
 #include <gtest/gtest.h>
 #include <omp.h>
@@ -25,50 +26,7 @@ namespace {
 
 bool hostHasAvx512() { return x86::CpuFeatures::host().supports(x86::Isa::Avx512); }
 
-/// A Plan under construction, with the context values alongside.
-struct PlanBuilder {
-  Plan plan;
-  std::vector<int64_t> scalarValues;
-  std::vector<void *> addresses;
-
-  ScalarId constant(int64_t value) {
-    Scalar s;
-    s.kind = Scalar::Kind::Constant;
-    s.value = value;
-    plan.scalars.push_back(s);
-    scalarValues.push_back(value);
-    return ScalarId(plan.scalars.size() - 1);
-  }
-  TensorId tensor(const std::string &name, std::vector<int64_t> shape, void *data,
-                  Storage storage = Storage::Input, DType dtype = DType::F32) {
-    TensorInfo t;
-    t.name = name;
-    t.dtype = dtype;
-    for (int64_t d : shape)
-      t.shape.push_back(constant(d));
-    t.storage = storage;
-    t.index = 0;
-    plan.tensors.push_back(t);
-    addresses.push_back(data);
-    return TensorId(plan.tensors.size() - 1);
-  }
-  /// A view of `base` (a tensor id) with element strides; `data` is its first element.
-  TensorId view(const std::string &name, TensorId base, std::vector<int64_t> shape,
-                std::vector<int64_t> strides, int64_t offset, void *data) {
-    TensorId t = tensor(name, shape, data, Storage::View);
-    plan.tensors[t].index = base;
-    plan.tensors[t].viewOffset = constant(offset);
-    for (int64_t s : strides)
-      plan.tensors[t].viewStrides.push_back(constant(s));
-    return t;
-  }
-  std::unique_ptr<ExecContext> context() {
-    auto ctx = std::make_unique<ExecContext>(plan);
-    ctx->scalars_ = scalarValues;
-    ctx->addresses_ = addresses;
-    return ctx;
-  }
-};
+using PlanBuilder = test::BoundPlan;
 
 enum class MaskShape { None, B11S, B1SS, One11S, BHSS, SS, B1S1 };
 enum class Masked { None, NegInf, FltMax };
@@ -205,8 +163,7 @@ void runCase(const Case &c) {
   StepPtr step = makeAttention(spec, options, error);
   ASSERT_TRUE(step) << error;
   EXPECT_EQ(step->kind(), c.allowAvx512 ? "attention.jit_avx512" : "attention.cpp");
-  auto ctx = pb.context();
-  Status status = step->run(*ctx);
+  Status status = pb.run(*step);
   ASSERT_TRUE(status.ok()) << status.message();
 
   std::vector<double> scores(static_cast<size_t>(S));
@@ -348,12 +305,12 @@ TEST(Attention, OneStepServesEveryShape) {
     StepPtr step = makeAttention(spec, options, error);
     ASSERT_TRUE(step) << error;
     for (auto [batch, seq] : {std::pair<int64_t, int64_t>{1, 1}, {3, 40}, {2, 17}, {1, 33}}) {
-      auto ctx = pb.context();
-      ctx->scalars_[b] = batch, ctx->scalars_[s] = seq, ctx->scalars_[sw3] = seq * 3 * W;
+      ExecContext ctx = pb.context();
+      ctx.scalars_[b] = batch, ctx.scalars_[s] = seq, ctx.scalars_[sw3] = seq * 3 * W;
       for (int64_t i = 0; i < batch * seq * 3 * W; ++i)
         qkv[size_t(i)] = float((i * 7919) % 13) / 13.0f - 0.5f;
       std::fill(out.begin(), out.end(), NAN);
-      ASSERT_TRUE(step->run(*ctx).ok());
+      ASSERT_TRUE(step->run(ctx).ok());
       // Spot check: with a uniform value per key the output is the mean of V.
       for (int64_t i = 0; i < batch * seq * W; ++i)
         ASSERT_FALSE(std::isnan(out[size_t(i)])) << "B=" << batch << " S=" << seq << " i=" << i;
@@ -393,7 +350,7 @@ std::string runError(const std::vector<int64_t> &qShape, const std::vector<int64
   if (!step)
     return error;
   step->location = "layer0/attn";
-  Status s = step->run(*pb.context());
+  Status s = pb.run(*step);
   return s.ok() ? "" : s.message();
 }
 

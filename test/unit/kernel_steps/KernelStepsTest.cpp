@@ -13,6 +13,7 @@
 #include "compiler/codegen/x86/KernelGenerator.h"
 #include "compiler/codegen/x86/ProgramEpilogue.h"
 #include "runtime/Steps.h"
+#include "test/unit/PlanTestUtil.h"
 #include "test/unit/TestData.h"
 
 #include <gtest/gtest.h>
@@ -29,42 +30,15 @@ bool hasAvx512() {
   return cpu.avx512f && cpu.avx512bw && cpu.avx512dq && cpu.avx512vl;
 }
 
-/// A Plan whose scalars are all constants, with tensors bound to test buffers.
-struct Harness {
-  Plan plan;
-  std::vector<int64_t> scalars;
-  std::vector<void *> addresses;
-
-  ScalarId scalar(int64_t v) {
-    Scalar s;
-    s.kind = Scalar::Kind::Constant;
-    s.value = v;
-    plan.scalars.push_back(s);
-    scalars.push_back(v);
-    return ScalarId(plan.scalars.size() - 1);
-  }
-  /// A tensor over `data`; non-empty `strides` make it a strided view.
+/// Tensors named t0, t1, ... over test buffers; non-empty `strides` make a strided view.
+struct Harness : test::BoundPlan {
   TensorId tensor(const std::vector<int64_t> &shape, void *data,
                   const std::vector<int64_t> &strides = {}) {
-    TensorInfo t;
-    t.name = "t" + std::to_string(plan.tensors.size());
-    for (int64_t d : shape)
-      t.shape.push_back(scalar(d));
-    if (!strides.empty()) {
-      t.storage = Storage::View;
-      t.index = 0;
-      for (int64_t s : strides)
-        t.viewStrides.push_back(scalar(s));
-    }
-    plan.tensors.push_back(t);
-    addresses.push_back(data);
-    return TensorId(plan.tensors.size() - 1);
-  }
-  Status run(const Step &step) {
-    ExecContext ctx(plan);
-    ctx.scalars_ = scalars;
-    ctx.addresses_ = addresses;
-    return step.run(ctx);
+    TensorId t = BoundPlan::tensor("t" + std::to_string(plan.tensors.size()), shape, data,
+                                   strides.empty() ? Storage::Arena : Storage::View);
+    for (int64_t s : strides)
+      plan.tensors[t].viewStrides.push_back(constant(s));
+    return t;
   }
 };
 

@@ -7,8 +7,11 @@
 // takes, empty tensors, and the errors.
 //
 //===----------------------------------------------------------------------===//
+#include "runtime/DTypeVisit.h"
 #include "runtime/Plan.h"
 #include "runtime/Steps.h"
+#include "runtime/StridedIter.h"
+#include "test/unit/PlanTestUtil.h"
 
 #include <gtest/gtest.h>
 
@@ -24,42 +27,8 @@ using Shape = std::vector<int64_t>;
 
 namespace {
 
-int64_t product(const Shape &shape) {
-  int64_t n = 1;
-  for (int64_t d : shape)
-    n *= d;
-  return n;
-}
-
-Shape contiguous(const Shape &shape) {
-  Shape strides(shape.size());
-  int64_t s = 1;
-  for (size_t i = shape.size(); i-- > 0;) {
-    strides[i] = s;
-    s *= shape[i];
-  }
-  return strides;
-}
-
-template <class T> struct Tag { using type = T; };
-
-template <class Fn> void visitType(DType dtype, Fn &&fn) {
-  switch (dtype) {
-  case DType::F32:
-    return fn(Tag<float>{});
-  case DType::F64:
-    return fn(Tag<double>{});
-  case DType::I64:
-    return fn(Tag<int64_t>{});
-  case DType::I32:
-    return fn(Tag<int32_t>{});
-  case DType::I8:
-    return fn(Tag<int8_t>{});
-  case DType::U8:
-  case DType::Bool:
-    return fn(Tag<uint8_t>{});
-  }
-}
+using strided::contiguousStrides;
+using strided::product;
 
 const std::vector<DType> kAllTypes = {DType::F32, DType::F64, DType::I64, DType::I32,
                                       DType::I8,  DType::U8,  DType::Bool};
@@ -96,7 +65,7 @@ Shape broadcastIndex(const Shape &shape, const Shape &outIndex) {
 }
 
 /// A Plan under construction plus the buffers and layout of each tensor as the test knows it.
-class TestPlan {
+class TestPlan : public test::BoundPlan {
 public:
   struct Record {
     DType dtype;
@@ -105,46 +74,25 @@ public:
     int64_t offset;
   };
 
-  ScalarId scalar(int64_t value) {
-    Scalar s;
-    s.kind = Scalar::Kind::Constant;
-    s.value = value;
-    plan.scalars.push_back(s);
-    return ScalarId(plan.scalars.size() - 1);
-  }
+  ScalarId scalar(int64_t value) { return constant(value); }
 
   TensorId tensor(DType dtype, const Shape &shape, const std::string &name = "t") {
-    TensorInfo info;
-    info.name = name;
-    info.dtype = dtype;
-    for (int64_t d : shape)
-      info.shape.push_back(scalar(d));
-    info.storage = Storage::Arena;
-    info.index = int32_t(buffers.size());
-    plan.tensors.push_back(info);
     size_t bytes = size_t(product(shape)) * dtypeBytes(dtype);
     buffers.emplace_back(bytes / 8 + 2, 0);
-    records.push_back({dtype, shape, contiguous(shape), buffers.size() - 1, 0});
-    return TensorId(plan.tensors.size() - 1);
+    TensorId t = BoundPlan::tensor(name, shape, buffers.back().data(), Storage::Arena, dtype,
+                                   int32_t(buffers.size() - 1));
+    records.push_back({dtype, shape, contiguousStrides(shape), buffers.size() - 1, 0});
+    return t;
   }
 
   TensorId view(TensorId base, const Shape &shape, const Shape &strides, int64_t offset,
                 const std::string &name = "view") {
-    const Record &b = records[base];
+    Record b = records[base];
     EXPECT_EQ(plan.tensors[base].storage, Storage::Arena);
-    TensorInfo info;
-    info.name = name;
-    info.dtype = b.dtype;
-    for (int64_t d : shape)
-      info.shape.push_back(scalar(d));
-    info.storage = Storage::View;
-    info.index = base;
-    info.viewOffset = scalar(offset);
-    for (int64_t s : strides)
-      info.viewStrides.push_back(scalar(s));
-    plan.tensors.push_back(info);
+    void *first = static_cast<char *>(address(base)) + offset * dtypeBytes(b.dtype);
+    TensorId t = BoundPlan::view(name, base, shape, strides, offset, first);
     records.push_back({b.dtype, shape, strides, b.buffer, b.offset + offset});
-    return TensorId(plan.tensors.size() - 1);
+    return t;
   }
 
   /// A permuted view of a contiguous base: view dim i is base dim perm[i].
@@ -194,20 +142,11 @@ public:
   }
   const Shape &shape(TensorId t) const { return records[t].shape; }
 
-  ExecContext context() {
-    ExecContext ctx(plan);
-    for (const Scalar &s : plan.scalars)
-      ctx.scalars_.push_back(s.value);
-    for (size_t t = 0; t < plan.tensors.size(); ++t)
-      ctx.addresses_.push_back(address(TensorId(t)));
-    return ctx;
-  }
-
   /// Fills a base tensor's buffer with random values of its dtype.
   void fill(TensorId base, std::mt19937 &rng, double lo = -3, double hi = 3) {
     const Record &r = records[base];
     int64_t n = product(r.shape);
-    visitType(r.dtype, [&](auto tag) {
+    visitDType(r.dtype, [&](auto tag) {
       using T = typename decltype(tag)::type;
       T *p = data<T>(base);
       for (int64_t i = 0; i < n; ++i) {
@@ -223,7 +162,6 @@ public:
     });
   }
 
-  Plan plan;
   std::vector<Record> records;
   std::vector<std::vector<uint64_t>> buffers;
 };
@@ -376,7 +314,7 @@ void checkBinary(BinaryKind kind, DType dtype, const BinaryCase &c, uint32_t see
     tp.fill(b, rng);
   }
   // No integer zero divisors here (a separate test has them); keep integer powers small.
-  visitType(dtype, [&](auto tag) {
+  visitDType(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (!std::is_floating_point_v<T>) {
       if (kind == BinaryKind::Div || kind == BinaryKind::Pow)
@@ -397,7 +335,7 @@ void checkBinary(BinaryKind kind, DType dtype, const BinaryCase &c, uint32_t see
   EXPECT_EQ(step->outputs, (std::vector<TensorId>{out}));
   Status status = runStep(tp, step);
   ASSERT_TRUE(status.ok()) << status.message();
-  visitType(dtype, [&](auto tag) {
+  visitDType(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     int failures = 0;
     forEachIndex(c.out, [&](const Shape &i) {
@@ -516,7 +454,7 @@ TEST(BinaryStep, IntegerDivisionByZeroIsAnError) {
     TestPlan tp;
     TensorId a = tp.tensor(dtype, {3, 4}), b = tp.tensor(dtype, {4}, "divisor"),
              out = tp.tensor(dtype, {3, 4});
-    visitType(dtype, [&](auto tag) {
+    visitDType(dtype, [&](auto tag) {
       using T = typename decltype(tag)::type;
       for (int i = 0; i < 12; ++i)
         tp.data<T>(a)[i] = T(i);
@@ -644,7 +582,7 @@ void checkUnary(UnaryKind kind, DType dtype, bool transposedInput, const Shape &
   TensorId out = tp.tensor(dtype, shape);
   Status s = runStep(tp, makeUnary(kind, in, out));
   ASSERT_TRUE(s.ok()) << s.message();
-  visitType(dtype, [&](auto tag) {
+  visitDType(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     int failures = 0;
     forEachIndex(shape, [&](const Shape &i) {
@@ -733,7 +671,7 @@ TEST(CastStep, EveryPairOfTypes) {
           tp.fill(in, rng, -300, 300);
         }
         // Edge values in the first row.
-        visitType(from, [&](auto tag) {
+        visitDType(from, [&](auto tag) {
           using F = typename decltype(tag)::type;
           if constexpr (std::is_floating_point_v<F>) {
             F edges[7] = {NAN, -0.7f, 0.7f, -2.5f, F(1e30), F(-1e30), 255.9f};
@@ -744,9 +682,9 @@ TEST(CastStep, EveryPairOfTypes) {
         TensorId out = tp.tensor(to, {3, 7});
         Status s = runStep(tp, makeCast(in, out));
         ASSERT_TRUE(s.ok()) << s.message();
-        visitType(from, [&](auto fromTag) {
+        visitDType(from, [&](auto fromTag) {
           using F = typename decltype(fromTag)::type;
-          visitType(to, [&](auto toTag) {
+          visitDType(to, [&](auto toTag) {
             using T = typename decltype(toTag)::type;
             forEachIndex({3, 7}, [&](const Shape &i) {
               F x = tp.at<F>(in, i);
@@ -795,7 +733,7 @@ TEST(WhereStep, BroadcastsEveryType) {
       tp.fill(b, rng);
       Status s = runStep(tp, makeWhere(cond, a, b, out));
       ASSERT_TRUE(s.ok()) << s.message();
-      visitType(dtype, [&](auto tag) {
+      visitDType(dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
         int failures = 0;
         forEachIndex(c.out, [&](const Shape &i) {
@@ -849,7 +787,7 @@ void checkGather(DType dtype, DType indexType, const Shape &dataShape, const Sha
   }
   TensorId indices = tp.tensor(indexType, indexShape, "ids");
   int64_t dim = dataShape[axis];
-  visitType(indexType, [&](auto tag) {
+  visitDType(indexType, [&](auto tag) {
     using I = typename decltype(tag)::type;
     for (int64_t j = 0; j < product(indexShape); ++j)
       tp.data<I>(indices)[j] = I(int64_t(rng() % (2 * dim)) - dim); // negatives too
@@ -860,12 +798,12 @@ void checkGather(DType dtype, DType indexType, const Shape &dataShape, const Sha
   TensorId out = tp.tensor(dtype, outShape);
   Status s = runStep(tp, makeGather(data, indices, axis, out));
   ASSERT_TRUE(s.ok()) << s.message();
-  visitType(dtype, [&](auto tag) {
+  visitDType(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     forEachIndex(outShape, [&](const Shape &o) {
       Shape idx(o.begin() + axis, o.begin() + axis + indexShape.size());
       int64_t v = 0;
-      visitType(indexType, [&](auto itag) {
+      visitDType(indexType, [&](auto itag) {
         using I = typename decltype(itag)::type;
         v = int64_t(tp.at<I>(indices, idx));
       });
@@ -965,7 +903,7 @@ TEST(CopyStep, ViewsOfEveryType) {
       TensorId out = tp.tensor(dtype, tp.shape(in));
       Status s = runStep(tp, makeCopy(in, out));
       ASSERT_TRUE(s.ok()) << s.message();
-      visitType(dtype, [&](auto tag) {
+      visitDType(dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
         forEachIndex(tp.shape(in), [&](const Shape &i) {
           EXPECT_TRUE(sameValue(tp.at<T>(out, i), tp.at<T>(in, i)));
@@ -1014,7 +952,7 @@ TEST(ConcatStep, AxesViewsAndTypes) {
       TensorId out = tp.tensor(dtype, outShape);
       Status s = runStep(tp, makeConcat({a, b, c}, axis, out));
       ASSERT_TRUE(s.ok()) << s.message();
-      visitType(dtype, [&](auto tag) {
+      visitDType(dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
         forEachIndex(outShape, [&](const Shape &i) {
           Shape j = i;
@@ -1082,7 +1020,7 @@ void checkReduceTyped(ReduceKind kind, DType dtype, const Shape &shape,
   std::vector<T> extreme(static_cast<size_t>(n));
   std::vector<bool> seen(size_t(n), false);
   int64_t count = product(shape) / std::max<int64_t>(n, 1);
-  Shape keptStrides = contiguous(kept);
+  Shape keptStrides = contiguousStrides(kept);
   forEachIndex(shape, [&](const Shape &i) {
     int64_t r = 0;
     for (size_t d = 0; d < shape.size(); ++d)
@@ -1143,7 +1081,7 @@ TEST(ReduceStep, KindsAxesTypesAndViews) {
                          " shape rank " + std::to_string(c.shape.size()) + " axes " +
                          std::to_string(c.axes.size()) + (keepdims ? " keepdims" : "") +
                          (transposed ? " transposed" : ""));
-            visitType(dtype, [&](auto tag) {
+            visitDType(dtype, [&](auto tag) {
               using T = typename decltype(tag)::type;
               checkReduceTyped<T>(kind, dtype, c.shape, c.axes, keepdims, transposed, seed++);
             });
@@ -1190,7 +1128,7 @@ TEST(CumSumStep, AxesFlagsTypesAndViews) {
             TensorId out = tp.tensor(dtype, shape);
             Status s = runStep(tp, makeCumSum(in, axis, exclusive, reverse, out));
             ASSERT_TRUE(s.ok()) << s.message();
-            visitType(dtype, [&](auto tag) {
+            visitDType(dtype, [&](auto tag) {
               using T = typename decltype(tag)::type;
               forEachIndex(shape, [&](const Shape &i) {
                 double sum = 0;
@@ -1250,7 +1188,7 @@ TEST(SoftmaxStep, AnyAxisAnyView) {
         Status s = runStep(tp, makeSoftmax(in, axis, out));
         ASSERT_TRUE(s.ok()) << s.message();
         int ax = axis < 0 ? axis + 3 : axis;
-        visitType(dtype, [&](auto tag) {
+        visitDType(dtype, [&](auto tag) {
           using T = typename decltype(tag)::type;
           forEachIndex(shape, [&](const Shape &i) {
             Shape j = i;
@@ -1300,7 +1238,7 @@ TEST(RangeStep, TypesAndDeltas) {
       TensorId out = tp.tensor(dtype, {9});
       Status s = runStep(tp, makeRange(start, step, out));
       ASSERT_TRUE(s.ok()) << s.message();
-      visitType(dtype, [&](auto tag) {
+      visitDType(dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
         for (int64_t i = 0; i < 9; ++i)
           EXPECT_EQ(tp.data<T>(out)[i], T(5 + i * delta));
@@ -1322,7 +1260,7 @@ TEST(FromElementsStep, TypesAndErrors) {
     ScalarId a = tp.scalar(2), b = tp.scalar(384), c = tp.scalar(-1);
     TensorId out = tp.tensor(dtype, {3});
     ASSERT_TRUE(runStep(tp, makeFromElements({a, b, c}, out)).ok());
-    visitType(dtype, [&](auto tag) {
+    visitDType(dtype, [&](auto tag) {
       using T = typename decltype(tag)::type;
       EXPECT_EQ(tp.data<T>(out)[0], T(2));
       EXPECT_EQ(tp.data<T>(out)[1], T(384));
