@@ -50,6 +50,9 @@ constexpr int kMaxRows = 8;    // the tallest GEMM tile (AttentionGemmKernel::ma
 /// stay in L1/L2 from Q·Kᵀ through P·V; measured 2-10 % faster than whole heads
 /// at S = 384, and the scratch no longer grows with S².
 constexpr int64_t kRowBlock = 24;
+/// Softmax ops per score for profiles: scale, max, subtract, exp, sum, multiply
+/// (+1 for the mask's add).
+constexpr double kSoftmaxOpsPerScore = 6;
 
 struct FreeDeleter {
   void operator()(float *p) const { std::free(p); }
@@ -94,6 +97,24 @@ public:
   }
 
   std::string kind() const override { return jit_ ? "attention.jit_avx512" : "attention.cpp"; }
+
+  /// Q·Kᵀ and P·V: 4·B·H·S²·D ops, plus the softmax's per score; bytes: q, k,
+  /// v, the mask (at its own, broadcast size) and out once.
+  Work work(const ExecContext &ctx) const override {
+    if (ctx.rank(spec_.q) != 3)
+      return Step::work(ctx);
+    const double batch = double(ctx.dim(spec_.q, 0)), seq = double(ctx.dim(spec_.q, 1)),
+                 width = double(ctx.dim(spec_.q, 2)), heads = double(spec_.numHeads);
+    const double scores = batch * heads * seq * seq;
+    Work w;
+    w.ops = 2.0 * scores * width / heads * 2.0 +
+            scores * (kSoftmaxOpsPerScore + (spec_.mask >= 0 ? 1 : 0));
+    w.bytes = 4.0 * batch * seq * width * 4.0;
+    if (spec_.mask >= 0)
+      w.bytes += double(ctx.numElements(spec_.mask)) * double(dtypeBytes(ctx.dtype(spec_.mask)));
+    w.shapes = shapeString(ctx.shape(spec_.q)) + " heads " + std::to_string(spec_.numHeads);
+    return w;
+  }
 
   Status run(const ExecContext &ctx) const override {
     Geometry g;

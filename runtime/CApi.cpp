@@ -9,12 +9,17 @@
 #include "compiler/driver/Compile.h"
 #include "runtime/CApiInternal.h"
 #include "runtime/Executor.h"
+#include "runtime/Profile.h"
+
+#include <omp.h>
 
 #include <cctype>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <mutex>
 #include <new>
 #include <string>
 #include <vector>
@@ -28,12 +33,19 @@ struct octet_options {
   octet::rt::KernelOptions::Gemm gemm = octet::rt::KernelOptions::Gemm::Auto;
   bool allowAvx512 = true;
   bool printIrAfterAll = false;
+  bool profile = false;
 };
 
 struct octet_model {
   std::unique_ptr<Plan> plan;
   /// dim_names arrays for octet_tensor_info, pointing into the plan's strings.
   std::vector<std::vector<const char *>> inputDimNames, outputDimNames;
+  /// Option "profile": each run's step times, the last successful one kept.
+  bool profile = false;
+  mutable std::mutex profileMutex;
+  mutable octet::rt::RunProfile lastProfile;
+  mutable double lastRunSeconds = 0;
+  mutable bool haveProfile = false;
 };
 
 namespace {
@@ -100,12 +112,15 @@ octet::CompileOptions toCompileOptions(const octet_options *options) {
 }
 
 octet_status modelFromCompile(octet::rt::Status status, std::unique_ptr<Plan> plan,
-                              octet_model **model) {
+                              const octet_options *options, octet_model **model) {
   if (!status.ok())
     return fail(compileFailureStatus(status.message()), status.message());
   if (!plan)
     return fail(OCTET_ERROR_RUNTIME, "the compiler returned no plan");
-  return octet::wrapPlanAsModel(std::move(plan), model);
+  octet_status result = octet::wrapPlanAsModel(std::move(plan), model);
+  if (result == OCTET_OK && options)
+    (*model)->profile = options->profile;
+  return result;
 }
 
 octet_status ioInfo(const octet_model *model, int32_t index, octet_tensor_info *info, bool input) {
@@ -214,9 +229,14 @@ octet_status octet_options_set(octet_options *options, const char *key, const ch
         options->printIrAfterAll = v == "1";
       else
         return badValue("0 or 1");
+    } else if (k == "profile") {
+      if (v == "0" || v == "1")
+        options->profile = v == "1";
+      else
+        return badValue("0 or 1");
     } else {
       return fail(OCTET_ERROR_INVALID_ARGUMENT,
-                  "unknown option '" + k + "' (known: gemm, isa, print_ir_after_all)");
+                  "unknown option '" + k + "' (known: gemm, isa, print_ir_after_all, profile)");
     }
     return OCTET_OK;
   });
@@ -234,7 +254,7 @@ octet_status octet_model_create_from_file(const char *onnx_path, const octet_opt
       return fail(OCTET_ERROR_INVALID_ARGUMENT, "octet_model_create_from_file: path is null");
     std::unique_ptr<Plan> plan;
     octet::rt::Status status = octet::compileOnnxFile(onnx_path, toCompileOptions(options), plan);
-    return modelFromCompile(std::move(status), std::move(plan), model);
+    return modelFromCompile(std::move(status), std::move(plan), options, model);
   });
 }
 
@@ -251,7 +271,7 @@ octet_status octet_model_create_from_bytes(const void *onnx_bytes, size_t size,
     std::unique_ptr<Plan> plan;
     octet::rt::Status status =
         octet::compileOnnxBytes(onnx_bytes, size, toCompileOptions(options), plan);
-    return modelFromCompile(std::move(status), std::move(plan), model);
+    return modelFromCompile(std::move(status), std::move(plan), options, model);
   });
 }
 
@@ -322,7 +342,18 @@ octet_status octet_run(const octet_model *model, const octet_tensor *inputs, int
     }
 
     RunError error = RunError::None;
-    octet::rt::Status status = octet::rt::execute(plan, runInputs, runOutputs, &error);
+    octet::rt::RunProfile profile;
+    const auto start = std::chrono::steady_clock::now();
+    octet::rt::Status status = octet::rt::execute(plan, runInputs, runOutputs, &error,
+                                                  model->profile ? &profile : nullptr);
+    if (model->profile && status.ok()) {
+      const double seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      std::lock_guard<std::mutex> lock(model->profileMutex);
+      model->lastProfile = std::move(profile);
+      model->lastRunSeconds = seconds;
+      model->haveProfile = true;
+    }
     if (status.ok() || error == RunError::OutputTooSmall) {
       for (int32_t i = 0; i < num_outputs; ++i) {
         const RunTensor &t = runOutputs[i];
@@ -352,5 +383,48 @@ octet_status octet_run(const octet_model *model, const octet_tensor *inputs, int
 }
 
 void octet_tensor_free(void *data) { std::free(data); }
+
+octet_status octet_model_last_profile_json(const octet_model *model, char *buffer, size_t size,
+                                           size_t *needed) {
+  return guarded("octet_model_last_profile_json", [&]() -> octet_status {
+    const char *at = "octet_model_last_profile_json: ";
+    if (needed)
+      *needed = 0;
+    if (!model)
+      return fail(OCTET_ERROR_INVALID_ARGUMENT, std::string(at) + "model is null");
+    if (!buffer && size > 0)
+      return fail(OCTET_ERROR_INVALID_ARGUMENT, std::string(at) + "buffer is null, size > 0");
+    if (!model->profile)
+      return fail(OCTET_ERROR_INVALID_ARGUMENT,
+                  std::string(at) + "the model was created without the option profile = 1");
+    octet::rt::RunProfile profile;
+    double seconds = 0;
+    {
+      std::lock_guard<std::mutex> lock(model->profileMutex);
+      if (!model->haveProfile)
+        return fail(OCTET_ERROR_INVALID_ARGUMENT,
+                    std::string(at) + "no successful octet_run of this model yet");
+      profile = model->lastProfile;
+      seconds = model->lastRunSeconds;
+    }
+    std::vector<std::vector<double>> stepSeconds;
+    for (double s : profile.stepSeconds)
+      stepSeconds.push_back({s});
+    const int threads = omp_get_max_threads();
+    octet::rt::Ceilings ceilings;
+    const bool haveCeilings = octet::rt::loadOrMeasureCeilings(threads, false, ceilings).ok();
+    const std::string json = octet::rt::profileJson(
+        octet::rt::analyzeProfile(*model->plan, stepSeconds, profile.stepWork, {seconds}, threads,
+                                  haveCeilings ? &ceilings : nullptr));
+    if (needed)
+      *needed = json.size() + 1;
+    if (size < json.size() + 1)
+      return fail(OCTET_ERROR_OUTPUT_TOO_SMALL,
+                  std::string(at) + "the profile needs " + std::to_string(json.size() + 1) +
+                      " bytes, the buffer holds " + std::to_string(size));
+    std::memcpy(buffer, json.c_str(), json.size() + 1);
+    return OCTET_OK;
+  });
+}
 
 } // extern "C"

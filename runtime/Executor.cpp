@@ -633,8 +633,10 @@ bool run(const Plan &plan, const RunTensor *inputs, size_t numInputs, RunTensor 
     ctx.addresses_[t] = base && !empty ? base + offset * elementBytes : base;
   }
 
-  if (profile)
+  if (profile) {
     profile->stepSeconds.assign(plan.steps.size(), 0.0);
+    profile->stepWork.assign(plan.steps.size(), Work());
+  }
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const Step &step = *plan.steps[i];
     Status status;
@@ -642,9 +644,12 @@ bool run(const Plan &plan, const RunTensor *inputs, size_t numInputs, RunTensor 
         profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     try {
       status = step.run(ctx);
-      if (profile)
+      if (profile) {
         profile->stepSeconds[i] =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        if (status.ok())
+          profile->stepWork[i] = step.work(ctx);
+      }
     } catch (const std::bad_alloc &) {
       status = Status::error("out of memory");
     } catch (const std::exception &e) {

@@ -59,6 +59,8 @@ enum class RunError : uint8_t {
 /// costs two clock reads per step, and nothing when no profile is asked for.
 struct RunProfile {
   std::vector<double> stepSeconds;
+  /// Each step's Step::work() for this run's shapes (computed after the step, untimed).
+  std::vector<Work> stepWork;
 };
 
 /// Checks every id a Plan holds; the error names the entry at fault.

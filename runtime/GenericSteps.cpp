@@ -729,6 +729,15 @@ class GatherStep final : public GenericStep {
 public:
   explicit GatherStep(int axis) : axis_(axis) {}
   std::string kind() const override { return "gather"; }
+  /// A gather reads only the rows it picks (once each: output-sized), not its
+  /// whole table (an embedding table is 94 MB in BERT-base).
+  Work work(const ExecContext &ctx) const override {
+    Work w = Step::work(ctx);
+    const TensorId data = inputs[0], out = outputs[0];
+    w.bytes += double(ctx.numElements(out)) * dtypeBytes(ctx.dtype(out)) -
+               double(ctx.numElements(data)) * dtypeBytes(ctx.dtype(data));
+    return w;
+  }
 
   Status run(const ExecContext &ctx) const override {
     if (Status s = checkTensors(ctx); !s.ok())

@@ -152,6 +152,20 @@ ElementwiseProgram withoutDeadCode(const ElementwiseProgram &p) {
   return out;
 }
 
+/// Arithmetic instructions the result depends on: the ops per element of a
+/// program in a profile (a transcendental function counts one).
+double programOps(const ElementwiseProgram &p) {
+  const std::vector<bool> live = liveInstrs(p);
+  double ops = 0;
+  for (size_t i = 0; i < p.instrs.size(); ++i)
+    ops += live[i] && p.instrs[i].op != Op::Input && p.instrs[i].op != Op::Constant;
+  return ops;
+}
+
+double tensorBytes(const ExecContext &ctx, TensorId t) {
+  return double(ctx.numElements(t)) * double(dtypeBytes(ctx.dtype(t)));
+}
+
 bool isIdentity(const ElementwiseProgram &p) {
   return p.instrs.empty() || (p.instrs.back().op == Op::Input && p.instrs.back().a == 0);
 }
@@ -423,7 +437,7 @@ class FusedElementwiseStep : public Step {
 public:
   FusedElementwiseStep(const ElementwiseProgram &program, std::vector<TensorId> ins, TensorId out,
                        const KernelOptions &options)
-      : applier_(program, ins, out) {
+      : program_(program), applier_(program, ins, out) {
     inputs = ins;
     outputs = {out};
   }
@@ -431,9 +445,14 @@ public:
     return applier_.hasJit() ? "elementwise.jit_avx512" : "elementwise.interpreter";
   }
   Status run(const ExecContext &ctx) const override { return applier_.apply(ctx, where(*this)); }
+  /// The program's ops per output element; every input (at its own size) and the output once.
+  Work work(const ExecContext &ctx) const override {
+    Work w = Step::work(ctx);
+    w.ops = double(ctx.numElements(outputs[0])) * std::max(1.0, programOps(program_));
+    return w;
+  }
 
-private:
-public:
+  ElementwiseProgram program_;
   ElementwiseApplier applier_;
 };
 
@@ -532,6 +551,20 @@ public:
     return k;
   }
   Status run(const ExecContext &ctx) const override;
+  /// 2·M·N·K ops (the epilogue's are not counted); bytes: A, the weights, C,
+  /// the bias and every extra (residual included) once.
+  Work work(const ExecContext &ctx) const override {
+    Work w;
+    const int64_t m = spec_.k ? ctx.numElements(spec_.input) / spec_.k : 0;
+    const double k = double(spec_.k), n = double(spec_.n);
+    w.ops = 2.0 * double(m) * n * k;
+    w.bytes = 4.0 * (double(m) * k + k * n + double(m) * n) + (spec_.bias ? 4.0 * n : 0.0);
+    for (TensorId t : spec_.extras)
+      w.bytes += tensorBytes(ctx, t);
+    w.shapes = "[" + std::to_string(m) + ", " + std::to_string(spec_.k) + "] x [" +
+               std::to_string(spec_.k) + ", " + std::to_string(spec_.n) + "]";
+    return w;
+  }
 
   LinearSpec spec_;
   Provider provider_ = Provider::Jit;
@@ -688,6 +721,10 @@ StepPtr makeLinear(const LinearSpec &spec, const KernelOptions &options, std::st
 
 namespace {
 
+/// Sum for the mean; subtract, square-accumulate for the variance; subtract,
+/// scale by 1/σ, multiply by gamma, add beta.
+constexpr double kLayerNormOpsPerElement = 7;
+
 class LayerNormStep : public Step {
 public:
   explicit LayerNormStep(const LayerNormSpec &spec) : spec_(spec) {
@@ -700,6 +737,17 @@ public:
   }
   std::string kind() const override { return jit_ ? "layernorm.jit_avx512" : "layernorm.compiled"; }
   Status run(const ExecContext &ctx) const override;
+  /// kOpsPerElement per element (+1 for the residual add); bytes: x, residual,
+  /// y, sum, gamma and beta once.
+  Work work(const ExecContext &ctx) const override {
+    Work w;
+    const double elements = double(ctx.numElements(spec_.output)), n = double(spec_.n);
+    const bool residual = spec_.residual >= 0, sum = spec_.sum >= 0;
+    w.ops = elements * (kLayerNormOpsPerElement + (residual ? 1 : 0));
+    w.bytes = 4.0 * (elements * (2 + residual + sum) + 2 * n);
+    w.shapes = shapeString(ctx.shape(spec_.output));
+    return w;
+  }
 
   LayerNormSpec spec_;
   std::unique_ptr<x86::LayerNormKernel> jit_; // generated at build time

@@ -230,6 +230,22 @@ std::string Plan::describe() const {
   return os.str();
 }
 
+Work Step::work(const ExecContext &ctx) const {
+  Work w;
+  auto bytesOf = [&](TensorId t) { return double(ctx.numElements(t)) * dtypeBytes(ctx.dtype(t)); };
+  for (TensorId t : inputs) {
+    w.bytes += bytesOf(t);
+    w.shapes += (w.shapes.empty() ? "" : " ") + shapeString(ctx.shape(t));
+  }
+  w.shapes += " ->";
+  for (TensorId t : outputs) {
+    w.bytes += bytesOf(t);
+    w.ops += double(ctx.numElements(t));
+    w.shapes += " " + shapeString(ctx.shape(t));
+  }
+  return w;
+}
+
 std::vector<int64_t> ExecContext::shape(TensorId t) const {
   const auto &ids = plan_.tensors[t].shape;
   std::vector<int64_t> dims(ids.size());

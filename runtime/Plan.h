@@ -95,6 +95,15 @@ struct IoInfo {
 
 class ExecContext;
 
+/// What one run of a step does, for profiles and rooflines (runtime/Profile.h):
+/// arithmetic operations (a multiply-add counts 2), bytes it must move between
+/// memory and the cores at least once, and its shapes as text.
+struct Work {
+  double ops = 0;
+  double bytes = 0;
+  std::string shapes;
+};
+
 class Step {
 public:
   virtual ~Step() = default;
@@ -103,6 +112,10 @@ public:
   /// Runs the step. Must be safe to call concurrently from many threads with
   /// different contexts (the Step is immutable). Threads inside: OpenMP.
   virtual Status run(const ExecContext &ctx) const = 0;
+  /// Operations and bytes of one run with the context's shapes (after the
+  /// scalars are evaluated). Default: one op per output element, the bytes of
+  /// every input and output once, "in shapes -> out shapes".
+  virtual Work work(const ExecContext &ctx) const;
 
   std::string location; ///< the op it implements (ONNX node name), for messages
   std::vector<TensorId> inputs, outputs; ///< what it reads and writes

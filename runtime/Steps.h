@@ -80,7 +80,7 @@ struct KernelOptions {
 /// the element of extras[i-1] broadcast to out's shape; no instructions: identity.
 struct LinearSpec {
   TensorId input = -1, output = -1;
-  const float *weight = nullptr; ///< kept alive by the Plan
+  const float *weight = nullptr; ///< read only by makeLinear (it packs or reorders a copy)
   WeightLayout layout = WeightLayout::KN;
   int64_t k = 0, n = 0;
   const float *bias = nullptr; ///< [N] or null, kept alive by the Plan

@@ -21,6 +21,11 @@ namespace octet {
 
 struct CompileOptions {
   rt::KernelOptions kernels;
+  /// The passes between import and PlanBuilder, as a textual pipeline of octet
+  /// function passes ("octet-cleanup,octet-recognize"). Empty: the full FP32
+  /// pipeline; "none": no pass (the imported IR is planned as it is). Any
+  /// prefix of the pipeline must compute the same (octetc run --passes).
+  std::string passes;
   /// Called with (pass name, IR text) after every pass when set (--print-ir-after-all).
   std::function<void(const std::string &pass, const std::string &ir)> irAfterPass;
 };

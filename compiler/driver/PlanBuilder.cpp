@@ -142,6 +142,9 @@ private:
   /// The tensors of op's ranked-tensor operands, in order (index operands skipped).
   FailureOr<std::vector<TensorId>> tensorOperands(Operation *op);
   FailureOr<const void *> constantBytes(Operation *user, Value v);
+  /// A constant's bytes valid only while the Plan is built (the MLIR blob itself when it
+  /// is an aligned resource): for data a step copies at build time, e.g. GEMM weights.
+  FailureOr<const void *> transientConstantBytes(Operation *user, Value v);
   FailureOr<TensorId> resultTensor(Operation *op, Value result, std::vector<ScalarId> shape);
   int64_t slotOf(Operation *op) const;
 
@@ -488,6 +491,23 @@ FailureOr<const void *> PlanWalker::constantBytes(Operation *user, Value v) {
   plan_->keepAlive.push_back(memory);
   constantData_[v] = memory.get();
   return static_cast<const void *>(memory.get());
+}
+
+FailureOr<const void *> PlanWalker::transientConstantBytes(Operation *user, Value v) {
+  if (const void *data = constantData_.lookup(v))
+    return data;
+  auto constantOp = v.getDefiningOp<octet::ConstantOp>();
+  auto type = dyn_cast<RankedTensorType>(v.getType());
+  std::optional<DType> dtype = type ? dtypeOf(type.getElementType()) : std::nullopt;
+  if (constantOp && dtype)
+    if (auto resource = dyn_cast<DenseResourceElementsAttr>(constantOp.getValue()))
+      if (AsmResourceBlob *blob = resource.getRawHandle().getBlob()) {
+        ArrayRef<char> data = blob->getData();
+        if (data.size() == rt::dtypeBytes(*dtype) * size_t(type.getNumElements()) &&
+            reinterpret_cast<uintptr_t>(data.data()) % rt::dtypeBytes(*dtype) == 0)
+          return static_cast<const void *>(data.data());
+      }
+  return constantBytes(user, v);
 }
 
 FailureOr<TensorId> PlanWalker::tensorFor(Operation *op, Value v) {
@@ -975,7 +995,8 @@ LogicalResult PlanWalker::visitLinear(Operation *op) {
   if (failed(rowInput))
     return failure();
   spec.input = *rowInput;
-  FailureOr<const void *> w = constantBytes(op, weight);
+  // makeLinear packs (JIT) or reorders (oneDNN) the weight: no Plan copy of it.
+  FailureOr<const void *> w = transientConstantBytes(op, weight);
   if (failed(w))
     return failure();
   spec.weight = static_cast<const float *>(*w);

@@ -269,7 +269,9 @@ private:
   FailureOr<HostTensor> convert(CastOp op, const HostTensor &a);
   FailureOr<HostTensor> matmul(Operation *op, const HostTensor &a, const HostTensor &b, Type resultType);
   FailureOr<HostTensor> linear(Operation *op, Value input, Value weight, Value bias, bool transposeWeight);
-  FailureOr<HostTensor> scalarRegion(Operation *op, Region &region, ArrayRef<const HostTensor *> operands);
+  /// `resultType` defaults to the element type of `op`'s result.
+  FailureOr<HostTensor> scalarRegion(Operation *op, Region &region, ArrayRef<const HostTensor *> operands,
+                                     Type resultType = {});
   FailureOr<HostTensor> fusedLinear(FusedLinearOp op);
   FailureOr<HostTensor> fused(FusedOp op);
   FailureOr<HostTensor> reduce(Operation *op, const HostTensor &a, ArrayRef<int64_t> axes, bool keepdims);
@@ -290,6 +292,7 @@ private:
                                  std::optional<uint64_t> axis, bool dequantize);
   LogicalResult dynamicQuantize(DynamicQuantizeOp op);
   FailureOr<HostTensor> matmulInteger(MatMulIntegerOp op);
+  FailureOr<HostTensor> qlinear(QLinearOp op);
 
   DenseMap<Value, HostTensor> tensors;
   DenseMap<Value, int64_t> scalars; // index and i1 values of `arith`
@@ -647,7 +650,7 @@ static FailureOr<double> evaluateFloatOp(Operation *op, ArrayRef<double> x) {
 /// (one block argument each), in double with each op's result rounded to its
 /// type, as separate ops would be.
 FailureOr<HostTensor> Interpreter::scalarRegion(Operation *op, Region &region,
-                                                ArrayRef<const HostTensor *> operands) {
+                                                ArrayRef<const HostTensor *> operands, Type resultType) {
   // Values of the region live in slots: the block arguments, then each op's result.
   Block &body = region.front();
   if (body.getNumArguments() != operands.size())
@@ -674,7 +677,8 @@ FailureOr<HostTensor> Interpreter::scalarRegion(Operation *op, Region &region,
   unsigned yielded = slotOf.lookup(cast<YieldOp>(body.getTerminator()).getValue());
   std::vector<double> slots(slotOf.size());
   SmallVector<double> args;
-  Type resultType = elementTypeOf(op->getResult(0));
+  if (!resultType)
+    resultType = elementTypeOf(op->getResult(0));
   return elementwise(op, resultType, operands, [&](HostTensor &r, int64_t o, ArrayRef<int64_t> i) -> LogicalResult {
     for (auto [k, t] : llvm::enumerate(operands))
       slots[k] = t->floats[i[k]];
@@ -1178,6 +1182,68 @@ FailureOr<HostTensor> Interpreter::matmulInteger(MatMulIntegerOp op) {
   return matmul(op, *a, *b, elementTypeOf(op.getResult()));
 }
 
+/// The INT8 GEMM as its op documentation states it: the exact integer sum of
+/// (x - x_zp)·w, then f32(f32(x_scale·w_scale[n])·f32(sum)) (+ bias[n]), the
+/// epilogue region, and for a quantized result round-half-even and saturate.
+FailureOr<HostTensor> Interpreter::qlinear(QLinearOp op) {
+  const HostTensor &x = in(op.getInput()), &w = in(op.getWeight());
+  const HostTensor &xScale = in(op.getInputScale()), &xZp = in(op.getInputZeroPoint());
+  const HostTensor &wScale = in(op.getWeightScale());
+  if (x.shape.empty() || w.shape.size() != 2)
+    return op.emitError() << "qlinear needs an input of rank >= 1 and a 2-D weight";
+  bool transposed = op.getTransposeWeight();
+  int64_t k = x.shape.back(), n = w.shape[transposed ? 0 : 1];
+  if (w.shape[transposed ? 1 : 0] != k)
+    return op.emitError() << "qlinear input " << shapeString(x.shape) << " does not match weight "
+                          << shapeString(w.shape);
+  if (wScale.numElements() != n)
+    return op.emitError() << "qlinear weight_scale has " << wScale.numElements() << " entries for " << n
+                          << " output channels";
+  const HostTensor *bias = op.getBias() ? &in(op.getBias()) : nullptr;
+  if (bias && bias->numElements() != n)
+    return op.emitError() << "qlinear bias has " << bias->numElements() << " entries for " << n
+                          << " output channels";
+  SmallVector<int64_t> shape(x.shape);
+  shape.back() = n;
+  Type f32 = Float32Type::get(op.getContext());
+  HostTensor acc = HostTensor::zeros(f32, shape);
+  int64_t rows = x.numElements() / std::max<int64_t>(k, 1);
+  if (k == 0)
+    rows = acc.numElements() / std::max<int64_t>(n, 1);
+  int64_t zp = xZp.ints[0];
+  float inputScale = float(xScale.floats[0]);
+  for (int64_t m = 0; m < rows; ++m)
+    for (int64_t j = 0; j < n; ++j) {
+      int64_t sum = 0;
+      for (int64_t p = 0; p < k; ++p)
+        sum += (x.ints[m * k + p] - zp) * w.ints[transposed ? j * k + p : p * n + j];
+      float scale = inputScale * float(wScale.floats[j]);
+      float value = scale * float(int32_t(sum));
+      if (bias)
+        value += float(bias->floats[j]);
+      acc.floats[m * n + j] = value;
+    }
+  SmallVector<const HostTensor *> operands{&acc};
+  for (Value extra : op.getExtra())
+    operands.push_back(&in(extra));
+  // The region yields f32 whatever the result type; requantizing follows.
+  FailureOr<HostTensor> y = scalarRegion(op, op.getEpilogue(), operands, f32);
+  if (failed(y))
+    return failure();
+  if (y->shape != acc.shape)
+    return op.emitError() << "extra operands widen the qlinear result " << shapeString(acc.shape) << " to "
+                          << shapeString(y->shape);
+  Type resultType = elementTypeOf(op.getResult());
+  if (resultType == f32)
+    return y;
+  float outScale = float(in(op.getOutputScale()).floats[0]);
+  int64_t outZp = in(op.getOutputZeroPoint()).ints[0];
+  HostTensor r = HostTensor::zeros(resultType, shape);
+  for (int64_t i = 0, e = r.numElements(); i < e; ++i)
+    r.ints[i] = roundAndSaturate(resultType, double(std::nearbyint(float(y->floats[i]) / outScale)) + outZp);
+  return r;
+}
+
 LogicalResult Interpreter::executeArith(Operation *op) {
   if (llvm::any_of(op->getOperandTypes(), [](Type t) { return isa<ShapedType>(t); }) ||
       llvm::any_of(op->getResultTypes(), [](Type t) { return isa<ShapedType>(t); }))
@@ -1350,6 +1416,7 @@ LogicalResult Interpreter::execute(Operation *op) {
             return quantize(op, q.getInput(), q.getScale(), q.getZeroPoint(), q.getAxis(), true);
           })
           .Case([&](MatMulIntegerOp m) { return matmulInteger(m); })
+          .Case([&](QLinearOp q) { return qlinear(q); })
           .Default([&](Operation *) -> FailureOr<HostTensor> {
             return op->emitError() << "'" << op->getName() << "' is not supported by the interpreter";
           });

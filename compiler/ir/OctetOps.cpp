@@ -264,7 +264,7 @@ static std::optional<ValueDim> operandDimEqualTo(OpResult result, int64_t dim,
       .Case<MatMulOp, MatMulIntegerOp>([&](auto op) {
         return matmulSourceOfDim(op.getLhs(), op.getRhs(), resultRank, dim, resolveDepth);
       })
-      .Case<LinearOp, FusedLinearOp>([&](auto op) {
+      .Case<LinearOp, FusedLinearOp, QLinearOp>([&](auto op) {
         return dim == resultRank - 1 ? ValueDim{op.getWeight(), op.getOutputFeatureDim()}
                                      : ValueDim{op.getInput(), dim};
       })
@@ -997,6 +997,49 @@ LogicalResult LinearOp::verify() {
                               getTransposeWeight());
 }
 
+/// The extra operands of a fused GEMM (fused_linear, qlinear) broadcast to its result.
+static LogicalResult verifyExtrasBroadcast(Operation *op, ValueRange extras,
+                                           RankedTensorType result) {
+  for (auto [i, extra] : llvm::enumerate(extras))
+    if (!isBroadcastableTo(tensorOf(extra).getShape(), result.getShape()))
+      return op->emitOpError("extra operand #")
+             << i << " of shape " << shapeStr(tensorOf(extra).getShape())
+             << " does not broadcast to the result shape " << shapeStr(result.getShape());
+  return success();
+}
+
+/// A fused GEMM's epilogue block: it takes the `accumulator` element
+/// (`accumulatorName` in the error), then one element per extra operand, yields
+/// one `accumulator` element, and holds only what the vector-expression emitter
+/// lowers: pure scalar arith/math.
+static LogicalResult verifyEpilogue(Operation *op, Region &epilogue, Type accumulator,
+                                    ValueRange extras, StringRef accumulatorName,
+                                    StringRef yieldNote) {
+  Block &body = epilogue.front();
+  SmallVector<Type> expected{accumulator};
+  for (Value extra : extras)
+    expected.push_back(tensorOf(extra).getElementType());
+  if (body.getArgumentTypes() != ArrayRef<Type>(expected)) {
+    InFlightDiagnostic diag = op->emitOpError("epilogue block must take (");
+    llvm::interleaveComma(expected, diag);
+    return diag << "): the " << accumulatorName << ", then one element per extra operand";
+  }
+  auto yield = dyn_cast<YieldOp>(body.getTerminator());
+  if (!yield || yield.getValue().getType() != accumulator)
+    return op->emitOpError("epilogue must end with an octet.yield of one ")
+           << accumulator << yieldNote;
+  for (Operation &inner : body.without_terminator()) {
+    StringRef dialect = inner.getDialect() ? inner.getDialect()->getNamespace() : "";
+    auto isScalar = [](Type t) { return t.isIntOrIndexOrFloat(); };
+    if ((dialect != "arith" && dialect != "math") || !isMemoryEffectFree(&inner) ||
+        inner.getNumRegions() || !llvm::all_of(inner.getOperandTypes(), isScalar) ||
+        !llvm::all_of(inner.getResultTypes(), isScalar))
+      return inner.emitOpError("is not a side-effect-free scalar arith/math op, as the epilogue of ")
+             << op->getName().getStringRef() << " needs";
+  }
+  return success();
+}
+
 LogicalResult FusedLinearOp::verify() {
   SmallVector<Type> inferred;
   if (failed(inferLinear(getLoc(), "octet.fused_linear", getInput().getType(),
@@ -1006,39 +1049,12 @@ LogicalResult FusedLinearOp::verify() {
     return failure();
   if (inferred.front() != getType())
     return emitOpError("result type ") << getType() << " differs from the linear's " << inferred.front();
-  for (auto [i, extra] : llvm::enumerate(getExtra()))
-    if (!isBroadcastableTo(tensorOf(extra).getShape(), getType().getShape()))
-      return emitOpError("extra operand #")
-             << i << " of shape " << shapeStr(tensorOf(extra).getShape())
-             << " does not broadcast to the result shape " << shapeStr(getType().getShape());
-  return success();
+  return verifyExtrasBroadcast(*this, getExtra(), getType());
 }
 
 LogicalResult FusedLinearOp::verifyRegions() {
-  Block &body = getEpilogue().front();
-  SmallVector<Type> expected{getType().getElementType()};
-  for (Value extra : getExtra())
-    expected.push_back(tensorOf(extra).getElementType());
-  if (body.getArgumentTypes() != ArrayRef<Type>(expected)) {
-    InFlightDiagnostic diag = emitOpError("epilogue block must take (");
-    llvm::interleaveComma(expected, diag);
-    return diag << "): the accumulator, then one element per extra operand";
-  }
-  auto yield = dyn_cast<YieldOp>(body.getTerminator());
-  if (!yield || yield.getValue().getType() != getType().getElementType())
-    return emitOpError("epilogue must end with an octet.yield of one ")
-           << getType().getElementType();
-  // Only what the vector-expression emitter lowers: pure scalar arith/math.
-  for (Operation &op : body.without_terminator()) {
-    StringRef dialect = op.getDialect() ? op.getDialect()->getNamespace() : "";
-    auto isScalar = [](Type t) { return t.isIntOrIndexOrFloat(); };
-    if ((dialect != "arith" && dialect != "math") || !isMemoryEffectFree(&op) ||
-        op.getNumRegions() || !llvm::all_of(op.getOperandTypes(), isScalar) ||
-        !llvm::all_of(op.getResultTypes(), isScalar))
-      return op.emitOpError("is not a side-effect-free scalar arith/math op, as the epilogue of ")
-             << getOperationName() << " needs";
-  }
-  return success();
+  return verifyEpilogue(*this, getEpilogue(), getType().getElementType(), getExtra(), "accumulator",
+                        "");
 }
 
 LogicalResult FusedOp::verify() {
@@ -1755,6 +1771,58 @@ LogicalResult MatMulIntegerOp::verify() {
       failed(verifyZeroPoint("rhs", rhsZeroPoint, getRhs(), columns)))
     return failure();
   return success();
+}
+
+/// The linear's K, N and bias checks with the element types of the INT8 GEMM:
+/// ui8 input, i8 weight, f32 bias.
+LogicalResult QLinearOp::verify() {
+  auto input = getInput().getType(), weight = getWeight().getType();
+  if (input.getRank() < 1 || weight.getRank() != 2)
+    return emitOpError("needs an input of rank >= 1 and a 2-D weight, got ")
+           << input << " and " << weight;
+  StringRef kName = getTransposeWeight() ? "columns" : "rows";
+  StringRef nName = getTransposeWeight() ? "rows" : "columns";
+  int64_t k = input.getShape().back(), n = weight.getDimSize(getOutputFeatureDim());
+  int64_t weightK = weight.getDimSize(getInputFeatureDim());
+  if (!dimsCompatible(k, weightK))
+    return emitOpError("input's last dim ")
+           << k << " does not match the weight's " << kName << " " << weightK;
+  auto checkPerColumn = [&](StringRef what, Value v) -> LogicalResult {
+    auto type = tensorOf(v);
+    if (type.getRank() != 1 || !dimsCompatible(type.getDimSize(0), n))
+      return emitOpError() << what << " must have shape " << shapeStr(n) << " (the weight's "
+                           << nName << "), got " << shapeStr(type.getShape());
+    return success();
+  };
+  if (getBias() && failed(checkPerColumn("bias", getBias())))
+    return failure();
+  if (failed(checkPerColumn("weight_scale (one per output channel)", getWeightScale())))
+    return failure();
+  SmallVector<int64_t> shape(input.getShape());
+  shape.back() = n;
+  auto resultType = getType();
+  if (resultType.getShape() != ArrayRef<int64_t>(shape))
+    return emitOpError("result shape ") << shapeStr(resultType.getShape())
+                                        << " differs from the linear's " << shapeStr(shape);
+  Type element = resultType.getElementType();
+  bool requantize = !element.isF32();
+  if (bool(getOutputScale()) != bool(getOutputZeroPoint()))
+    return emitOpError("requantize needs both an output scale and an output zero point");
+  if (requantize != bool(getOutputScale()))
+    return emitOpError(requantize ? "a quantized result (" : "an f32 result ")
+           << (requantize ? "requantize fused) needs" : "takes no")
+           << " output scale and zero point";
+  if (requantize && tensorOf(getOutputZeroPoint()).getElementType() != element)
+    return emitOpError("output zero point must have the result's element type ")
+           << element << ", got " << tensorOf(getOutputZeroPoint()).getElementType();
+  return verifyExtrasBroadcast(*this, getExtra(), resultType);
+}
+
+/// As octet.fused_linear's epilogue, except that the accumulator and the
+/// yielded element are f32 whatever the result type (requantize comes after).
+LogicalResult QLinearOp::verifyRegions() {
+  return verifyEpilogue(*this, getEpilogue(), Float32Type::get(getContext()), getExtra(),
+                        "dequantized accumulator", " (requantize follows it)");
 }
 
 #define GET_OP_CLASSES

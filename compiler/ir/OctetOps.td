@@ -330,11 +330,11 @@ def Octet_FusedOp : Octet_Op<"fused", [Pure, IsolatedFromAbove]> {
 }
 
 def Octet_YieldOp : Octet_Op<"yield",
-    [Pure, Terminator, ParentOneOf<["FusedLinearOp", "FusedOp"]>]> {
+    [Pure, Terminator, ParentOneOf<["FusedLinearOp", "FusedOp", "QLinearOp"]>]> {
   let summary = "the element computed by a fused op's region";
   let description = [{
-    Ends the scalar region of `octet.fused_linear` or `octet.fused` with the
-    result element.
+    Ends the scalar region of `octet.fused_linear`, `octet.fused` or
+    `octet.qlinear` with the result element.
 
     ```mlir
       octet.yield %sum : f32
@@ -696,6 +696,84 @@ def Octet_MatMulIntegerOp : Octet_Op<"matmul_integer",
     `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
+}
+
+def Octet_QLinearOp : Octet_Op<"qlinear",
+    [Pure, AttrSizedOperandSegments, IsolatedFromAbove]> {
+  let summary = "INT8 linear layer: u8 activation · per-channel s8 weight, f32 epilogue, optional requantize";
+  let description = [{
+    The integer GEMM of the INT8 path. `input` is a `ui8` tensor `[..., K]`,
+    quantized asymmetrically per tensor with `input_scale` (`tensor<f32>`)
+    and `input_zero_point` (`tensor<ui8>`): its real value is
+    `(input - input_zero_point) · input_scale`. `weight` is an `i8` (signed)
+    `[K, N]` tensor, or `[N, K]` with `transpose_weight` as in
+    `octet.linear`, quantized symmetrically (zero point 0) per output
+    channel with `weight_scale` (`tensor<Nxf32>`). The optional `bias` is
+    f32 `[N]`. Scales and zero points are operands so that a run-time
+    (dynamic) activation scale works; the weight and its scales are
+    normally constants.
+
+    Per output element (row m, column n), in this order, each step rounded
+    to f32:
+    - `sum = Σ_k (input[m, k] - input_zero_point) · w[k, n]`, exact in i32
+      (a kernel may compute `Σ_k input·w - input_zero_point · Σ_k w[k, n]`,
+      the same integer);
+    - `acc = f32(f32(input_scale · weight_scale[n]) · f32(sum))`, then
+      `acc = acc + bias[n]` when there is a bias;
+    - `y = epilogue(acc, extra...)`: the region runs exactly as in
+      `octet.fused_linear` (a block of one `f32` for the accumulator, then
+      one `f32` per `extra` operand, broadcast to the result shape without
+      widening it; side-effect-free scalar `arith`/`math`; `octet.yield` of
+      an `f32`). An identity region (`octet.yield %acc`) is the plain
+      dequantized GEMM.
+    - The result is `y` for an `f32` result. For a `ui8` or `i8` result
+      (requantize fused), `output_scale` (`tensor<f32>`) and
+      `output_zero_point` (`tensor<ui8>`/`tensor<i8>`, the result's element
+      type; a symmetric `i8` result gives 0) are given and the element is
+      `saturate(round_half_even(y / output_scale) + output_zero_point)`,
+      as `octet.quantize` computes it.
+
+    `octet-eliminate-qdq` forms it from the QDQ form of ONNX Runtime's
+    static quantization; `octet-quantize` from FP32 linears.
+
+    ```mlir
+    %y = octet.qlinear %x, %w, %b scales(%xs, %xzp, %ws : tensor<f32>, tensor<ui8>, tensor<3072xf32>) {
+    ^bb0(%acc: f32):
+      %zero = arith.constant 0.000000e+00 : f32
+      %relu = arith.maximumf %acc, %zero : f32
+      octet.yield %relu : f32
+    } : tensor<?x?x768xui8>, tensor<768x3072xi8>, tensor<3072xf32> -> tensor<?x?x3072xf32>
+    %q = octet.qlinear %x, %wt scales(%xs, %xzp, %ws : tensor<f32>, tensor<ui8>, tensor<3072xf32>) transpose_weight
+           requantize(%ys, %yzp : tensor<f32>, tensor<ui8>) extra(%r : tensor<?x?x3072xf32>) {
+    ^bb0(%acc: f32, %r0: f32):
+      %sum = arith.addf %acc, %r0 : f32
+      octet.yield %sum : f32
+    } : tensor<?x?x768xui8>, tensor<3072x768xi8> -> tensor<?x?x3072xui8>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[UI8]>:$input, RankedTensorOf<[I8]>:$weight,
+                       Optional<Octet_F32Tensor>:$bias,
+                       0DTensorOf<[F32]>:$input_scale, 0DTensorOf<[UI8]>:$input_zero_point,
+                       Octet_F32Tensor:$weight_scale,
+                       Optional<0DTensorOf<[F32]>>:$output_scale,
+                       Optional<0DTensorOf<[I8, UI8]>>:$output_zero_point,
+                       Variadic<Octet_F32Tensor>:$extra, UnitAttr:$transpose_weight);
+  let results = (outs RankedTensorOf<[F32, I8, UI8]>:$result);
+  let regions = (region SizedRegion<1>:$epilogue);
+  // The region comes before attr-dict, whose `{` would otherwise be ambiguous.
+  let assemblyFormat = [{
+    $input `,` $weight (`,` $bias^)?
+    `scales` `(` $input_scale `,` $input_zero_point `,` $weight_scale `:`
+      type($input_scale) `,` type($input_zero_point) `,` type($weight_scale) `)`
+    (`transpose_weight` $transpose_weight^)?
+    (`requantize` `(` $output_scale^ `,` $output_zero_point `:` type($output_scale) `,`
+      type($output_zero_point) `)`)?
+    (`extra` `(` $extra^ `:` type($extra) `)`)? $epilogue attr-dict
+    `:` type($input) `,` type($weight) (`,` type($bias)^)? `->` type($result)
+  }];
+  let extraClassDeclaration = Octet_LinearFeatureDims;
+  let hasVerifier = 1;
+  let hasRegionVerifier = 1;
 }
 
 #endif // OCTET_OPS_TD

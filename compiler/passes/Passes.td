@@ -255,4 +255,106 @@ def OctetPlanMemory : Pass<"octet-plan-memory", "::mlir::func::FuncOp"> {
   ];
 }
 
+def OctetSmoothQuant : Pass<"octet-smoothquant", "::mlir::func::FuncOp"> {
+  let summary = "SmoothQuant: move activation outliers into the weights of calibrated linears";
+  let description = [{
+    Runs after `octet-fuse-gemm-epilogue`, on `octet.linear` and
+    `octet.fused_linear` ops that carry the calibration step's
+    `octet.calib = {input_absmax = dense<…> : tensor<Kxf32>, input_min = …,
+    input_max = …}` and a constant f32 weight. X·W = (X/s)·(s·W), so per
+    input channel j, s_j = max|X_j|^α / max|W_j|^(1-α) (1 where either is 0,
+    clamped to [1e-5, 1e5]); W's input channel j is multiplied by s_j (a new
+    constant) and 1/s goes into what produces X:
+
+    - `layer_norm` / `add_layer_norm` whose result only feeds linears: γ/s, β/s.
+    - `attention`: V's projection columns and bias / s (the merged Q/K/V
+      linear's V window), exact since attention is linear in V.
+    - `linear`: its output columns and bias / s.
+    - `fused_linear` (e.g. the FFN's GELU, not positively homogeneous): an
+      extra [K] operand and a multiply by 1/s at the end of its epilogue.
+
+    Linears sharing X share one s, from the channel-wise max of their
+    statistics. Anything else (X also read by a residual add, no producer
+    to fold into, a non-constant weight) is skipped with a remark. The
+    smoothed linears get their `input_absmax` (and a bound of the range)
+    divided by s and a marker `octet.smoothquant = {alpha = …}`. See
+    docs/int8.md.
+  }];
+  let options = [
+    Option<"alpha", "alpha", "double", /*default=*/"0.5",
+           "Migration strength α in [0, 1]: the share of X's range moved into W">,
+  ];
+  let dependentDialects = ["::octet::OctetDialect", "::mlir::arith::ArithDialect"];
+  let statistics = [
+    Statistic<"numSmoothed", "smoothed-linears", "Linears whose weight absorbed s">,
+    Statistic<"numSkipped", "skipped-inputs", "Calibrated inputs left unsmoothed">,
+  ];
+}
+
+def OctetEliminateQdq : Pass<"octet-eliminate-qdq", "::mlir::func::FuncOp"> {
+  let summary = "turn ONNX Runtime's QDQ GEMMs into octet.qlinear; cancel Q∘DQ pairs";
+  let description = [{
+    ONNX Runtime's `quantize_static` (QDQ format) writes every quantized
+    MatMul as float ops on dequantized operands: activations QUInt8 per
+    tensor (QuantizeLinear → DequantizeLinear), weights QInt8 per output
+    channel (DequantizeLinear of an int8 initializer), and a
+    QuantizeLinear → DequantizeLinear pair on the result. Every rewrite
+    keeps the values: only the rounding of the f32 accumulator moves (the
+    integer sum is exact, then one f32 scale product), so a requantized
+    result may differ by one quantization step where the float result sat
+    on a rounding boundary.
+
+    - GEMM: an f32 `octet.matmul` (2-D rhs) or `octet.linear` whose
+      activation is `dequantize(q)` with `q` a `ui8` tensor and per-tensor
+      scale (and zero point; absent is 0), and whose weight is
+      `dequantize(c)` with `c` a 2-D `i8` constant, zero point absent or all
+      zeros, and a scale per output channel (axis 1 of `[K, N]`, axis 0 of a
+      `transpose_weight` `[N, K]`) or per tensor (a constant, splatted into
+      one per channel) → `octet.qlinear` on `q` and `c` with an identity
+      epilogue; the linear's bias carries over. Where `q` comes from does
+      not matter (a quantize, a `ui8` argument, a dynamic_quantize): the
+      rewrite is exact for any `q`. Not rewritten: an f32 activation with
+      no dequantize, a signed (`i8`) activation, a weight that is not a
+      constant (activation × activation matmuls of attention), not `i8`,
+      with a non-zero zero point, or per input channel.
+    - Requantize: when the GEMM's only use is a per-tensor `octet.quantize`,
+      that quantize joins the qlinear (`requantize(scale, zero_point)`, a
+      `ui8`/`i8` result).
+    - A dequantize with several consumers: each GEMM consumer is rewritten
+      on its own; the dequantize stays while another consumer reads its f32
+      value, and goes (with constants only it read) once none does.
+    - `quantize(dequantize(q))` with the same element type, axis, scale and
+      zero point (the same value or equal constants; normal positive scales)
+      → `q`: dequantize then quantize gives back every integer. With
+      different parameters the pair stays as two ops (a requantize between
+      two scales is `quantize(dequantize(q))`, and the runtime can run it
+      as one elementwise step); no `octet.requantize` op exists.
+    - `dequantize(quantize(x))` (fake quantization) between float ops is
+      kept: it rounds `x` to the grid, so removing it would change values.
+
+    Before:
+    ```mlir
+    %q = octet.quantize %x, %xs, %xzp : tensor<?x?x64xf32>, tensor<f32>, tensor<ui8> -> tensor<?x?x64xui8>
+    %a = octet.dequantize %q, %xs, %xzp : tensor<?x?x64xui8>, tensor<f32>, tensor<ui8> -> tensor<?x?x64xf32>
+    %w = octet.dequantize %wq, %ws, %wzp axis = 1 : tensor<64x256xi8>, tensor<256xf32>, tensor<256xi8> -> tensor<64x256xf32>
+    %y = octet.matmul %a, %w : tensor<?x?x64xf32>, tensor<64x256xf32>
+    %yq = octet.quantize %y, %ys, %yzp : tensor<?x?x256xf32>, tensor<f32>, tensor<ui8> -> tensor<?x?x256xui8>
+    ```
+    After:
+    ```mlir
+    %q = octet.quantize %x, %xs, %xzp : tensor<?x?x64xf32>, tensor<f32>, tensor<ui8> -> tensor<?x?x64xui8>
+    %yq = octet.qlinear %q, %wq scales(%xs, %xzp, %ws : tensor<f32>, tensor<ui8>, tensor<256xf32>)
+            requantize(%ys, %yzp : tensor<f32>, tensor<ui8>) {
+    ^bb0(%acc: f32):
+      octet.yield %acc : f32
+    } : tensor<?x?x64xui8>, tensor<64x256xi8> -> tensor<?x?x256xui8>
+    ```
+  }];
+  let dependentDialects = ["::octet::OctetDialect"];
+  let statistics = [
+    Statistic<"numGemms", "gemms", "GEMMs turned into octet.qlinear">,
+    Statistic<"numCancelled", "cancelled", "quantize(dequantize) pairs cancelled">,
+  ];
+}
+
 #endif // OCTET_PASSES_TD

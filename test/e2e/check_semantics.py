@@ -40,6 +40,7 @@ TESTDATA = "/usr/share/libonnx-testdata/data/node"
 RECOGNIZE = "octet-cleanup,octet-recognize"
 FULL = "octet-cleanup,octet-recognize,octet-cleanup"
 FUSED = FULL + ",octet-fuse-gemm-epilogue"
+NODE_RTOL, NODE_ATOL = 1e-4, 1e-5  # node tests' float outputs (node_suite_runtime.py too)
 
 sys.path.insert(0, MODELS)
 
@@ -94,18 +95,24 @@ def read_known(path):
     return known
 
 
-def read_test_tensors(data_dir, kind, names):
-    """{name: array} from a node test's <kind>_N.pb files, in N order; unnamed tensors take
-    the graph's N-th name."""
+def test_tensor_protos(data_dir, kind, names):
+    """[(path, name, TensorProto)] of a node test's <kind>_N.pb files, in N order; an unnamed
+    tensor takes the graph's N-th name."""
     paths = sorted(glob.glob(os.path.join(data_dir, f"{kind}_*.pb")),
                    key=lambda p: int(re.findall(r"\d+", os.path.basename(p))[0]))
-    tensors = {}
+    protos = []
     for i, path in enumerate(paths):
         tensor = onnx.TensorProto()
         with open(path, "rb") as f:
             tensor.ParseFromString(f.read())
-        tensors[tensor.name or names[i]] = numpy_helper.to_array(tensor)
-    return tensors
+        protos.append((path, tensor.name or names[i], tensor))
+    return protos
+
+
+def read_test_tensors(data_dir, kind, names):
+    """{name: array} from a node test's <kind>_N.pb files (see test_tensor_protos)."""
+    return {name: numpy_helper.to_array(tensor)
+            for _, name, tensor in test_tensor_protos(data_dir, kind, names)}
 
 
 def node_test(args, test_dir, work):
@@ -133,7 +140,7 @@ def node_test(args, test_dir, work):
             if out not in got:
                 problems.append(f"{label}: output '{out}' missing")
                 continue
-            why = compare(got[out], expected, rtol=1e-4, atol=1e-5)
+            why = compare(got[out], expected, rtol=NODE_RTOL, atol=NODE_ATOL)
             if why:
                 problems.append(f"{label}: {out}: {why}")
     return name, ("MISMATCH" if problems else "match"), problems

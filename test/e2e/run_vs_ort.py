@@ -14,9 +14,16 @@ Prints a table; exits nonzero on any failure.
 
     run_vs_ort.py --octetc build/tools/octetc/octetc [--quick] [--models a,b]
                   [--octetc-arg=--isa=avx2 ...] [--keep DIR]
+
+--pass-prefixes checks the meaning of every pass instead: bert-torchscript,
+distilbert-optimum and xlmr-dynamo (or --models) are compiled and run after
+each prefix of the FP32 pipeline (`octetc run --passes=...`: import only,
++cleanup, +recognize, +cleanup, ... +plan-memory, as --print-ir-after-all
+lists them) on the quick shapes, each against ORT with the same tolerance.
 """
 import argparse
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -47,6 +54,8 @@ MODELS = [
     ("xlmr-dynamo", ["--arch", "xlmr", "--style", "dynamo"] + SMALL),
     ("bert-768", ["--arch", "bert", "--style", "torchscript"] + WIDE),
 ]
+# --pass-prefixes: one model per architecture and exporter family.
+PASS_PREFIX_MODELS = ["bert-torchscript", "distilbert-optimum", "xlmr-dynamo"]
 BATCHES = [1, 3, 8]
 SEQUENCES = [1, 7, 128, 384]
 TOLERANCE = 1e-4
@@ -70,7 +79,9 @@ def make_inputs(session, batch, seq, vocab, rng):
     return feeds
 
 
-def run_model(label, args, octetc, work, shapes, out_rows, extra_args=()):
+def prepare_model(label, args, work, shapes):
+    """Writes the model and one input set per shape; returns (model path, input sets folder,
+    {set: {output: ORT's array}})."""
     import onnxruntime as ort
 
     model = os.path.join(work, label + ".onnx")
@@ -82,7 +93,6 @@ def run_model(label, args, octetc, work, shapes, out_rows, extra_args=()):
     session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
     rng = np.random.default_rng(abs(hash(label)) % (2**32))
     sets_dir = os.path.join(work, label + ".inputs")
-    out_dir = os.path.join(work, label + ".outputs")
     expected = {}
     for batch, seq in shapes:
         set_name = "b%d_s%03d" % (batch, seq)
@@ -92,6 +102,11 @@ def run_model(label, args, octetc, work, shapes, out_rows, extra_args=()):
             np.save(os.path.join(sets_dir, set_name, name + ".npy"), value)
         expected[set_name] = dict(zip([o.name for o in session.get_outputs()],
                                       session.run(None, feeds)))
+    return model, sets_dir, expected
+
+
+def run_and_compare(label, model, sets_dir, expected, octetc, out_dir, out_rows, extra_args=()):
+    """One `octetc run --input-sets` of `model`; a row per (set, output) into out_rows."""
     start = time.time()
     proc = subprocess.run([octetc, "run", model, "--input-sets", sets_dir, "--output", out_dir,
                            "--repeat", "1", "--warmup", "0"] + list(extra_args),
@@ -126,6 +141,42 @@ def run_model(label, args, octetc, work, shapes, out_rows, extra_args=()):
     return ok
 
 
+def run_model(label, args, octetc, work, shapes, out_rows, extra_args=()):
+    model, sets_dir, expected = prepare_model(label, args, work, shapes)
+    return run_and_compare(label, model, sets_dir, expected, octetc,
+                           os.path.join(work, label + ".outputs"), out_rows, extra_args)
+
+
+def pipeline_passes(octetc, model):
+    """The passes of octetc's FP32 pipeline, in order, as its --print-ir-after-all names them
+    (so the prefixes follow compiler/passes/Pipeline.cpp)."""
+    proc = subprocess.run([octetc, "run", model, "--batch", "1", "--seq", "2", "--repeat", "1",
+                           "--warmup", "0", "--print-ir-after-all"], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError("octetc run --print-ir-after-all failed: " + proc.stderr.strip()[-300:])
+    passes = re.findall(r"^// -----// IR Dump After (\S+) //", proc.stderr, re.MULTILINE)
+    if not passes or passes[0] != "import":
+        raise RuntimeError("octetc --print-ir-after-all printed no 'import' dump first")
+    return passes[1:]
+
+
+def check_pass_prefixes(models, octetc, work, shapes, rows, extra_args=()):
+    """Compiles and runs each model after every prefix of the FP32 pipeline (import only,
+    then one more pass at a time) against ORT: every pass must keep the meaning."""
+    ok = True
+    passes = None
+    for label, model_args in models:
+        model, sets_dir, expected = prepare_model(label, model_args, work, shapes)
+        passes = passes or pipeline_passes(octetc, model)
+        for count in range(len(passes) + 1):
+            pipeline = ",".join(passes[:count]) or "none"
+            stage = "+".join(["import"] + [p.replace("octet-", "") for p in passes[:count]])
+            ok &= run_and_compare(f"{label} [{count}: {stage}]", model, sets_dir, expected, octetc,
+                                  os.path.join(work, f"{label}.outputs.{count}"), rows,
+                                  list(extra_args) + ["--passes=" + pipeline])
+    return ok
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--octetc", required=True)
@@ -133,10 +184,15 @@ def main():
     parser.add_argument("--models", help="comma-separated model labels (default: all)")
     parser.add_argument("--octetc-arg", action="append", default=[],
                         help="extra octetc run argument, e.g. --octetc-arg=--isa=avx2 (repeatable)")
+    parser.add_argument("--pass-prefixes", action="store_true",
+                        help="compile and run after every prefix of the FP32 pipeline (import only, "
+                             "+cleanup, +recognize, ...) on a few small models, quick shapes")
     parser.add_argument("--keep", help="keep the models, inputs and outputs in this directory")
     args = parser.parse_args()
 
     models = MODELS
+    if args.pass_prefixes and not args.models:
+        args.models = ",".join(PASS_PREFIX_MODELS)
     if args.models:
         wanted = set(args.models.split(","))
         models = [m for m in MODELS if m[0] in wanted]
@@ -144,13 +200,20 @@ def main():
         if unknown:
             parser.error("unknown models: " + ", ".join(sorted(unknown)))
     shapes = [(b, s) for b in BATCHES for s in SEQUENCES]
-    if args.quick:
+    if args.quick or args.pass_prefixes:
         shapes = [(1, 7), (3, 128)]
 
     rows = []
     all_ok = True
     work = args.keep or tempfile.mkdtemp(prefix="octet-e2e-")
     os.makedirs(work, exist_ok=True)
+    if args.pass_prefixes:
+        try:
+            all_ok &= check_pass_prefixes(models, args.octetc, work, shapes, rows, args.octetc_arg)
+        except (subprocess.CalledProcessError, RuntimeError) as e:
+            rows.append(("pass prefixes", "-", "-", "-", "FAIL: %s" % e))
+            all_ok = False
+        models = []
     for label, model_args in models:
         # The 768-wide model at batch 8 x 384 is the slow one on 2 cores: it
         # keeps the shapes that matter for its GEMM blocking.

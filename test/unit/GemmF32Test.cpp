@@ -9,6 +9,7 @@
 #include "compiler/codegen/x86/GemmF32.h"
 
 #include "test/unit/TestData.h"
+#include "test/unit/ThreadCount.h"
 
 #include <gtest/gtest.h>
 #include <omp.h>
@@ -99,14 +100,7 @@ struct Problem {
   }
 };
 
-class ThreadCount {
-public:
-  explicit ThreadCount(int n) : saved_(omp_get_max_threads()) { omp_set_num_threads(n); }
-  ~ThreadCount() { omp_set_num_threads(saved_); }
-
-private:
-  int saved_;
-};
+using octet::test::ThreadCount;
 
 double identity(double x) { return x; }
 
@@ -142,11 +136,7 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Combine(::testing::Values(1, 2, 7, 13, 31, 64, 129),
                        ::testing::Values(1, 5, 16, 17, 33, 48, 100, 768),
                        ::testing::Values(1, 3, 16, 17, 64, 100, 768)),
-    [](const auto &info) {
-      return "M" + std::to_string(std::get<0>(info.param)) + "_N" +
-             std::to_string(std::get<1>(info.param)) + "_K" +
-             std::to_string(std::get<2>(info.param));
-    });
+    octet::test::MnkName());
 
 TEST(GemmF32, PanelWidthPadsLeast) {
   EXPECT_EQ(gemmF32PanelWidth(768), 48);

@@ -4,6 +4,8 @@
 
 #include <cstddef>
 #include <random>
+#include <string>
+#include <tuple>
 #include <vector>
 
 namespace octet::test {
@@ -16,6 +18,14 @@ inline std::vector<float> randomFloats(size_t count, unsigned seed) {
     x = dist(gen);
   return v;
 }
+
+/// Names an (M, N, K) test parameter "M7_N100_K770", for INSTANTIATE_TEST_SUITE_P.
+struct MnkName {
+  template <typename ParamInfo> std::string operator()(const ParamInfo &info) const {
+    return "M" + std::to_string(std::get<0>(info.param)) + "_N" +
+           std::to_string(std::get<1>(info.param)) + "_K" + std::to_string(std::get<2>(info.param));
+  }
+};
 } // namespace octet::test
 
 #endif

@@ -165,10 +165,13 @@ static OwningOpRef<ModuleOp> loadModel(MLIRContext &ctx) {
 }
 
 /// "octet-cleanup,octet-recognize" or "-octet-cleanup -octet-recognize" as a
-/// pipeline on every function; a full `builtin.module(...)` is kept.
+/// pipeline on every function; of a full `builtin.module(...)` the part inside.
+/// The text is parsed into a PassManager already anchored on builtin.module:
+/// kept whole, it would nest a second module level and run on nothing.
 static std::string pipelineText(StringRef text) {
-  if (text.trim().starts_with("builtin.module("))
-    return text.str();
+  StringRef trimmed = text.trim();
+  if (trimmed.consume_front("builtin.module(") && trimmed.consume_back(")"))
+    return trimmed.str();
   std::string normalized = text.str();
   std::replace(normalized.begin(), normalized.end(), ' ', ',');
   SmallVector<StringRef> names;
@@ -176,7 +179,7 @@ static std::string pipelineText(StringRef text) {
   SmallVector<std::string> passes;
   for (StringRef name : names)
     passes.push_back(name.trim().ltrim('-').str());
-  return "builtin.module(func.func(" + llvm::join(passes, ",") + "))";
+  return "func.func(" + llvm::join(passes, ",") + ")";
 }
 
 /// `file:line:col` for .mlir ops, `file:node` for imported ONNX nodes.

@@ -4,6 +4,8 @@
 //   octet-jit-dump --kernel layernorm --n 100 [--residual] [--write-sum] [--embedding]
 //   octet-jit-dump --kernel softmax --n 17 [--mask] [--scale 0.125]
 //   octet-jit-dump --kernel unary --op exp|erf|tanh|sigmoid|rsqrt|reciprocal|gelu-erf|...
+//   octet-jit-dump --kernel gemm-u8s8 --mr 9 --nr 48 --columns 17 --k-tail 3 [--compensation]
+//                  [--bias] [--residual] [--output f32|u8|s8 --out-scale S --out-zp Z]
 //
 // Generates one kernel (Xbyak only emits bytes: no AVX-512 needed on the host)
 // and prints its code, up to and including the final `ret`, as llvm-mc
@@ -15,6 +17,7 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/codegen/x86/FusedKernels.h"
 #include "compiler/codegen/x86/GemmF32Avx512.h"
+#include "compiler/codegen/x86/GemmU8S8Vnni.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Format.h"
@@ -28,11 +31,14 @@
 using namespace octet::x86;
 namespace cl = llvm::cl;
 
-enum class Kernel { GemmF32, LayerNorm, Softmax, Unary };
+enum class Kernel { GemmF32, GemmU8S8, LayerNorm, Softmax, Unary };
 
 static cl::opt<Kernel> kernel(
     "kernel", cl::Required, cl::desc("Kernel to generate"),
     cl::values(clEnumValN(Kernel::GemmF32, "gemm-f32", "AVX-512 FP32 GEMM micro-kernel"),
+               clEnumValN(Kernel::GemmU8S8, "gemm-u8s8",
+                          "AVX-512 VNNI u8 x s8 GEMM micro-kernel (--mr/--nr/--columns/--bias/"
+                          "--residual as gemm-f32)"),
                clEnumValN(Kernel::LayerNorm, "layernorm", "LayerNorm over rows of --n"),
                clEnumValN(Kernel::Softmax, "softmax", "softmax over rows of --n"),
                clEnumValN(Kernel::Unary, "unary", "elementwise --op")));
@@ -44,6 +50,19 @@ static cl::opt<int> columns("columns", cl::desc("gemm-f32: valid columns (defaul
 static cl::opt<bool> bias("bias", cl::desc("gemm-f32: add a bias row"));
 static cl::opt<bool> residual("residual",
                               cl::desc("gemm-f32: add a residual; layernorm: a second source"));
+// gemm-u8s8
+static cl::opt<int> kTail("k-tail", cl::desc("gemm-u8s8: K % 4 (masked last K group)"),
+                          cl::init(0));
+static cl::opt<bool> compensation("compensation",
+                                  cl::desc("gemm-u8s8: subtract a_zero_point * colsum_B"));
+static cl::opt<QuantOutput> output(
+    "output", cl::desc("gemm-u8s8: output type"), cl::init(QuantOutput::F32),
+    cl::values(clEnumValN(QuantOutput::F32, "f32", ""), clEnumValN(QuantOutput::U8, "u8", ""),
+               clEnumValN(QuantOutput::S8, "s8", "")));
+static cl::opt<float> outScale("out-scale", cl::desc("gemm-u8s8: u8/s8 output scale"),
+                               cl::init(1.0f));
+static cl::opt<int> outZeroPoint("out-zp", cl::desc("gemm-u8s8: u8/s8 output zero point"),
+                                 cl::init(0));
 // layernorm, softmax
 static cl::opt<int64_t> n("n", cl::desc("layernorm, softmax: row length"), cl::init(16));
 static cl::opt<bool> writeSum("write-sum", cl::desc("layernorm: store the summed sources"));
@@ -73,6 +92,14 @@ static std::unique_ptr<KernelGenerator> makeKernel() {
         config.mr > GemmF32Avx512::maxRows(config.nr, 0))
       return nullptr;
     return std::make_unique<GemmF32Avx512>(config);
+  }
+  case Kernel::GemmU8S8: {
+    GemmU8S8VnniConfig config;
+    config.mr = mr, config.nr = nr, config.columns = columns ? int(columns) : int(nr);
+    config.kTailBytes = kTail, config.compensation = compensation;
+    config.bias = bias, config.residual = residual, config.output = output;
+    config.outScale = outScale, config.outZeroPoint = outZeroPoint;
+    return std::make_unique<GemmU8S8Vnni>(config); // throws on a shape it rejects
   }
   case Kernel::LayerNorm: {
     std::vector<RowSource> sources(residual ? 2 : 1, RowSource::Dense);

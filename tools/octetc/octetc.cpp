@@ -3,12 +3,15 @@
 //   octetc import MODEL [-o OUT] [--elide-weights | --emit-bytecode]   ONNX → octet IR
 //   octetc ops                                            supported ONNX ops
 //   octetc run MODEL [--input NAME=FILE ...] [--input-sets DIR] ...   compile and run
+//   octetc ceilings [--refresh]                           the roofline's machine ceilings
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/driver/Compile.h"
 #include "compiler/passes/Passes.h"
 #include "frontends/onnx/Importer.h"
+#include "runtime/Ceilings.h"
 #include "runtime/Executor.h"
+#include "runtime/Profile.h"
 #include "tools/octetc/TensorFiles.h"
 
 #include "mlir/Bytecode/BytecodeWriter.h"
@@ -93,6 +96,12 @@ static cl::opt<std::string> runGemm("gemm",
 static cl::opt<std::string>
     runIsa("isa", cl::desc("host (default), or avx2: act as on a host without AVX-512"),
            cl::init("host"), cl::sub(runCommand), cl::cat(octetcCategory));
+static cl::opt<std::string> runPasses(
+    "passes",
+    cl::desc("The passes between import and planning, as a comma-separated pipeline of function "
+             "passes (default: the full FP32 pipeline; 'none': plan the imported IR as it is). "
+             "Any prefix of the pipeline must compute the same outputs"),
+    cl::value_desc("PIPELINE"), cl::init(""), cl::sub(runCommand), cl::cat(octetcCategory));
 static cl::opt<bool> runPrintIr("print-ir-after-all",
                                 cl::desc("Print the IR after import and after every pass"),
                                 cl::sub(runCommand), cl::cat(octetcCategory));
@@ -101,8 +110,28 @@ static cl::opt<bool> runPrintPlan("print-plan", cl::desc("Print the execution pl
 static cl::opt<bool> runProfile(
     "profile",
     cl::desc("Time every step of the plan over the repeats and print a table (median per step, "
-             "share of the total, kernel and provider, location)"),
+             "share of the total, ops, bytes, GOP/s, GB/s and the fraction of the roofline bound "
+             "under the machine's ceilings; see docs/profiling.md)"),
     cl::sub(runCommand), cl::cat(octetcCategory));
+static cl::opt<std::string>
+    runProfileJson("profile-json",
+                   cl::desc("Write the --profile table as JSON to FILE (implies profiling)"),
+                   cl::value_desc("FILE"), cl::sub(runCommand), cl::cat(octetcCategory));
+
+static cl::SubCommand
+    ceilingsCommand("ceilings",
+                    "Print the machine's roofline ceilings (peak FP32 FMA, INT8 vpdpbusd, read "
+                    "bandwidth from L2, L3 and DRAM), measured once per host and thread count and "
+                    "cached");
+static cl::opt<bool> ceilingsRefresh("refresh", cl::desc("Measure again, replacing the cache"),
+                                     cl::sub(ceilingsCommand), cl::cat(octetcCategory));
+static cl::opt<int> ceilingsRounds(
+    "rounds", cl::desc("Whole measurements when measuring, each ceiling the best (default 3)"),
+    cl::init(octet::rt::kDefaultCeilingRounds), cl::sub(ceilingsCommand), cl::cat(octetcCategory));
+static cl::opt<bool> ceilingsJson("json", cl::desc("Print the cached JSON"),
+                                  cl::sub(ceilingsCommand), cl::cat(octetcCategory));
+static cl::opt<int> ceilingsThreads("threads", cl::desc("OpenMP threads (default: all)"),
+                                    cl::init(0), cl::sub(ceilingsCommand), cl::cat(octetcCategory));
 static cl::opt<int> runThreads("threads", cl::desc("OpenMP threads (default: all)"), cl::init(0),
                                cl::sub(runCommand), cl::cat(octetcCategory));
 
@@ -421,26 +450,42 @@ double percentile(std::vector<double> v, double q) {
   return v[lo] + (pos - double(lo)) * (v[hi] - v[lo]);
 }
 
-/// The per-step table of --profile, slowest first, and the sum of the step
-/// medians against the end-to-end median (the rest is validation and layout).
-void printProfile(const rt::Plan &plan, const std::vector<std::vector<double>> &stepTimes,
-                  double endToEndMs) {
-  std::vector<std::pair<double, size_t>> order;
-  double sum = 0;
-  for (size_t i = 0; i < stepTimes.size(); ++i) {
-    double median = percentile(stepTimes[i], 0.5);
-    order.push_back({median, i});
-    sum += median;
+/// The per-step table of --profile (runtime/Profile.h), slowest first, under
+/// the machine's ceilings (measured once, then cached); --profile-json writes
+/// the same as JSON (with --input-sets: the last set's).
+bool printProfile(const rt::Plan &plan, const std::vector<std::vector<double>> &stepTimes,
+                  const std::vector<rt::Work> &work, const std::vector<double> &runMs,
+                  std::string &error) {
+  const int threads = omp_get_max_threads();
+  rt::Ceilings ceilings;
+  bool cached = false;
+  std::string note;
+  rt::Status status = rt::loadOrMeasureCeilings(threads, false, ceilings, &cached, &note);
+  if (!note.empty())
+    llvm::errs() << "note: " << note << "\n";
+  if (!status.ok())
+    llvm::errs() << "warning: no roofline columns: " << status.message() << "\n";
+  std::vector<std::vector<double>> seconds(stepTimes.size());
+  for (size_t i = 0; i < stepTimes.size(); ++i)
+    for (double ms : stepTimes[i])
+      seconds[i].push_back(ms / 1e3);
+  std::vector<double> runSeconds;
+  for (double ms : runMs)
+    runSeconds.push_back(ms / 1e3);
+  rt::ProfileReport report = rt::analyzeProfile(plan, seconds, work, runSeconds, threads,
+                                                status.ok() ? &ceilings : nullptr);
+  if (runProfile)
+    llvm::outs() << rt::profileTable(report);
+  if (runProfileJson.empty())
+    return true;
+  std::error_code ec;
+  llvm::raw_fd_ostream file(runProfileJson, ec);
+  if (ec) {
+    error = "cannot write --profile-json '" + runProfileJson + "': " + ec.message();
+    return false;
   }
-  std::sort(order.rbegin(), order.rend());
-  llvm::outs() << "profile: " << plan.steps.size() << " steps, sum of medians "
-               << llvm::format("%.3f", sum) << " ms, end to end "
-               << llvm::format("%.3f", endToEndMs) << " ms\n";
-  llvm::outs() << "  step    median ms   share  kind  (location)\n";
-  for (auto [median, i] : order)
-    llvm::outs() << llvm::format("  %4zu  %11.3f  %5.1f%%  ", i, median,
-                                 sum > 0 ? 100 * median / sum : 0.0)
-                 << plan.steps[i]->kind() << "  (" << plan.steps[i]->location << ")\n";
+  file << rt::profileJson(report);
+  return true;
 }
 
 /// Runs one input set warmup + repeat times; writes its outputs.
@@ -469,11 +514,11 @@ bool runInputSet(const rt::Plan &plan, const InputSet &set, std::string &error) 
   std::vector<double> times;
   std::vector<std::vector<double>> stepTimes(plan.steps.size()); // [step][repeat], ms
   rt::RunProfile profile;
+  const bool profiling = runProfile || !runProfileJson.empty();
   unsigned total = runWarmup + std::max(1u, unsigned(runRepeat));
   for (unsigned r = 0; r < total; ++r) {
     auto start = std::chrono::steady_clock::now();
-    rt::Status status =
-        rt::execute(plan, inputs, outputs, nullptr, runProfile ? &profile : nullptr);
+    rt::Status status = rt::execute(plan, inputs, outputs, nullptr, profiling ? &profile : nullptr);
     double ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     if (!status.ok()) {
@@ -483,12 +528,14 @@ bool runInputSet(const rt::Plan &plan, const InputSet &set, std::string &error) 
     }
     if (r >= runWarmup) {
       times.push_back(ms);
-      for (size_t i = 0; runProfile && i < profile.stepSeconds.size(); ++i)
+      for (size_t i = 0; profiling && i < profile.stepSeconds.size(); ++i)
         stepTimes[i].push_back(profile.stepSeconds[i] * 1e3);
     }
   }
-  if (runProfile)
-    printProfile(plan, stepTimes, percentile(times, 0.5));
+  if (profiling && !printProfile(plan, stepTimes, profile.stepWork, times, error)) {
+    release();
+    return false;
+  }
   std::string prefix = set.label.empty() ? "" : "[" + set.label + "] ";
   llvm::outs() << prefix << "latency: median " << llvm::format("%.3f", percentile(times, 0.5))
                << " ms, min " << llvm::format("%.3f", *std::min_element(times.begin(), times.end()))
@@ -539,6 +586,7 @@ static int runRun() {
     llvm::errs() << "error: --isa '" << runIsa << "': give host or avx2\n";
     return 1;
   }
+  options.passes = runPasses;
   if (runThreads < 0) {
     llvm::errs() << "error: --threads must be positive\n";
     return 1;
@@ -585,6 +633,51 @@ static int runRun() {
   return 0;
 }
 
+static int runCeilings() {
+  if (ceilingsThreads < 0 || ceilingsRounds < 1) {
+    llvm::errs() << "error: --threads and --rounds must be positive\n";
+    return 1;
+  }
+  rt::Ceilings c;
+  bool cached = false;
+  std::string note;
+  rt::Status status = rt::loadOrMeasureCeilings(ceilingsThreads, ceilingsRefresh, c, &cached, &note,
+                                                ceilingsRounds);
+  if (!note.empty())
+    llvm::errs() << "note: " << note << "\n";
+  if (!status.ok()) {
+    llvm::errs() << "error: " << status.message() << "\n";
+    return 1;
+  }
+  if (ceilingsJson) {
+    llvm::outs() << c.toJson();
+    return 0;
+  }
+  llvm::outs() << "ceilings of '" << c.cpu << "' on " << c.host << ", " << c.threads
+               << " thread(s) (" << (cached ? "cached" : "measured now") << ": "
+               << rt::ceilingsCachePath(ceilingsThreads) << ")\n"
+               << llvm::format("  fp32 FMA     %8.1f GFLOP/s  (%s vfmadd231ps)\n", c.fp32Gflops,
+                               c.fp32Isa.c_str());
+  if (c.int8Gops > 0)
+    llvm::outs() << llvm::format("  int8 dot     %8.1f GOP/s    (%s vpdpbusd)\n", c.int8Gops,
+                                 c.int8Isa.c_str());
+  else
+    llvm::outs() << "  int8 dot          - (no VNNI)\n";
+  if (c.amxInt8Gops > 0)
+    llvm::outs() << llvm::format("  int8 AMX     %8.1f GOP/s\n", c.amxInt8Gops);
+  else
+    llvm::outs() << "  int8 AMX          - (not measured)\n";
+  auto mib = [](int64_t bytes) { return double(bytes) / double(1 << 20); };
+  llvm::outs() << llvm::format("  read L2      %8.1f GB/s     (%.2f MiB in all)\n", c.l2GBs,
+                               mib(c.l2BufferBytes))
+               << llvm::format("  read L3      %8.1f GB/s     (%.2f MiB in all; L3 %.0f MiB)\n",
+                               c.l3GBs, mib(c.l3BufferBytes), mib(c.l3CacheBytes))
+               << llvm::format("  read DRAM    %8.1f GB/s     (%.0f MiB in all)\n", c.dramGBs,
+                               mib(c.dramBufferBytes))
+               << llvm::format("  measured in %.2f s\n", c.measureSeconds);
+  return 0;
+}
+
 static int runOps() {
   for (llvm::StringRef op : octet::supportedOnnxOps())
     llvm::outs() << op << "\n";
@@ -594,7 +687,7 @@ static int runOps() {
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   for (cl::SubCommand *command :
-       {&cl::SubCommand::getTopLevel(), &importCommand, &opsCommand, &runCommand})
+       {&cl::SubCommand::getTopLevel(), &importCommand, &opsCommand, &runCommand, &ceilingsCommand})
     cl::HideUnrelatedOptions(octetcCategory, *command);
   cl::ParseCommandLineOptions(argc, argv,
                               "octetc: the Octet INT8 inference compiler for BERT-family "
@@ -605,6 +698,8 @@ int main(int argc, char **argv) {
     return runOps();
   if (runCommand)
     return runRun();
-  llvm::errs() << "octetc: give a subcommand (import, ops, run); see octetc --help\n";
+  if (ceilingsCommand)
+    return runCeilings();
+  llvm::errs() << "octetc: give a subcommand (import, ops, run, ceilings); see octetc --help\n";
   return 1;
 }

@@ -1,35 +1,16 @@
 //===- GemmF32.cpp --------------------------------------------------------===//
 #include "compiler/codegen/x86/GemmF32.h"
-
-#include <omp.h>
-#include <unistd.h>
+#include "compiler/codegen/x86/GemmBlocking.h"
 
 #include <algorithm>
 #include <cassert>
 
 namespace octet::x86 {
 
-namespace {
-int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-int64_t roundUp(int64_t a, int64_t b) { return ceilDiv(a, b) * b; }
+using gemm_blocking::ceilDiv;
+using gemm_blocking::roundUp;
 
-int64_t cacheBytes(int name, int64_t fallback) {
-  long bytes = sysconf(name);
-  return bytes > 0 ? bytes : fallback;
-}
-int64_t l1Bytes() { return cacheBytes(_SC_LEVEL1_DCACHE_SIZE, 32 * 1024); }
-int64_t l2Bytes() { return cacheBytes(_SC_LEVEL2_CACHE_SIZE, 1024 * 1024); }
-
-/// Cuts `total` into the fewest blocks of at most `maxBlock` (at least
-/// `minBlocks` of them), of equal size rounded up to a multiple of `multiple`.
-int64_t evenBlock(int64_t total, int64_t maxBlock, int64_t multiple, int64_t minBlocks = 1) {
-  maxBlock = std::max(multiple, maxBlock / multiple * multiple);
-  int64_t blocks = std::max({ceilDiv(total, maxBlock), minBlocks, int64_t(1)});
-  return roundUp(std::max<int64_t>(1, ceilDiv(total, blocks)), multiple);
-}
-} // namespace
-
-int gemmF32PanelWidth(int64_t n) { return roundUp(n, 32) < roundUp(n, 48) ? 32 : 48; }
+int gemmF32PanelWidth(int64_t n) { return gemm_blocking::panelWidth(n); }
 
 PackedWeights packB(const float *b, int64_t k, int64_t n, WeightLayout layout) {
   const int64_t nr = gemmF32PanelWidth(n);
@@ -48,7 +29,7 @@ GemmF32::GemmF32(int64_t n, int64_t k, const float *packedB, GemmF32Epilogue epi
       nr_(gemmF32PanelWidth(n)),
       mr_(GemmF32Avx512::maxRows(
           nr_, epilogue.elementwise ? epilogue.elementwise->scratchZmmCount() : 0)),
-      kc_(evenBlock(k, l1Bytes() / (nr_ * 4), 4)), panels_(ceilDiv(n, nr_)) {
+      kc_(gemm_blocking::kBlock(k, nr_, sizeof(float))), panels_(ceilDiv(n, nr_)) {
   const int tailColumns = n % nr_ ? n % nr_ : nr_;
   for (int rows = 1; rows <= mr_; ++rows)
     for (int columns : {nr_, tailColumns}) {
@@ -60,9 +41,7 @@ GemmF32::GemmF32(int64_t n, int64_t k, const float *packedB, GemmF32Epilogue epi
 }
 
 int64_t GemmF32::mc(int64_t m) const {
-  // Enough M blocks that every thread gets a (block, panel) pair, if M allows.
-  int64_t wanted = std::min(ceilDiv(m, mr_), ceilDiv(omp_get_max_threads(), panels_));
-  return evenBlock(m, l2Bytes() / 2 / (std::max<int64_t>(k_, 1) * 4), mr_, wanted);
+  return gemm_blocking::mBlock(m, k_, mr_, panels_, sizeof(float));
 }
 
 void GemmF32::run(const float *a, int64_t m, int64_t lda, float *c, int64_t ldc,

@@ -56,6 +56,8 @@ const char *octet_dtype_name(octet_dtype dtype);
  * Keys:  "gemm"               "auto" (default) | "jit" | "onednn"
  *        "isa"                "host" (default) | "avx2" (no AVX-512 kernels)
  *        "print_ir_after_all" "0" | "1": the IR after every pass, on stderr
+ *        "profile"            "0" | "1": time every step of each octet_run
+ *                             (octet_model_last_profile_json)
  */
 octet_options *octet_options_create(void);
 octet_status octet_options_set(octet_options *options, const char *key, const char *value);
@@ -108,6 +110,18 @@ typedef struct {
 octet_status octet_run(const octet_model *model, const octet_tensor *inputs, int32_t num_inputs,
                        octet_tensor *outputs, int32_t num_outputs);
 void octet_tensor_free(void *data);
+
+/* ---- Profiling -------------------------------------------------------------
+ * For a model created with the option "profile" = "1": the last successful
+ * octet_run's per-step profile as JSON (docs/profiling.md): each step's kernel,
+ * shapes, time, ops, bytes, GOP/s, GB/s and fraction of the roofline bound
+ * under the machine's ceilings (measured on first use, about a second, then
+ * cached per host). Writes a NUL-terminated string into buffer (size bytes);
+ * *needed (optional) gets the size required, NUL included. A buffer that is
+ * too small (or NULL with size 0) gives OCTET_ERROR_OUTPUT_TOO_SMALL; a model
+ * without profiling or with no run yet gives OCTET_ERROR_INVALID_ARGUMENT. */
+octet_status octet_model_last_profile_json(const octet_model *model, char *buffer, size_t size,
+                                           size_t *needed);
 
 #ifdef __cplusplus
 }

@@ -205,6 +205,22 @@ func.func @pow(%a: tensor<?x?x768xf32>, %b: tensor<768xf32>) {
   return
 }
 
+func.func @qlinear(%x: tensor<?x?x768xui8>, %w: tensor<768x3072xi8>, %wt: tensor<3072x768xi8>, %b: tensor<3072xf32>, %xs: tensor<f32>, %xzp: tensor<ui8>, %ws: tensor<3072xf32>, %ys: tensor<f32>, %yzp: tensor<ui8>, %r: tensor<?x?x3072xf32>) {
+    %y = octet.qlinear %x, %w, %b scales(%xs, %xzp, %ws : tensor<f32>, tensor<ui8>, tensor<3072xf32>) {
+    ^bb0(%acc: f32):
+      %zero = arith.constant 0.000000e+00 : f32
+      %relu = arith.maximumf %acc, %zero : f32
+      octet.yield %relu : f32
+    } : tensor<?x?x768xui8>, tensor<768x3072xi8>, tensor<3072xf32> -> tensor<?x?x3072xf32>
+    %q = octet.qlinear %x, %wt scales(%xs, %xzp, %ws : tensor<f32>, tensor<ui8>, tensor<3072xf32>) transpose_weight
+           requantize(%ys, %yzp : tensor<f32>, tensor<ui8>) extra(%r : tensor<?x?x3072xf32>) {
+    ^bb0(%acc: f32, %r0: f32):
+      %sum = arith.addf %acc, %r0 : f32
+      octet.yield %sum : f32
+    } : tensor<?x?x768xui8>, tensor<3072x768xi8> -> tensor<?x?x3072xui8>
+  return
+}
+
 func.func @quantize_0(%x: tensor<?x?x768xf32>, %s: tensor<f32>, %zp: tensor<ui8>) {
   %q = octet.quantize %x, %s, %zp : tensor<?x?x768xf32>, tensor<f32>, tensor<ui8> -> tensor<?x?x768xui8>
   return

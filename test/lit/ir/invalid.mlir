@@ -800,7 +800,7 @@ func.func @fused_linear_isolated(%x: tensor<?x4xf32>, %w: tensor<4x8xf32>, %s: f
 // -----
 
 func.func @yield_outside(%a: f32) {
-  // expected-error @+1 {{'octet.yield' op expects parent op to be one of 'octet.fused_linear, octet.fused'}}
+  // expected-error @+1 {{'octet.yield' op expects parent op to be one of 'octet.fused_linear, octet.fused, octet.qlinear'}}
   octet.yield %a : f32
 }
 
@@ -943,5 +943,116 @@ func.func @fused_isolated(%a: tensor<4xf32>, %s: f32) {
     %m = arith.mulf %a0, %s : f32
     octet.yield %m : f32
   } : tensor<4xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @qlinear_k(%x: tensor<?x3xui8>, %w: tensor<4x8xi8>, %xs: tensor<f32>, %xzp: tensor<ui8>, %ws: tensor<8xf32>) {
+  // expected-error @+1 {{'octet.qlinear' op input's last dim 3 does not match the weight's rows 4}}
+  %y = octet.qlinear %x, %w scales(%xs, %xzp, %ws : tensor<f32>, tensor<ui8>, tensor<8xf32>) {
+  ^bb0(%acc: f32):
+    octet.yield %acc : f32
+  } : tensor<?x3xui8>, tensor<4x8xi8> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @qlinear_weight_scale(%x: tensor<?x4xui8>, %w: tensor<8x4xi8>, %xs: tensor<f32>, %xzp: tensor<ui8>, %ws: tensor<4xf32>) {
+  // expected-error @+1 {{'octet.qlinear' op weight_scale (one per output channel) must have shape [8] (the weight's rows), got [4]}}
+  %y = octet.qlinear %x, %w scales(%xs, %xzp, %ws : tensor<f32>, tensor<ui8>, tensor<4xf32>) transpose_weight {
+  ^bb0(%acc: f32):
+    octet.yield %acc : f32
+  } : tensor<?x4xui8>, tensor<8x4xi8> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @qlinear_bias(%x: tensor<?x4xui8>, %w: tensor<4x8xi8>, %b: tensor<4xf32>, %xs: tensor<f32>, %xzp: tensor<ui8>, %ws: tensor<8xf32>) {
+  // expected-error @+1 {{'octet.qlinear' op bias must have shape [8] (the weight's columns), got [4]}}
+  %y = octet.qlinear %x, %w, %b scales(%xs, %xzp, %ws : tensor<f32>, tensor<ui8>, tensor<8xf32>) {
+  ^bb0(%acc: f32):
+    octet.yield %acc : f32
+  } : tensor<?x4xui8>, tensor<4x8xi8>, tensor<4xf32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @qlinear_weight_type(%x: tensor<?x4xui8>, %w: tensor<4x8xui8>, %xs: tensor<f32>, %xzp: tensor<ui8>, %ws: tensor<8xf32>) {
+  // expected-error @+1 {{'octet.qlinear' op operand #1 must be ranked tensor of 8-bit signless integer values}}
+  %y = octet.qlinear %x, %w scales(%xs, %xzp, %ws : tensor<f32>, tensor<ui8>, tensor<8xf32>) {
+  ^bb0(%acc: f32):
+    octet.yield %acc : f32
+  } : tensor<?x4xui8>, tensor<4x8xui8> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @qlinear_result_shape(%x: tensor<?x4xui8>, %w: tensor<4x8xi8>, %xs: tensor<f32>, %xzp: tensor<ui8>, %ws: tensor<8xf32>) {
+  // expected-error @+1 {{'octet.qlinear' op result shape [?, 4] differs from the linear's [?, 8]}}
+  %y = octet.qlinear %x, %w scales(%xs, %xzp, %ws : tensor<f32>, tensor<ui8>, tensor<8xf32>) {
+  ^bb0(%acc: f32):
+    octet.yield %acc : f32
+  } : tensor<?x4xui8>, tensor<4x8xi8> -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @qlinear_missing_requantize(%x: tensor<?x4xui8>, %w: tensor<4x8xi8>, %xs: tensor<f32>, %xzp: tensor<ui8>, %ws: tensor<8xf32>) {
+  // expected-error @+1 {{'octet.qlinear' op a quantized result (requantize fused) needs output scale and zero point}}
+  %y = octet.qlinear %x, %w scales(%xs, %xzp, %ws : tensor<f32>, tensor<ui8>, tensor<8xf32>) {
+  ^bb0(%acc: f32):
+    octet.yield %acc : f32
+  } : tensor<?x4xui8>, tensor<4x8xi8> -> tensor<?x8xui8>
+  return
+}
+
+// -----
+
+func.func @qlinear_f32_requantize(%x: tensor<?x4xui8>, %w: tensor<4x8xi8>, %xs: tensor<f32>, %xzp: tensor<ui8>, %ws: tensor<8xf32>) {
+  // expected-error @+1 {{'octet.qlinear' op an f32 result takes no output scale and zero point}}
+  %y = octet.qlinear %x, %w scales(%xs, %xzp, %ws : tensor<f32>, tensor<ui8>, tensor<8xf32>) requantize(%xs, %xzp : tensor<f32>, tensor<ui8>) {
+  ^bb0(%acc: f32):
+    octet.yield %acc : f32
+  } : tensor<?x4xui8>, tensor<4x8xi8> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @qlinear_output_zero_point(%x: tensor<?x4xui8>, %w: tensor<4x8xi8>, %xs: tensor<f32>, %xzp: tensor<ui8>, %ws: tensor<8xf32>) {
+  // expected-error @+1 {{'octet.qlinear' op output zero point must have the result's element type 'i8', got 'ui8'}}
+  %y = octet.qlinear %x, %w scales(%xs, %xzp, %ws : tensor<f32>, tensor<ui8>, tensor<8xf32>) requantize(%xs, %xzp : tensor<f32>, tensor<ui8>) {
+  ^bb0(%acc: f32):
+    octet.yield %acc : f32
+  } : tensor<?x4xui8>, tensor<4x8xi8> -> tensor<?x8xi8>
+  return
+}
+
+// -----
+
+func.func @qlinear_epilogue_type(%x: tensor<?x4xui8>, %w: tensor<4x8xi8>, %xs: tensor<f32>, %xzp: tensor<ui8>, %ws: tensor<8xf32>, %ys: tensor<f32>, %yzp: tensor<ui8>) {
+  // expected-error @+1 {{'octet.qlinear' op epilogue block must take ('f32'): the dequantized accumulator, then one element per extra operand}}
+  %y = octet.qlinear %x, %w scales(%xs, %xzp, %ws : tensor<f32>, tensor<ui8>, tensor<8xf32>) requantize(%ys, %yzp : tensor<f32>, tensor<ui8>) {
+  ^bb0(%acc: i32):
+    %f = arith.sitofp %acc : i32 to f32
+    octet.yield %f : f32
+  } : tensor<?x4xui8>, tensor<4x8xi8> -> tensor<?x8xui8>
+  return
+}
+
+// -----
+
+func.func @qlinear_extra_shape(%x: tensor<?x4xui8>, %w: tensor<4x8xi8>, %xs: tensor<f32>, %xzp: tensor<ui8>, %ws: tensor<8xf32>, %r: tensor<2x1x8xf32>) {
+  // expected-error @+1 {{'octet.qlinear' op extra operand #0 of shape [2, 1, 8] does not broadcast to the result shape [?, 8]}}
+  %y = octet.qlinear %x, %w scales(%xs, %xzp, %ws : tensor<f32>, tensor<ui8>, tensor<8xf32>) extra(%r : tensor<2x1x8xf32>) {
+  ^bb0(%acc: f32, %r0: f32):
+    octet.yield %acc : f32
+  } : tensor<?x4xui8>, tensor<4x8xi8> -> tensor<?x8xf32>
   return
 }

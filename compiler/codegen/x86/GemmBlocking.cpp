@@ -1,0 +1,39 @@
+//===- GemmBlocking.cpp ---------------------------------------------------===//
+#include "compiler/codegen/x86/GemmBlocking.h"
+
+#include <omp.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+namespace octet::x86::gemm_blocking {
+
+namespace {
+int64_t cacheBytes(int name, int64_t fallback) {
+  long bytes = sysconf(name);
+  return bytes > 0 ? bytes : fallback;
+}
+int64_t l1Bytes() { return cacheBytes(_SC_LEVEL1_DCACHE_SIZE, 32 * 1024); }
+int64_t l2Bytes() { return cacheBytes(_SC_LEVEL2_CACHE_SIZE, 1024 * 1024); }
+
+/// Cuts `total` into the fewest blocks of at most `maxBlock` (at least
+/// `minBlocks` of them), of equal size rounded up to a multiple of `multiple`.
+int64_t evenBlock(int64_t total, int64_t maxBlock, int64_t multiple, int64_t minBlocks = 1) {
+  maxBlock = std::max(multiple, maxBlock / multiple * multiple);
+  int64_t blocks = std::max({ceilDiv(total, maxBlock), minBlocks, int64_t(1)});
+  return roundUp(std::max<int64_t>(1, ceilDiv(total, blocks)), multiple);
+}
+} // namespace
+
+int panelWidth(int64_t n) { return roundUp(n, 32) < roundUp(n, 48) ? 32 : 48; }
+
+int64_t kBlock(int64_t k, int nr, int elementBytes) {
+  return evenBlock(k, l1Bytes() / (nr * elementBytes), 4);
+}
+
+int64_t mBlock(int64_t m, int64_t k, int mr, int64_t panels, int elementBytes) {
+  int64_t wanted = std::min(ceilDiv(m, mr), ceilDiv(omp_get_max_threads(), panels));
+  return evenBlock(m, l2Bytes() / 2 / (std::max<int64_t>(k, 1) * elementBytes), mr, wanted);
+}
+
+} // namespace octet::x86::gemm_blocking

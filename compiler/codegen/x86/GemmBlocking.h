@@ -1,0 +1,38 @@
+//===- GemmBlocking.h - cache blocking shared by the packed GEMMs -*- C++ -*-===//
+//
+// The blocking rule of GemmF32 and GemmU8S8 (Inductor's cpp_gemm_template with
+// our kernels' registers), for a B element of `elementBytes` bytes:
+//  - NR (panel width) is 48 unless 32 pads N to fewer columns (N = 100: 128
+//    rather than 144). 48 loads fewer A broadcasts per multiply.
+//  - Kc (a multiple of 4): a Kc x NR block of a B panel fits in L1d, so it
+//    stays there while the MR-row tiles of an M block pass over it; K is cut
+//    into equal blocks.
+//  - Mc (a multiple of MR): the Mc x K block of A fits in half of L2, so it is
+//    reused from L2 for every panel a thread computes after it; M is cut into
+//    equal blocks, enough of them that every thread gets a (block, panel) pair
+//    if M allows.
+//
+//===----------------------------------------------------------------------===//
+#ifndef OCTET_COMPILER_CODEGEN_X86_GEMMBLOCKING_H
+#define OCTET_COMPILER_CODEGEN_X86_GEMMBLOCKING_H
+
+#include <cstdint>
+
+namespace octet::x86::gemm_blocking {
+
+inline int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+inline int64_t roundUp(int64_t a, int64_t b) { return ceilDiv(a, b) * b; }
+
+/// NR for N columns: 32 or 48.
+int panelWidth(int64_t n);
+
+/// Kc for a K of `k` and panels of `nr` elements of `elementBytes` bytes.
+int64_t kBlock(int64_t k, int nr, int elementBytes);
+
+/// Mc for M rows of A (K elements of `elementBytes` bytes each), tiles of `mr`
+/// rows and `panels` N panels, with the current OpenMP team size.
+int64_t mBlock(int64_t m, int64_t k, int mr, int64_t panels, int elementBytes);
+
+} // namespace octet::x86::gemm_blocking
+
+#endif

@@ -1,0 +1,119 @@
+//===- GemmTileAvx512.h - register walk shared by the GEMM kernels -*- C++ -*-===//
+//
+// What the FP32 (GemmF32Avx512) and u8 x s8 (GemmU8S8Vnni) micro-kernels share:
+// one MR x NR tile whose MR * NR/16 accumulators (zmm0 ..) stay in registers
+// for a K block. Each K step loads the NR/16 zmm of a packed B row (or 4-byte
+// group) into zB, then broadcasts 4 bytes of each A row into zA and multiplies.
+// A rows are walked as groups of 4 (row 4g+r at regAGroup_[g] + r * lda), C-like
+// rows (C, residual) by one pointer and a byte stride; the N tail is
+// write-masked with k1.
+//
+//===----------------------------------------------------------------------===//
+#ifndef OCTET_COMPILER_CODEGEN_X86_GEMMTILEAVX512_H
+#define OCTET_COMPILER_CODEGEN_X86_GEMMTILEAVX512_H
+
+#include "compiler/codegen/x86/KernelGenerator.h"
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace octet::x86 {
+
+/// An elementwise function fused into a GEMM epilogue; the vector-expression
+/// emitter implements it. Contract for emit():
+///  - `acc` holds 16 f32 lanes of one C row (bias and residual already added).
+///    Lanes past N hold sums of 0·A (NaN if A holds inf or NaN) and are never
+///    stored, so they only need to stay harmless (MXCSR exceptions are masked).
+///    The N-tail adds of C, bias and residual read whole vectors under the
+///    tail mask: AVX-512 suppresses faults on masked-off lanes.
+///  - it may clobber `acc` and the `scratchZmmCount()` registers in `scratch`,
+///    nothing else: no general-purpose or opmask register, no other zmm, no
+///    stack, no memory writes, no calls (kernels are position independent).
+///    Exception: opmask registers k2..k7 are free for it (the kernel only uses k1).
+///  - it may read its constants, which the GEMM lays out 64-byte aligned after
+///    the kernel's code, as `ptr[rip + constants + 4 * i]` (`ptr_b` for a
+///    {1to16} broadcast of one float, `zword` for a 16-float vector).
+/// emit() is called once per accumulator and per generated kernel, so it must
+/// be stateless; labels it needs are its own, local to one call.
+class EpilogueEmitter {
+public:
+  virtual ~EpilogueEmitter() = default;
+  virtual int scratchZmmCount() const = 0;
+  virtual std::vector<float> constants() const { return {}; }
+  virtual void emit(Xbyak::CodeGenerator &gen, const Xbyak::Zmm &acc,
+                    const std::vector<Xbyak::Zmm> &scratch,
+                    const Xbyak::Label &constants) const = 0;
+};
+
+/// The kernel-name suffix of a GEMM epilogue: "_bias", "_residual", "_elementwise".
+std::string gemmEpilogueSuffix(bool bias, bool residual, bool elementwise);
+
+class GemmTileAvx512 : public KernelGenerator {
+public:
+  /// Largest MR whose accumulators leave room for the B row, the A broadcast
+  /// and the epilogue's scratch registers (at most 14 rows; 0 if none fit).
+  static int maxRows(int nr, int epilogueScratch);
+
+protected:
+  GemmTileAvx512(std::string name, Isa isa, size_t maxCodeBytes, int mr, int nr, int columns);
+
+  static constexpr int kUnroll = 4;
+  int vectors() const { return (columns_ + 15) / 16; }
+  Xbyak::Zmm acc(int row, int vec) const { return Xbyak::Zmm(row * vectors() + vec); }
+  Xbyak::Zmm zB(int vec) const { return Xbyak::Zmm(accCount_ + 1 + vec); }
+  bool isTail(int vec) const { return vec == vectors() - 1 && columns_ % 16; }
+  /// `z` write-masked to the valid lanes when vector `vec` is the N tail.
+  Xbyak::Zmm masked(const Xbyak::Zmm &z, int vec) const;
+  /// The 4 bytes of A row `row` at K step `step` of the unrolled loop.
+  Xbyak::Address aRow(int row, int step) const;
+
+  /// Turns a stride in elements of `elementBytes` (1 or 4) into bytes.
+  void scaleToBytes(const Xbyak::Reg64 &stride, int elementBytes);
+  /// Loads the step count, B, lda (in bytes) and the A group pointers from the
+  /// arguments at these offsets, sets the N-tail mask and zeroes the accumulators.
+  void loadTile(size_t kOffset, size_t bOffset, size_t aOffset, size_t ldaOffset,
+                int aElementBytes);
+  /// The K loop over the loaded step count: kStep() unrolled by kUnroll, then
+  /// one step at a time for the rest.
+  void kLoop();
+  /// One K step at `step` steps past regB_ / the A group pointers.
+  virtual void kStep(int step) = 0;
+  /// Moves B and the A group pointers `steps` K steps on.
+  void advance(int steps);
+
+  /// Points regRow_ / regLd_ at the rows and the byte stride at these offsets.
+  void loadRows(size_t rowsOffset, size_t ldOffset, int elementBytes);
+  /// Calls `body(row)` for each tile row, moving regRow_ on between rows.
+  template <typename Body> void forEachRow(Body body) {
+    for (int i = 0; i < mr_; ++i) {
+      body(i);
+      if (i + 1 < mr_)
+        add(regRow_, regLd_);
+    }
+  }
+  /// Adds the f32 rows at regRow_ to the accumulators (masked on the N tail).
+  void addRows();
+  /// Applies `e` to every accumulator, with the zmm past them as scratch.
+  void emitElementwise(const EpilogueEmitter &e);
+  /// Lays out `e`'s constants after the code, 64-byte aligned, at constants_.
+  void emitElementwiseConstants(const EpilogueEmitter &e);
+
+  const int mr_, nr_, columns_;
+  const int accCount_;  // accumulators are zmm0 .. accCount_ - 1
+  const Xbyak::Zmm zA_; // A broadcast, then the B row in zB(0 .. vectors() - 1)
+  Xbyak::Label constants_;
+
+  const Xbyak::Reg64 regArgs_ = rdi;
+  const Xbyak::Reg64 regB_ = rsi;
+  const Xbyak::Reg64 regK_ = rdx;
+  const Xbyak::Reg64 regLda_ = rcx, regLda3_ = r8;
+  // One pointer per group of 4 A rows: row 4g+r is regAGroup_[g] + r * lda.
+  const Xbyak::Reg64 regAGroup_[4] = {r9, r10, r11, rax};
+  const Xbyak::Reg64 regRow_ = rbx, regLd_ = rbp; // C-like row walk
+  const Xbyak::Opmask kTail_ = k1;                // N tail lanes
+};
+
+} // namespace octet::x86
+
+#endif

@@ -1,0 +1,98 @@
+//===- GemmU8S8Vnni.h - AVX-512 VNNI u8 x s8 -> s32 GEMM micro-kernel -*- C++ -*-===//
+//
+// One MR x NR tile of C = epilogue(A_u8 * B_s8), B packed by packU8S8 into
+// NR-column panels of [K/4][NR][4] bytes (GemmU8S8.h). Per K step of 4:
+// the NR/16 zmm of the packed B group are loaded once, then for each row the
+// A dword (4 u8) is broadcast (vpbroadcastd) and `vpdpbusd acc, zA, zB` adds
+// the 4-byte dot products into 16 s32 lanes. vpdpbusd's memory operand is the
+// *signed* one, so A (unsigned) cannot be an embedded {1to16} broadcast: it
+// is broadcast into a register, and B stays in registers across the MR rows.
+// The MR * NR/16 s32 accumulators stay in registers for the whole K block.
+//
+// K tail: when K % 4 != 0 the last K block ends with one group of K % 4 bytes.
+// Its A bytes are read with a zero-masked byte load (vmovdqu8 {k2}{z}, faults
+// suppressed on masked bytes), so A rows are never read past their K bytes;
+// B's packing pads the group with zeros.
+//
+// Epilogue on the last K block, per accumulator (16 columns):
+//   s32: acc - comp[n]          (comp = a_zero_point * colsum_B[n], exact)
+//   f32: cvt * scale[n]         (scale = x_scale * w_scale[n])
+//        + bias[n]              (optional)
+//        + residual[m, n]       (optional, f32)
+//        elementwise program    (optional, EpilogueEmitter: GELU, ...)
+//   out: f32 store, or u8/s8: RNE(v * (1/out_scale)) + out_zp, saturated.
+// Earlier K blocks leave s32 partial sums in a per-thread buffer (`partial`,
+// rows of NR s32) that the next block adds back.
+//
+//===----------------------------------------------------------------------===//
+#ifndef OCTET_COMPILER_CODEGEN_X86_GEMMU8S8VNNI_H
+#define OCTET_COMPILER_CODEGEN_X86_GEMMU8S8VNNI_H
+
+#include "compiler/codegen/x86/GemmTileAvx512.h"
+
+#include <cstdint>
+
+namespace octet::x86 {
+
+/// What a quantized GEMM writes.
+enum class QuantOutput { F32, U8, S8 };
+const char *quantOutputName(QuantOutput output);
+
+/// What one generated kernel computes (its cache key).
+struct GemmU8S8VnniConfig {
+  int mr = 1;                ///< rows of A and C, 1..maxRows(nr, scratch)
+  int nr = 48;               ///< panel width: 16, 32, 48 or 64
+  int columns = 48;          ///< valid columns of the panel (< nr only for the last one)
+  int kTailBytes = 0;        ///< K % 4: bytes of the masked last K group (0: none)
+  bool compensation = false; ///< subtract comp[n] (a_zero_point != 0)
+  bool bias = false;
+  bool residual = false;
+  const EpilogueEmitter *elementwise = nullptr;
+  QuantOutput output = QuantOutput::F32;
+  float outScale = 1.0f;    ///< u8/s8 output: real value of one step
+  int32_t outZeroPoint = 0; ///< u8/s8 output: 0..255 / -128..127
+};
+
+/// Run-time arguments, passed by pointer (System V: rdi). Strides in elements.
+struct GemmU8S8Args {
+  const uint8_t *a;      ///< first row of the tile, at the K block's start
+  const int8_t *b;       ///< packed panel, at the K block's group
+  int32_t *partial;      ///< s32 partial sums of the tile, rows of NR (K blocks)
+  void *c;               ///< tile's top-left element (f32, u8 or s8)
+  const int32_t *comp;   ///< panel's first column; NR entries readable
+  const float *scale;    ///< panel's first column; NR entries readable
+  const float *bias;     ///< panel's first column; NR entries readable
+  const float *residual; ///< tile's top-left element
+  int64_t lda, ldc, ldr;
+  int64_t kGroups;    ///< full 4-byte K groups in this block, >= 0
+  int64_t kTail;      ///< nonzero: one masked group of kTailBytes follows
+  int64_t accumulate; ///< nonzero: add `partial` (K blocks > 0)
+  int64_t last;       ///< nonzero: last K block: epilogue and store C; else store `partial`
+};
+using GemmU8S8KernelFn = void (*)(const GemmU8S8Args *);
+
+class GemmU8S8Vnni : public GemmTileAvx512 {
+public:
+  /// Throws std::invalid_argument for a configuration it cannot generate.
+  explicit GemmU8S8Vnni(const GemmU8S8VnniConfig &config);
+
+protected:
+  void generate() override;
+
+private:
+  void kStep(int step) override { dotGroup(step, false); }
+  /// One K group; `tailGroup`: the masked last group of kTailBytes.
+  void dotGroup(int step, bool tailGroup);
+  void epilogue();
+  void storeC();
+  Xbyak::Address constant(int index) const; // own table, {1to16}
+
+  GemmU8S8VnniConfig config_;
+  Xbyak::Label ownConstants_;
+  const Xbyak::Reg64 regVec_ = r12; // comp / scale / bias
+  const Xbyak::Opmask kKTail_ = k2; // K tail bytes (K loop only)
+};
+
+} // namespace octet::x86
+
+#endif

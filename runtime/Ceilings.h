@@ -1,0 +1,65 @@
+//===- Ceilings.h - the machine's compute and bandwidth ceilings -*- C++ -*-===//
+//
+// The roofline's ceilings, measured by Octet on the running machine with the
+// thread count a run uses:
+//  - peak FP32 FMA: JIT vfmadd231ps loops (zmm with AVX-512, else ymm) with 12
+//    independent accumulators per thread, so latency never limits;
+//  - peak INT8: JIT vpdpbusd loops (AVX512-VNNI zmm, or AVX-VNNI ymm), 0 when
+//    the CPU has neither; tdpbusd (AMX) is not measured yet (amxInt8Gops = 0);
+//  - read bandwidth: JIT streams of vector loads over per-thread buffers sized
+//    for L2, L3 and DRAM, best of several passes, OpenMP over the threads.
+// Measuring takes a few seconds, so the result is cached as JSON per host,
+// CPU model and thread count (ceilingsCachePath()).
+//
+//===----------------------------------------------------------------------===//
+#ifndef OCTET_RUNTIME_CEILINGS_H
+#define OCTET_RUNTIME_CEILINGS_H
+
+#include "runtime/Status.h"
+
+#include <cstdint>
+#include <string>
+
+namespace octet::rt {
+
+constexpr int kDefaultCeilingRounds = 3;
+
+struct Ceilings {
+  int threads = 0;
+  std::string host, cpu;                    ///< hostname and CPU brand string
+  std::string fp32Isa;                      ///< "avx512" or "avx2"
+  double fp32Gflops = 0;                    ///< peak FMA: 2 flops per lane per instruction
+  std::string int8Isa;                      ///< "avx512_vnni", "avx_vnni" or "" (none)
+  double int8Gops = 0;                      ///< peak vpdpbusd: 2 ops per u8·s8 product
+  double amxInt8Gops = 0;                   ///< tdpbusd; 0: no AMX (or not measured)
+  double l2GBs = 0, l3GBs = 0, dramGBs = 0; ///< read bandwidth, GB/s (1e9 bytes)
+  /// Total bytes streamed by all threads at each level (the buffer sizes).
+  int64_t l2BufferBytes = 0, l3BufferBytes = 0, dramBufferBytes = 0;
+  /// The last-level cache's capacity (sysconf; 0 if unknown): steps whose
+  /// working set fits are held to l3GBs, larger ones to dramGBs.
+  int64_t l3CacheBytes = 0;
+  double measureSeconds = 0; ///< how long measuring took
+
+  std::string toJson() const;
+  /// Reads what toJson() wrote; false (with `error`) on anything else.
+  static bool fromJson(const std::string &json, Ceilings &out, std::string &error);
+};
+
+/// Measures every ceiling now with `threads` OpenMP threads (<= 0: all):
+/// `rounds` whole measurements, each ceiling the best of them (on a busy
+/// machine one round rarely finds every ceiling in a quiet moment).
+Ceilings measureCeilings(int threads, int rounds = kDefaultCeilingRounds);
+
+/// The cache file for `threads`: $XDG_CACHE_HOME/octet (else ~/.cache/octet)
+/// /ceilings-<hostname>-<CPU brand hash>-<threads>.json.
+std::string ceilingsCachePath(int threads);
+
+/// The cached ceilings for `threads` (<= 0: all), measured and cached when
+/// there are none, they do not parse or `refresh` is set. A cache that cannot
+/// be written is not an error (`note` says so); `fromCache` says which.
+Status loadOrMeasureCeilings(int threads, bool refresh, Ceilings &out, bool *fromCache = nullptr,
+                             std::string *note = nullptr, int rounds = kDefaultCeilingRounds);
+
+} // namespace octet::rt
+
+#endif

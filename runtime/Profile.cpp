@@ -1,0 +1,212 @@
+//===- Profile.cpp - per-step profile table and JSON -----------------------===//
+#include "runtime/Profile.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <sstream>
+
+namespace octet::rt {
+
+namespace {
+
+double median(std::vector<double> values) {
+  if (values.empty())
+    return 0;
+  std::sort(values.begin(), values.end());
+  const size_t mid = values.size() / 2;
+  return values.size() % 2 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
+}
+
+std::string jsonString(const std::string &text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char escaped[8];
+      std::snprintf(escaped, sizeof(escaped), "\\u%04x", c);
+      out += escaped;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+std::string fixed(double value, int digits) {
+  char text[64];
+  std::snprintf(text, sizeof(text), "%.*f", digits, value);
+  return text;
+}
+
+std::string number(double value) {
+  char text[64];
+  std::snprintf(text, sizeof(text), "%.6g", value);
+  return text;
+}
+
+double mean(const std::vector<double> &values) {
+  double sum = 0;
+  for (double v : values)
+    sum += v;
+  return values.empty() ? 0 : sum / double(values.size());
+}
+
+} // namespace
+
+double rooflineBound(const Ceilings &c, const std::string &kind, double ops, double bytes,
+                     std::string *memory, std::string *compute) {
+  // INT8 kernels name their types in the kind ("gemm.u8s8_vnni", "...int8...").
+  bool int8 = false;
+  for (const char *tag : {"int8", "i8", "u8s8", "s8s8", "vnni", "amx"})
+    int8 |= kind.find(tag) != std::string::npos;
+  const double peak = int8 && c.int8Gops > 0 ? c.int8Gops : c.fp32Gflops;
+  const bool fitsL3 = c.l3CacheBytes > 0 && bytes <= double(c.l3CacheBytes);
+  const double bandwidth = fitsL3 ? c.l3GBs : c.dramGBs;
+  if (memory)
+    *memory = fitsL3 ? "L3" : "DRAM";
+  if (compute)
+    *compute = int8 && c.int8Gops > 0 ? "int8" : "fp32";
+  if (bytes <= 0)
+    return peak;
+  return std::min(peak, ops / bytes * bandwidth);
+}
+
+ProfileReport analyzeProfile(const Plan &plan, const std::vector<std::vector<double>> &stepSeconds,
+                             const std::vector<Work> &work,
+                             const std::vector<double> &endToEndSeconds, int threads,
+                             const Ceilings *ceilings) {
+  ProfileReport report;
+  report.endToEndSeconds = median(endToEndSeconds);
+  report.endToEndMeanSeconds = mean(endToEndSeconds);
+  report.threads = threads;
+  report.haveCeilings = ceilings != nullptr;
+  if (ceilings)
+    report.ceilings = *ceilings;
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    StepProfile s;
+    s.index = i;
+    s.kind = plan.steps[i]->kind();
+    s.location = plan.steps[i]->location;
+    if (i < stepSeconds.size()) {
+      s.medianSeconds = median(stepSeconds[i]);
+      s.meanSeconds = mean(stepSeconds[i]);
+      report.repeats = std::max(report.repeats, int(stepSeconds[i].size()));
+    }
+    if (i < work.size()) {
+      s.ops = work[i].ops;
+      s.bytes = work[i].bytes;
+      s.shapes = work[i].shapes;
+    }
+    if (s.medianSeconds > 0) {
+      s.gops = s.ops / s.medianSeconds / 1e9;
+      s.gbs = s.bytes / s.medianSeconds / 1e9;
+    }
+    s.intensity = s.bytes > 0 ? s.ops / s.bytes : 0;
+    if (ceilings) {
+      s.boundGops = rooflineBound(*ceilings, s.kind, s.ops, s.bytes, &s.memory, &s.compute);
+      s.rooflineFraction = s.boundGops > 0 ? s.gops / s.boundGops : 0;
+    }
+    report.sumSeconds += s.medianSeconds;
+    report.sumMeanSeconds += s.meanSeconds;
+    report.steps.push_back(std::move(s));
+  }
+  for (StepProfile &s : report.steps)
+    s.share = report.sumSeconds > 0 ? s.medianSeconds / report.sumSeconds : 0;
+  return report;
+}
+
+std::string profileTable(const ProfileReport &report, size_t limit) {
+  std::ostringstream os;
+  os << "profile: " << report.steps.size() << " steps, " << report.repeats << " repeat(s), "
+     << report.threads << " thread(s); sum of step medians " << fixed(report.sumSeconds * 1e3, 3)
+     << " ms, end to end " << fixed(report.endToEndSeconds * 1e3, 3) << " ms";
+  if (report.endToEndMeanSeconds > 0)
+    os << "; means: steps " << fixed(report.sumMeanSeconds * 1e3, 3) << " of "
+       << fixed(report.endToEndMeanSeconds * 1e3, 3) << " ms ("
+       << fixed(100 * report.sumMeanSeconds / report.endToEndMeanSeconds, 1) << "%)";
+  os << "\n";
+  if (report.haveCeilings) {
+    const Ceilings &c = report.ceilings;
+    os << "ceilings (" << c.threads << " threads): fp32 " << fixed(c.fp32Gflops, 1) << " GFLOP/s ("
+       << c.fp32Isa << ")";
+    if (c.int8Gops > 0)
+      os << ", int8 " << fixed(c.int8Gops, 1) << " GOP/s (" << c.int8Isa << ")";
+    os << "; read L2 " << fixed(c.l2GBs, 1) << ", L3 " << fixed(c.l3GBs, 1) << ", DRAM "
+       << fixed(c.dramGBs, 1) << " GB/s\n"
+       << "roof = min(peak, intensity x bandwidth), bandwidth: L3 where the step's bytes fit "
+       << "the " << (c.l3CacheBytes >> 20) << " MiB L3, else DRAM\n";
+  }
+  std::vector<const StepProfile *> order;
+  for (const StepProfile &s : report.steps)
+    order.push_back(&s);
+  std::stable_sort(order.begin(), order.end(), [](const StepProfile *a, const StepProfile *b) {
+    return a->medianSeconds > b->medianSeconds;
+  });
+  if (limit && order.size() > limit)
+    order.resize(limit);
+  char line[512];
+  std::snprintf(line, sizeof(line), "  %4s %10s %6s %9s %9s %8s %7s %6s %4s %6s  %s\n", "step",
+                "median ms", "share", "MOP", "MB", "GOP/s", "GB/s", "op/B", "mem", "roof%",
+                "kind @ location: shapes");
+  os << line;
+  for (const StepProfile *s : order) {
+    std::snprintf(line, sizeof(line), "  %4zu %10.3f %5.1f%% %9.2f %9.3f %8.1f %7.1f %6.1f %4s ",
+                  s->index, s->medianSeconds * 1e3, 100 * s->share, s->ops / 1e6, s->bytes / 1e6,
+                  s->gops, s->gbs, s->intensity, report.haveCeilings ? s->memory.c_str() : "-");
+    os << line;
+    if (report.haveCeilings) {
+      std::snprintf(line, sizeof(line), "%6.1f", std::min(s->rooflineFraction * 100, 999.9));
+      os << line;
+    } else {
+      os << "     -";
+    }
+    os << "  " << s->kind << (s->location.empty() ? "" : " @ " + s->location) << ": " << s->shapes
+       << "\n";
+  }
+  return os.str();
+}
+
+std::string profileJson(const ProfileReport &report) {
+  std::ostringstream os;
+  os << "{\n  \"threads\": " << report.threads << ",\n  \"repeats\": " << report.repeats
+     << ",\n  \"sum_seconds\": " << number(report.sumSeconds)
+     << ",\n  \"end_to_end_seconds\": " << number(report.endToEndSeconds)
+     << ",\n  \"sum_mean_seconds\": " << number(report.sumMeanSeconds)
+     << ",\n  \"end_to_end_mean_seconds\": " << number(report.endToEndMeanSeconds) << ",\n";
+  if (report.haveCeilings) {
+    const Ceilings &c = report.ceilings;
+    os << "  \"ceilings\": {\"threads\": " << c.threads
+       << ", \"fp32_isa\": " << jsonString(c.fp32Isa)
+       << ", \"fp32_gflops\": " << number(c.fp32Gflops)
+       << ", \"int8_isa\": " << jsonString(c.int8Isa) << ", \"int8_gops\": " << number(c.int8Gops)
+       << ", \"amx_int8_gops\": " << number(c.amxInt8Gops) << ", \"l2_gbs\": " << number(c.l2GBs)
+       << ", \"l3_gbs\": " << number(c.l3GBs) << ", \"dram_gbs\": " << number(c.dramGBs)
+       << ", \"l3_cache_bytes\": " << c.l3CacheBytes << ", \"cpu\": " << jsonString(c.cpu)
+       << "},\n";
+  } else {
+    os << "  \"ceilings\": null,\n";
+  }
+  os << "  \"steps\": [";
+  for (size_t i = 0; i < report.steps.size(); ++i) {
+    const StepProfile &s = report.steps[i];
+    os << (i ? ",\n" : "\n") << "    {\"index\": " << s.index
+       << ", \"kind\": " << jsonString(s.kind) << ", \"location\": " << jsonString(s.location)
+       << ", \"shapes\": " << jsonString(s.shapes)
+       << ", \"median_seconds\": " << number(s.medianSeconds)
+       << ", \"mean_seconds\": " << number(s.meanSeconds) << ", \"share\": " << number(s.share)
+       << ", \"ops\": " << number(s.ops) << ", \"bytes\": " << number(s.bytes)
+       << ", \"gops\": " << number(s.gops) << ", \"gbs\": " << number(s.gbs)
+       << ", \"intensity\": " << number(s.intensity);
+    if (report.haveCeilings)
+      os << ", \"memory\": " << jsonString(s.memory) << ", \"compute\": " << jsonString(s.compute)
+         << ", \"bound_gops\": " << number(s.boundGops)
+         << ", \"roofline_fraction\": " << number(s.rooflineFraction);
+    os << "}";
+  }
+  os << "\n  ]\n}\n";
+  return os.str();
+}
+
+} // namespace octet::rt

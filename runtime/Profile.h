@@ -1,0 +1,67 @@
+//===- Profile.h - per-step profile against the roofline --------*- C++ -*-===//
+//
+// Turns the step times of repeated runs (RunProfile) and each step's Work into
+// a table and JSON (octetc run --profile / --profile-json, the C API's
+// octet_model_last_profile_json): per step the median time and its share,
+// ops and bytes, GOPS and GB/s, arithmetic intensity, and the fraction of the
+// roofline bound min(peak compute, intensity x bandwidth) it reaches. The
+// bandwidth is the L3's when the step's bytes fit the last-level cache, else
+// DRAM's; the compute peak is FP32 FMA's, INT8 vpdpbusd's for int8 steps (a kind naming
+// int8, i8, u8s8, s8s8, vnni or amx).
+//
+//===----------------------------------------------------------------------===//
+#ifndef OCTET_RUNTIME_PROFILE_H
+#define OCTET_RUNTIME_PROFILE_H
+
+#include "runtime/Ceilings.h"
+#include "runtime/Plan.h"
+
+#include <string>
+#include <vector>
+
+namespace octet::rt {
+
+struct StepProfile {
+  size_t index = 0;
+  std::string kind, location, shapes;
+  double medianSeconds = 0, share = 0; ///< share of the sum of medians, 0..1
+  double meanSeconds = 0;
+  double ops = 0, bytes = 0;
+  double gops = 0, gbs = 0, intensity = 0; ///< achieved; ops per byte
+  std::string memory;                      ///< "L3" or "DRAM": the bandwidth it is held to
+  std::string compute;                     ///< "fp32" or "int8": the peak it is held to
+  double boundGops = 0;                    ///< min(peak, intensity x bandwidth); 0 without ceilings
+  double rooflineFraction = 0;             ///< gops / boundGops
+};
+
+struct ProfileReport {
+  std::vector<StepProfile> steps;             ///< plan order
+  double sumSeconds = 0, endToEndSeconds = 0; ///< sum of step medians; median run
+  /// Means add up exactly: the steps' share of the runs' time is
+  /// sumMeanSeconds / endToEndMeanSeconds (the rest: validation, scalars, arena).
+  double sumMeanSeconds = 0, endToEndMeanSeconds = 0;
+  int repeats = 0, threads = 0;
+  bool haveCeilings = false;
+  Ceilings ceilings;
+};
+
+/// `stepSeconds[step][repeat]`; `work[step]` from the last run;
+/// `endToEndSeconds[repeat]`: each whole run; `ceilings` may be null (no
+/// roofline columns).
+ProfileReport analyzeProfile(const Plan &plan, const std::vector<std::vector<double>> &stepSeconds,
+                             const std::vector<Work> &work,
+                             const std::vector<double> &endToEndSeconds, int threads,
+                             const Ceilings *ceilings);
+
+/// The roofline bound (GOPS) of a step with `ops` and `bytes` under `ceilings`;
+/// `memory` and `compute` get the ceilings chosen.
+double rooflineBound(const Ceilings &ceilings, const std::string &kind, double ops, double bytes,
+                     std::string *memory = nullptr, std::string *compute = nullptr);
+
+/// Slowest first; `limit` rows at most (0: all).
+std::string profileTable(const ProfileReport &report, size_t limit = 0);
+std::string profileJson(const ProfileReport &report);
+
+} // namespace octet::rt
+
+#endif

@@ -1,0 +1,423 @@
+//===- GemmU8S8Test.cpp - VNNI u8 x s8 GEMM against an integer reference --===//
+//
+// Reference: s32 sums in int64 (exact), then the epilogue formula in double.
+//  - s32: with unit scales and an f32 output, C must equal float(sum - zp *
+//    colsum) bit for bit (int -> float rounds the same way everywhere).
+//  - f32: the kernel rounds four times (int -> float, * scale, + bias,
+//    + residual): |error| <= 2^-22 * (|scaled sum| + |bias| + |residual|);
+//    GELU adds its own 2^-22 max(1, |x|) and passes the input error on
+//    (|GELU'| < 1.13).
+//  - u8/s8: exact, except within that error of a rounding tie (then +-1).
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/codegen/x86/GemmU8S8.h"
+#include "compiler/codegen/x86/ProgramEpilogue.h"
+#include "test/unit/TestData.h"
+#include "test/unit/ThreadCount.h"
+
+#include <gtest/gtest.h>
+#include <omp.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+#include <tuple>
+
+using namespace octet::x86;
+using octet::WeightLayout;
+
+namespace {
+
+#define SKIP_WITHOUT_VNNI()                                                                        \
+  if (!GemmU8S8::hostSupported())                                                                  \
+  GTEST_SKIP() << "host lacks AVX-512 VNNI (F/BW/VL/DQ + avx512_vnni)"
+
+const uint8_t kCanary8 = 0xa5;
+const float kPad = std::numeric_limits<float>::quiet_NaN();
+
+using octet::test::ThreadCount;
+
+double gelu(double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }
+
+std::unique_ptr<ProgramEpilogue> geluEpilogue() {
+  octet::rt::ElementwiseProgram program;
+  using Op = octet::rt::ElementwiseProgram::Op;
+  program.numInputs = 1;
+  program.instrs = {{Op::Input, 0, -1, 0}, {Op::GeluErf, 0, -1, 0}};
+  std::string error;
+  auto e = ProgramEpilogue::create(program, error);
+  EXPECT_TRUE(e) << error;
+  return e;
+}
+
+struct Options {
+  WeightLayout layout = WeightLayout::KN;
+  int32_t aZeroPoint = 0;
+  bool bias = false, residual = false, gelu = false;
+  QuantOutput output = QuantOutput::F32;
+  bool unitScales = false; // scales 1: the f32 output is the s32 sum, exactly
+  int threads = 2;
+
+  std::string str() const {
+    std::ostringstream s;
+    s << (layout == WeightLayout::KN ? "B[K,N]" : "B[N,K]") << " a_zp " << aZeroPoint
+      << (bias ? " +bias" : "") << (residual ? " +residual" : "") << (gelu ? " +gelu" : "")
+      << " out " << quantOutputName(output) << (unitScales ? " unit scales" : "") << " " << threads
+      << " thread(s)";
+    return s.str();
+  }
+};
+
+struct Problem {
+  int64_t m, n, k, lda, ldr;
+  std::vector<uint8_t> a;
+  std::vector<int8_t> bKN, bNK;
+  std::vector<int64_t> dot; // [m][n] sum_k A * B
+  std::vector<int64_t> colsum;
+  std::vector<float> wScale, bias, residual;
+  float xScale;
+
+  Problem(int64_t m, int64_t n, int64_t k, unsigned seed = 1)
+      : m(m), n(n), k(k), lda(k + 3), ldr(n + 2), a(m * lda, 0xff), bKN(k * n), bNK(k * n),
+        dot(m * n, 0), colsum(n, 0), wScale(n), bias(n), residual(m * ldr, kPad) {
+    std::mt19937 gen(seed);
+    std::uniform_int_distribution<int> u8(0, 255), s8(-128, 127);
+    std::uniform_real_distribution<float> unit(-1, 1), half(0.5f, 1.5f);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t kk = 0; kk < k; ++kk)
+        a[i * lda + kk] = uint8_t(u8(gen));
+    for (int64_t kk = 0; kk < k; ++kk)
+      for (int64_t j = 0; j < n; ++j)
+        bKN[kk * n + j] = bNK[j * k + kk] = int8_t(s8(gen));
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t kk = 0; kk < k; ++kk)
+        colsum[j] += bKN[kk * n + j];
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t kk = 0; kk < k; ++kk) {
+        const int64_t av = a[i * lda + kk];
+        for (int64_t j = 0; j < n; ++j)
+          dot[i * n + j] += av * bKN[kk * n + j];
+      }
+    // Scaled sums of order 1: the u8/s8 outputs cover their range and saturate.
+    xScale = 1.0f / (64.0f * 64.0f * std::sqrt(float(k)));
+    for (int64_t j = 0; j < n; ++j)
+      wScale[j] = half(gen), bias[j] = unit(gen);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j)
+        residual[i * ldr + j] = unit(gen);
+  }
+
+  void run(const Options &o) const {
+    const PackedU8S8 packed =
+        packU8S8(o.layout == WeightLayout::KN ? bKN.data() : bNK.data(), k, n, o.layout);
+    std::unique_ptr<ProgramEpilogue> program = o.gelu ? geluEpilogue() : nullptr;
+    GemmU8S8Params params;
+    params.aZeroPoint = o.aZeroPoint;
+    params.xScale = o.unitScales ? 1.0f : xScale;
+    params.wScale = o.unitScales ? std::vector<float>{1.0f} : wScale;
+    params.bias = o.bias ? bias.data() : nullptr;
+    params.residual = o.residual;
+    params.elementwise = program.get();
+    params.output = o.output;
+    params.outScale = 0.015625f * 1.37f; // not a power of two: vdivps
+    params.outZeroPoint = o.output == QuantOutput::U8 ? 37 : -5;
+    GemmU8S8 gemm(packed, params);
+    ThreadCount scope(o.threads);
+    const std::string what = o.str() + ", MR " + std::to_string(gemm.mr()) + " NR " +
+                             std::to_string(gemm.nr()) + " Kc " + std::to_string(gemm.kc());
+
+    const int bytes = o.output == QuantOutput::F32 ? 4 : 1;
+    const int64_t ldc = n + 5, guard = 64;
+    std::vector<uint8_t> c((m * ldc + guard) * bytes, kCanary8);
+    gemm.run(a.data(), m, lda, c.data(), ldc, o.residual ? residual.data() : nullptr, ldr);
+
+    int failures = 0;
+    auto fail = [&](int64_t i, int64_t j, const std::string &msg) {
+      if (failures++ < 5)
+        ADD_FAILURE() << what << ": C[" << i << "][" << j << "] " << msg;
+    };
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < n; ++j) {
+        const int64_t s32 = dot[i * n + j] - int64_t(o.aZeroPoint) * colsum[j];
+        if (o.unitScales) {
+          float got;
+          std::memcpy(&got, &c[(i * ldc + j) * 4], 4);
+          if (got != static_cast<float>(int32_t(s32)))
+            fail(i, j, "= " + std::to_string(got) + ", want exactly " + std::to_string(s32));
+          continue;
+        }
+        const double scaled = double(xScale) * wScale[j] * double(s32);
+        double v = scaled, mag = std::fabs(scaled);
+        if (o.bias)
+          v += bias[j], mag += std::fabs(bias[j]);
+        if (o.residual)
+          v += residual[i * ldr + j], mag += std::fabs(residual[i * ldr + j]);
+        double tol = std::ldexp(1.0, -22) * mag;
+        if (o.gelu) {
+          tol = 1.13 * tol + std::ldexp(1.0, -22) * std::max(1.0, std::fabs(v));
+          v = gelu(v);
+        }
+        if (o.output == QuantOutput::F32) {
+          float got;
+          std::memcpy(&got, &c[(i * ldc + j) * 4], 4);
+          if (!(std::fabs(got - v) <= tol + 1e-30))
+            fail(i, j,
+                 "= " + std::to_string(got) + ", want " + std::to_string(v) + " +- " +
+                     std::to_string(tol));
+          continue;
+        }
+        const double q = v / params.outScale, qTol = tol / params.outScale + 1e-6;
+        const double lo = o.output == QuantOutput::U8 ? 0 : -128, hi = lo + 255;
+        auto quantize = [&](double x) {
+          return std::clamp(std::nearbyint(x) + params.outZeroPoint, lo, hi);
+        };
+        const int got =
+            o.output == QuantOutput::U8 ? int(c[i * ldc + j]) : int(int8_t(c[i * ldc + j]));
+        // Near a tie the f32 pipeline may round either way.
+        const double lowQ = quantize(q - qTol), highQ = quantize(q + qTol);
+        if (got < lowQ || got > highQ)
+          fail(i, j,
+               "= " + std::to_string(got) + ", want " + std::to_string(quantize(q)) +
+                   " (v / out_scale = " + std::to_string(q) + ")");
+      }
+      const int64_t padEnd = i + 1 < m ? ldc : ldc + guard;
+      for (int64_t j = n * bytes; j < padEnd * bytes; ++j)
+        if (c[i * ldc * bytes + j] != kCanary8)
+          fail(i, j / bytes, "padding byte " + std::to_string(j) + " was written");
+    }
+  }
+};
+
+class GemmU8S8Shapes : public ::testing::TestWithParam<std::tuple<int64_t, int64_t, int64_t>> {};
+
+TEST_P(GemmU8S8Shapes, MatchesIntegerReference) {
+  SKIP_WITHOUT_VNNI();
+  auto [m, n, k] = GetParam();
+  Problem p(m, n, k);
+  // Every shape: both layouts x three activation zero points, the s32 sums
+  // exactly, and one epilogue combination each (the 24 combinations rotate
+  // with the shape, so every one is covered many times over the suite).
+  int combo = int(m * 7 + n * 3 + k);
+  for (WeightLayout layout : {WeightLayout::KN, WeightLayout::NK})
+    for (int32_t zp : {0, 128, 37}) {
+      Options exact;
+      exact.layout = layout, exact.aZeroPoint = zp, exact.unitScales = true;
+      exact.threads = zp == 37 ? 1 : 2;
+      p.run(exact);
+      Options o;
+      o.layout = layout, o.aZeroPoint = zp;
+      const int c = combo++ % 24;
+      o.bias = c & 1, o.residual = c & 2, o.gelu = c & 4;
+      o.output = QuantOutput(c / 8);
+      p.run(o);
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(OddShapes, GemmU8S8Shapes,
+                         ::testing::Combine(::testing::Values(1, 7, 129),
+                                            ::testing::Values(1, 15, 16, 17, 48, 100, 768),
+                                            ::testing::Values(1, 3, 4, 5, 64, 768, 770)),
+                         octet::test::MnkName());
+
+// Every epilogue combination on one shape with a K tail, K blocks and an N tail.
+TEST(GemmU8S8, AllEpilogueCombinations) {
+  SKIP_WITHOUT_VNNI();
+  Problem p(37, 100, 770, 7);
+  for (int c = 0; c < 24; ++c)
+    for (int32_t zp : {0, 128, 37}) {
+      Options o;
+      o.layout = c % 2 ? WeightLayout::NK : WeightLayout::KN;
+      o.aZeroPoint = zp;
+      o.bias = c & 1, o.residual = c & 2, o.gelu = c & 4;
+      o.output = QuantOutput(c / 8);
+      p.run(o);
+    }
+}
+
+// A program's scratch registers come out of the accumulator rows.
+TEST(GemmU8S8, ProgramScratchShrinksRows) {
+  SKIP_WITHOUT_VNNI();
+  std::unique_ptr<ProgramEpilogue> program = geluEpilogue();
+  std::vector<int8_t> b(64 * 768, 1);
+  PackedU8S8 packed = packU8S8(b.data(), 64, 768, WeightLayout::KN);
+  GemmU8S8Params params;
+  params.wScale = {1.0f};
+  EXPECT_EQ(GemmU8S8(packed, params).mr(), 9);
+  params.elementwise = program.get();
+  GemmU8S8 gemm(packed, params);
+  EXPECT_EQ(gemm.mr(), GemmU8S8Vnni::maxRows(48, program->scratchZmmCount()));
+  EXPECT_LE(gemm.mr() * 3 + program->scratchZmmCount(), 32);
+  EXPECT_EQ(gemm.mr(), 8) << "GELU (erf) scratch " << program->scratchZmmCount();
+}
+
+// A rows are read for exactly K bytes: the last row ends where an unreadable
+// page starts, so reading the K tail's dword unmasked would fault.
+TEST(GemmU8S8, KTailNeverReadsPastTheRow) {
+  SKIP_WITHOUT_VNNI();
+  const long page = sysconf(_SC_PAGESIZE);
+  for (int64_t k : {1, 2, 3, 5, 7, 770}) {
+    const int64_t m = 9, n = 17;
+    void *mem = mmap(nullptr, 4 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(mem, MAP_FAILED);
+    auto *end = static_cast<uint8_t *>(mem) + 3 * page;
+    ASSERT_EQ(mprotect(end, page, PROT_NONE), 0);
+    uint8_t *a = end - m * k; // tight rows, lda = K
+    std::mt19937 gen{static_cast<unsigned>(k)};
+    std::vector<int8_t> b(k * n);
+    for (int64_t i = 0; i < m * k; ++i)
+      a[i] = uint8_t(gen());
+    for (int8_t &x : b)
+      x = int8_t(gen());
+    PackedU8S8 packed = packU8S8(b.data(), k, n, WeightLayout::KN);
+    GemmU8S8Params params;
+    params.aZeroPoint = 3;
+    params.wScale = {1.0f};
+    GemmU8S8 gemm(packed, params);
+    std::vector<float> c(m * n);
+    gemm.run(a, m, k, c.data(), n);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        int64_t ref = 0;
+        for (int64_t kk = 0; kk < k; ++kk)
+          ref += (int64_t(a[i * k + kk]) - 3) * b[kk * n + j]; // a_zp 3
+        ASSERT_EQ(c[i * n + j], float(ref)) << "K " << k << " C[" << i << "][" << j << "]";
+      }
+    munmap(mem, 4 * page);
+  }
+}
+
+// Packing is plain C++: checked on every host.
+TEST(GemmU8S8, PackLayoutAndColumnSums) {
+  const int64_t k = 7, n = 37;
+  const int nr = gemmU8S8PanelWidth(n);
+  const int64_t k4 = 2, panels = (n + nr - 1) / nr;
+  std::vector<int8_t> bKN(k * n), bNK(n * k);
+  for (int64_t kk = 0; kk < k; ++kk)
+    for (int64_t col = 0; col < n; ++col)
+      bKN[kk * n + col] = bNK[col * k + kk] = int8_t((kk * 37 + col * 11) % 256 - 128);
+  for (WeightLayout layout : {WeightLayout::KN, WeightLayout::NK}) {
+    PackedU8S8 packed =
+        packU8S8(layout == WeightLayout::KN ? bKN.data() : bNK.data(), k, n, layout);
+    ASSERT_EQ(reinterpret_cast<uintptr_t>(packed.data.data()) % 64, 0u);
+    ASSERT_EQ(int64_t(packed.data.size()), panels * k4 * nr * 4);
+    for (int64_t p = 0; p < panels; ++p)
+      for (int64_t kk = 0; kk < k4 * 4; ++kk)
+        for (int64_t j = 0; j < nr; ++j) {
+          const int64_t col = p * nr + j;
+          const int8_t want = col < n && kk < k ? bKN[kk * n + col] : 0;
+          ASSERT_EQ(packed.data[((p * k4 + kk / 4) * nr + j) * 4 + kk % 4], want)
+              << "panel " << p << " k " << kk << " j " << j;
+        }
+    for (int64_t col = 0; col < n; ++col) {
+      int32_t sum = 0;
+      for (int64_t kk = 0; kk < k; ++kk)
+        sum += bKN[kk * n + col];
+      EXPECT_EQ(packed.colsum[col], sum);
+    }
+  }
+  EXPECT_EQ(gemmU8S8PanelWidth(768), 48);
+  EXPECT_EQ(gemmU8S8PanelWidth(100), 32);
+}
+
+template <typename F> std::string errorOf(F f) {
+  try {
+    f();
+  } catch (const std::invalid_argument &e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(GemmU8S8, RejectsBadShapesAndParameters) {
+  std::vector<int8_t> b(64 * 16, 1);
+  EXPECT_NE(errorOf([&] { packU8S8(b.data(), 0, 16, WeightLayout::KN); }).find("K must be"),
+            std::string::npos);
+  EXPECT_NE(
+      errorOf([&] { packU8S8(b.data(), kMaxU8S8K + 1, 16, WeightLayout::KN); }).find("overflow"),
+      std::string::npos);
+  EXPECT_NE(errorOf([&] { packU8S8(b.data(), 64, 0, WeightLayout::KN); }).find("N must be"),
+            std::string::npos);
+  EXPECT_NE(errorOf([&] { packU8S8(nullptr, 64, 16, WeightLayout::KN); }).find("null"),
+            std::string::npos);
+  if (!GemmU8S8::hostSupported()) {
+    PackedU8S8 packed = packU8S8(b.data(), 64, 16, WeightLayout::KN);
+    GemmU8S8Params params;
+    params.wScale = {1.0f};
+    EXPECT_NE(errorOf([&] { GemmU8S8 g(packed, params); }).find("VNNI"), std::string::npos);
+    GTEST_SKIP() << "host lacks AVX-512 VNNI: only the packing checks ran";
+  }
+  PackedU8S8 packed = packU8S8(b.data(), 64, 16, WeightLayout::KN);
+  auto make = [&](auto edit) {
+    GemmU8S8Params params;
+    params.wScale = {1.0f};
+    edit(params);
+    return errorOf([&] { GemmU8S8 g(packed, params); });
+  };
+  EXPECT_NE(make([](GemmU8S8Params &p) { p.aZeroPoint = 256; }).find("zero point"),
+            std::string::npos);
+  EXPECT_NE(make([](GemmU8S8Params &p) {
+              p.wScale = {1, 2, 3};
+            }).find("weight scales"),
+            std::string::npos);
+  EXPECT_NE(make([](GemmU8S8Params &p) {
+              p.output = QuantOutput::U8;
+              p.outZeroPoint = -1;
+            }).find("zero point"),
+            std::string::npos);
+  EXPECT_NE(make([](GemmU8S8Params &p) {
+              p.output = QuantOutput::S8;
+              p.outScale = 0;
+            }).find("scale"),
+            std::string::npos);
+  EXPECT_EQ(make([](GemmU8S8Params &) {}), "");
+
+  GemmU8S8Params params;
+  params.wScale = {1.0f};
+  params.residual = true;
+  GemmU8S8 gemm(packed, params);
+  std::vector<uint8_t> a(4 * 64);
+  std::vector<float> c(4 * 16), r(4 * 16);
+  EXPECT_NE(errorOf([&] { gemm.run(a.data(), 4, 63, c.data(), 16, r.data(), 16); }).find("lda"),
+            std::string::npos);
+  EXPECT_NE(errorOf([&] { gemm.run(a.data(), 4, 64, c.data(), 15, r.data(), 16); }).find("ldc"),
+            std::string::npos);
+  EXPECT_NE(errorOf([&] { gemm.run(a.data(), 4, 64, c.data(), 16); }).find("residual"),
+            std::string::npos);
+  EXPECT_NE(errorOf([&] { gemm.run(a.data(), -1, 64, c.data(), 16, r.data(), 16); }).find("M"),
+            std::string::npos);
+  EXPECT_EQ(errorOf([&] { gemm.run(a.data(), 4, 64, c.data(), 16, r.data(), 16); }), "");
+}
+
+// Saturation: huge positive and negative sums clamp to the type's range.
+TEST(GemmU8S8, RequantizationSaturates) {
+  SKIP_WITHOUT_VNNI();
+  const int64_t k = 64, n = 32;
+  std::vector<int8_t> b(k * n);
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t kk = 0; kk < k; ++kk)
+      b[kk * n + j] = j % 2 ? 127 : -128;
+  std::vector<uint8_t> a(k, 255);
+  PackedU8S8 packed = packU8S8(b.data(), k, n, WeightLayout::KN);
+  for (QuantOutput out : {QuantOutput::U8, QuantOutput::S8}) {
+    GemmU8S8Params params;
+    params.wScale = {1.0f};
+    params.output = out;
+    params.outScale = 1e-3f;
+    GemmU8S8 gemm(packed, params);
+    std::vector<uint8_t> c(n);
+    gemm.run(a.data(), 1, k, c.data(), n);
+    for (int64_t j = 0; j < n; ++j) {
+      int got = out == QuantOutput::U8 ? int(c[j]) : int(int8_t(c[j]));
+      int want = j % 2 ? (out == QuantOutput::U8 ? 255 : 127) : (out == QuantOutput::U8 ? 0 : -128);
+      EXPECT_EQ(got, want) << quantOutputName(out) << " column " << j;
+    }
+  }
+}
+
+} // namespace

@@ -1,0 +1,297 @@
+//===- ProfileTest.cpp - Step::work(), the roofline, the ceilings ----------===//
+//
+// work() of each kernel class against the formulas of docs/profiling.md on odd
+// shapes; the roofline bound and profile JSON on synthetic ceilings; the
+// measured ceilings' sanity (positive, ordered) and their cache file.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/Profile.h"
+#include "compiler/codegen/x86/KernelGenerator.h"
+#include "runtime/Ceilings.h"
+#include "runtime/Steps.h"
+#include "test/unit/PlanTestUtil.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <unistd.h>
+
+namespace {
+using namespace octet::rt;
+using Op = ElementwiseProgram::Op;
+
+struct Harness : test::BoundPlan {
+  std::vector<std::vector<float>> buffers;
+  TensorId tensor(const std::vector<int64_t> &shape) {
+    int64_t n = 1;
+    for (int64_t d : shape)
+      n *= d;
+    buffers.emplace_back(size_t(std::max<int64_t>(n, 1)), 0.5f);
+    return BoundPlan::tensor("t" + std::to_string(plan.tensors.size()), shape,
+                             buffers.back().data(), Storage::Arena);
+  }
+};
+
+// ---- Step::work() per kernel class ----------------------------------------------
+
+TEST(Work, LinearIsTwoMNKAndReadsAWeightsCBiasExtras) {
+  const int64_t k = 13, n = 10;
+  std::vector<float> weight(k * n, 0.25f), bias(n, 1.0f);
+  for (bool withBias : {false, true}) {
+    Harness h;
+    h.buffers.reserve(8);
+    TensorId in = h.tensor({2, 3, k}), out = h.tensor({2, 3, n}), res = h.tensor({2, 3, n});
+    LinearSpec spec;
+    spec.input = in, spec.output = out, spec.k = k, spec.n = n;
+    spec.weight = weight.data();
+    spec.bias = withBias ? bias.data() : nullptr;
+    spec.extras = {res};
+    spec.epilogue.numInputs = 2; // acc + residual
+    spec.epilogue.instrs = {{Op::Input, 0}, {Op::Input, 1}, {Op::Add, 0, 1}};
+    std::string error;
+    StepPtr step = makeLinear(spec, KernelOptions(), error);
+    ASSERT_TRUE(step) << error;
+    ExecContext ctx = h.context();
+    ASSERT_TRUE(step->run(ctx).ok());
+    const Work w = step->work(ctx);
+    const double m = 6;
+    EXPECT_DOUBLE_EQ(w.ops, 2 * m * n * k);
+    EXPECT_DOUBLE_EQ(w.bytes, 4 * (m * k + k * n + m * n) + (withBias ? 4 * n : 0) + 4 * m * n);
+    EXPECT_EQ(w.shapes, "[6, 13] x [13, 10]");
+  }
+}
+
+TEST(Work, LayerNormCountsSevenOpsPerElementPlusTheResidualAdd) {
+  const int64_t rows = 5, n = 11;
+  std::vector<float> gamma(n, 1.0f), beta(n, 0.0f);
+  for (bool residual : {false, true}) {
+    Harness h;
+    h.buffers.reserve(8);
+    LayerNormSpec spec;
+    spec.x = h.tensor({rows, n});
+    spec.output = h.tensor({rows, n});
+    if (residual) {
+      spec.residual = h.tensor({rows, n});
+      spec.sum = h.tensor({rows, n});
+    }
+    spec.gamma = gamma.data(), spec.beta = beta.data(), spec.n = n;
+    std::string error;
+    StepPtr step = makeLayerNorm(spec, KernelOptions(), error);
+    ASSERT_TRUE(step) << error;
+    ExecContext ctx = h.context();
+    ASSERT_TRUE(step->run(ctx).ok());
+    const Work w = step->work(ctx);
+    const double e = rows * n;
+    EXPECT_DOUBLE_EQ(w.ops, e * (7 + (residual ? 1 : 0)));
+    // x, y (+ residual, sum) and gamma, beta.
+    EXPECT_DOUBLE_EQ(w.bytes, 4 * (e * (residual ? 4 : 2) + 2 * n));
+    EXPECT_EQ(w.shapes, "[5, 11]");
+  }
+}
+
+TEST(Work, AttentionIsFourBHS2DPlusSoftmax) {
+  const int64_t b = 2, s = 9, heads = 3, d = 4, width = heads * d;
+  for (bool masked : {false, true}) {
+    Harness h;
+    h.buffers.reserve(8);
+    AttentionSpec spec;
+    spec.q = h.tensor({b, s, width});
+    spec.k = h.tensor({b, s, width});
+    spec.v = h.tensor({b, s, width});
+    if (masked)
+      spec.mask = h.tensor({b, 1, 1, s});
+    spec.output = h.tensor({b, s, width});
+    spec.numHeads = heads;
+    spec.scale = 0.5f;
+    std::string error;
+    StepPtr step = makeAttention(spec, KernelOptions(), error);
+    ASSERT_TRUE(step) << error;
+    ExecContext ctx = h.context();
+    ASSERT_TRUE(step->run(ctx).ok());
+    const Work w = step->work(ctx);
+    const double scores = double(b * heads * s * s);
+    EXPECT_DOUBLE_EQ(w.ops, 4 * scores * d + scores * (masked ? 7 : 6));
+    EXPECT_DOUBLE_EQ(w.bytes, 4.0 * (4 * b * s * width + (masked ? b * s : 0)));
+    EXPECT_EQ(w.shapes, "[2, 9, 12] heads 3");
+  }
+}
+
+TEST(Work, FusedElementwiseCountsLiveInstructions) {
+  Harness h;
+  h.buffers.reserve(8);
+  TensorId x = h.tensor({3, 7}), y = h.tensor({7}), out = h.tensor({3, 7});
+  ElementwiseProgram p; // (x + y) * 2, plus a dead Exp
+  p.numInputs = 2;
+  p.instrs = {
+      {Op::Input, 0}, {Op::Input, 1}, {Op::Exp, 0}, {Op::Add, 0, 1}, {Op::Constant, -1, -1, 2.0f},
+      {Op::Mul, 3, 4}};
+  std::string error;
+  StepPtr step = makeFusedElementwise(p, {x, y}, out, KernelOptions(), error);
+  ASSERT_TRUE(step) << error;
+  ExecContext ctx = h.context();
+  ASSERT_TRUE(step->run(ctx).ok());
+  const Work w = step->work(ctx);
+  EXPECT_DOUBLE_EQ(w.ops, 21 * 2);
+  EXPECT_DOUBLE_EQ(w.bytes, 4.0 * (21 + 7 + 21)); // y at its own size
+  EXPECT_EQ(w.shapes, "[3, 7] [7] -> [3, 7]");
+}
+
+TEST(Work, GenericStepsUseTheDefault) {
+  Harness h;
+  h.buffers.reserve(8);
+  TensorId a = h.tensor({4, 5}), b = h.tensor({1, 5}), out = h.tensor({4, 5});
+  StepPtr step = makeBinary(BinaryKind::Add, a, b, out);
+  ExecContext ctx = h.context();
+  ASSERT_TRUE(step->run(ctx).ok());
+  const Work w = step->work(ctx);
+  EXPECT_DOUBLE_EQ(w.ops, 20);
+  EXPECT_DOUBLE_EQ(w.bytes, 4.0 * (20 + 5 + 20));
+  EXPECT_EQ(w.shapes, "[4, 5] [1, 5] -> [4, 5]");
+}
+
+// ---- Roofline and profile -------------------------------------------------------
+
+Ceilings syntheticCeilings() {
+  Ceilings c;
+  c.threads = 2, c.host = "h", c.cpu = "cpu \"quoted\"", c.fp32Isa = "avx512";
+  c.fp32Gflops = 100, c.int8Isa = "avx512_vnni", c.int8Gops = 400;
+  c.l2GBs = 200, c.l3GBs = 80, c.dramGBs = 20;
+  c.l3CacheBytes = 1 << 20;
+  c.l2BufferBytes = 1 << 18, c.l3BufferBytes = 1 << 19, c.dramBufferBytes = 1 << 28;
+  return c;
+}
+
+TEST(Roofline, BoundIsMinOfPeakAndIntensityTimesBandwidth) {
+  const Ceilings c = syntheticCeilings();
+  std::string memory, compute;
+  // 1 op/byte, fits L3: 80 GOP/s.
+  EXPECT_DOUBLE_EQ(rooflineBound(c, "add", 1000, 1000, &memory, &compute), 80);
+  EXPECT_EQ(memory, "L3");
+  EXPECT_EQ(compute, "fp32");
+  // 1 op/byte, beyond L3: DRAM's 20.
+  EXPECT_DOUBLE_EQ(rooflineBound(c, "add", 2e6, 2e6, &memory), 20);
+  EXPECT_EQ(memory, "DRAM");
+  // 100 op/byte: compute bound, int8 kinds by the int8 peak.
+  EXPECT_DOUBLE_EQ(rooflineBound(c, "gemm.jit_avx512", 1e5, 1e3), 100);
+  EXPECT_DOUBLE_EQ(rooflineBound(c, "gemm.int8_vnni", 1e7, 1e3, nullptr, &compute), 400);
+  EXPECT_EQ(compute, "int8");
+  EXPECT_DOUBLE_EQ(rooflineBound(c, "gemm.u8s8_vnni+epilogue", 1e7, 1e3), 400);
+}
+
+TEST(Roofline, AnalyzeTakesMediansSharesAndFractions) {
+  Plan plan;
+  plan.steps.push_back(makeCopy(0, 1));
+  plan.steps.push_back(makeCopy(0, 1));
+  plan.steps[1]->location = "node \"b\"";
+  std::vector<std::vector<double>> seconds = {{3e-3, 1e-3, 2e-3}, {4e-3, 2e-3, 6e-3, 8e-3}};
+  std::vector<Work> work = {{2e6, 1e6, "[a]"}, {1e5, 1e6, "[b]"}};
+  const Ceilings c = syntheticCeilings();
+  ProfileReport r = analyzeProfile(plan, seconds, work, {0.01, 0.012, 0.008}, 2, &c);
+  ASSERT_EQ(r.steps.size(), 2u);
+  EXPECT_DOUBLE_EQ(r.steps[0].medianSeconds, 2e-3);
+  EXPECT_DOUBLE_EQ(r.steps[1].medianSeconds, 5e-3);
+  EXPECT_DOUBLE_EQ(r.sumSeconds, 7e-3);
+  EXPECT_DOUBLE_EQ(r.endToEndSeconds, 0.01);
+  EXPECT_NEAR(r.sumMeanSeconds, 2e-3 + 5e-3, 1e-15);
+  EXPECT_NEAR(r.endToEndMeanSeconds, 0.01, 1e-15);
+  EXPECT_NEAR(r.steps[1].share, 5.0 / 7, 1e-12);
+  EXPECT_EQ(r.repeats, 4);
+  EXPECT_NEAR(r.steps[0].gops, 1.0, 1e-12); // 2e6 ops / 2 ms
+  EXPECT_NEAR(r.steps[0].gbs, 0.5, 1e-12);  // 1e6 B / 2 ms
+  EXPECT_NEAR(r.steps[0].intensity, 2.0, 1e-12);
+  EXPECT_EQ(r.steps[0].memory, "L3"); // 1e6 bytes fit the 1 MiB L3
+  EXPECT_NEAR(r.steps[0].boundGops, std::min(100.0, 2.0 * 80), 1e-9);
+  EXPECT_NEAR(r.steps[0].rooflineFraction, 1.0 / 100, 1e-12);
+
+  const std::string table = profileTable(r);
+  EXPECT_NE(table.find("2 steps"), std::string::npos) << table;
+  EXPECT_LT(table.find("\n     1 "), table.find("\n     0 ")) << "slowest first:\n" << table;
+  const std::string json = profileJson(r);
+  for (const char *key : {"\"steps\"", "\"roofline_fraction\"", "\"bound_gops\"",
+                          "\"fp32_gflops\": 100", "\"node \\\"b\\\"\"", "\"cpu \\\"quoted\\\"\""})
+    EXPECT_NE(json.find(key), std::string::npos) << key << "\n" << json;
+
+  ProfileReport bare = analyzeProfile(plan, seconds, work, {0.01}, 2, nullptr);
+  EXPECT_NE(profileJson(bare).find("\"ceilings\": null"), std::string::npos);
+  EXPECT_EQ(profileJson(bare).find("roofline_fraction"), std::string::npos);
+}
+
+TEST(Roofline, MissingTimesOrWorkAreZeroNotACrash) {
+  Plan plan;
+  plan.steps.push_back(makeCopy(0, 1));
+  ProfileReport r = analyzeProfile(plan, {}, {}, {}, 1, nullptr);
+  ASSERT_EQ(r.steps.size(), 1u);
+  EXPECT_EQ(r.steps[0].gops, 0);
+  EXPECT_FALSE(profileTable(r).empty());
+}
+
+// ---- Ceilings ----------------------------------------------------------------------
+
+TEST(Ceilings, JsonRoundTripsAndRejectsGarbage) {
+  const Ceilings c = syntheticCeilings();
+  Ceilings back;
+  std::string error;
+  ASSERT_TRUE(Ceilings::fromJson(c.toJson(), back, error)) << error;
+  EXPECT_EQ(back.cpu, c.cpu);
+  EXPECT_EQ(back.threads, 2);
+  EXPECT_DOUBLE_EQ(back.dramGBs, 20);
+  EXPECT_EQ(back.l3CacheBytes, 1 << 20);
+  EXPECT_FALSE(Ceilings::fromJson("", back, error));
+  EXPECT_FALSE(Ceilings::fromJson("{\"version\": 99}", back, error));
+  EXPECT_NE(error.find("version"), std::string::npos) << error;
+  std::string bad = c.toJson();
+  bad.replace(bad.find("\"dram_gbs\": 20"), 14, "\"dram_gbs\": x");
+  EXPECT_FALSE(Ceilings::fromJson(bad, back, error));
+  EXPECT_NE(error.find("dram_gbs"), std::string::npos) << error;
+}
+
+TEST(Ceilings, MeasuredOnThisHostArePositiveAndCached) {
+  char dir[] = "/tmp/octet-ceilings-XXXXXX";
+  ASSERT_TRUE(mkdtemp(dir));
+  const char *old = std::getenv("XDG_CACHE_HOME");
+  const std::string saved = old ? old : "";
+  setenv("XDG_CACHE_HOME", dir, 1);
+
+  Ceilings c;
+  bool cached = true;
+  std::string note;
+  ASSERT_TRUE(loadOrMeasureCeilings(1, false, c, &cached, &note, 1).ok());
+  EXPECT_FALSE(cached);
+  EXPECT_EQ(c.threads, 1);
+  EXPECT_GT(c.fp32Gflops, 1);
+  EXPECT_GT(c.l2GBs, 0.5);
+  EXPECT_GT(c.l3GBs, 0.5);
+  EXPECT_GT(c.dramGBs, 0.5);
+  // Caches are faster than DRAM (a loose bound: the host may be busy).
+  EXPECT_GT(c.l2GBs, 0.8 * c.dramGBs);
+  // Peak FP32 per thread below a generous physical bound: 2 FMA pipes x 16 lanes x 2 x 6 GHz.
+  EXPECT_LT(c.fp32Gflops, 2 * 16 * 2 * 6.0);
+  if (octet::x86::CpuFeatures::host().avx512vnni) {
+    EXPECT_GT(c.int8Gops, c.fp32Gflops); // 4 products per lane per instruction
+  }
+  const std::string path = ceilingsCachePath(1);
+  EXPECT_EQ(path.rfind(std::string(dir) + "/octet/ceilings-", 0), 0u) << path;
+  EXPECT_NE(path.find("-1.json"), std::string::npos) << path;
+
+  Ceilings again;
+  ASSERT_TRUE(loadOrMeasureCeilings(1, false, again, &cached).ok());
+  EXPECT_TRUE(cached);
+  EXPECT_NEAR(again.fp32Gflops, c.fp32Gflops, 1e-9 * c.fp32Gflops);
+
+  { std::ofstream(path) << "not json"; }
+  ASSERT_TRUE(loadOrMeasureCeilings(1, false, again, &cached, &note, 1).ok());
+  EXPECT_FALSE(cached);
+  EXPECT_NE(note.find("unreadable"), std::string::npos) << note;
+
+  std::remove(path.c_str());
+  if (old)
+    setenv("XDG_CACHE_HOME", saved.c_str(), 1);
+  else
+    unsetenv("XDG_CACHE_HOME");
+  std::string sub = std::string(dir) + "/octet";
+  rmdir(sub.c_str());
+  rmdir(dir);
+}
+
+} // namespace
