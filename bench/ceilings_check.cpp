@@ -33,22 +33,6 @@ typedef float Vec __attribute__((vector_size(64)));
 using Clock = std::chrono::steady_clock;
 constexpr int kAccumulators = 12;
 
-/// Best wall time over `trials` of body(thread) on all threads at once.
-template <typename Body> double bestSeconds(int threads, int trials, Body &&body) {
-  double best = 1e30;
-  for (int t = 0; t < trials; ++t) {
-    Clock::time_point start;
-#pragma omp parallel num_threads(threads)
-    {
-#pragma omp barrier
-#pragma omp single
-      start = Clock::now();
-      body(omp_get_thread_num());
-    }
-    best = std::min(best, std::chrono::duration<double>(Clock::now() - start).count());
-  }
-  return best;
-}
 
 volatile float sink;
 
@@ -82,7 +66,7 @@ double fmaGflops(int threads) {
     }
     iterations *= 4;
   }
-  double seconds = bestSeconds(threads, 15, [&](int) { fmaLoop(iterations, a, b); });
+  double seconds = octet::rt::bestParallelSeconds(threads, 15, [&](int) { fmaLoop(iterations, a, b); });
   return double(threads) * double(iterations) * kAccumulators * 16 * 2 / seconds / 1e9;
 }
 
@@ -119,7 +103,7 @@ double readGBs(int threads, int64_t perThreadBytes) {
     }
   const int64_t vectors = perThreadBytes / 64;
   const int64_t passes = std::max<int64_t>(2, int64_t(0.01 * 50e9 / double(perThreadBytes)));
-  double seconds = bestSeconds(threads, passes > 2 ? 15 : 7, [&](int t) {
+  double seconds = octet::rt::bestParallelSeconds(threads, passes > 2 ? 15 : 7, [&](int t) {
     float s = sumLoop(buffers[t], vectors, passes);
     if (s == 12345.0f)
       sink = s;

@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <sstream>
 #include <sys/stat.h>
@@ -132,24 +133,6 @@ private:
   bool zmm_;
 };
 
-/// Runs `body(thread)` on every thread at once `trials` times; returns the
-/// shortest wall time of a trial (all threads start together at a barrier).
-template <typename Body> double bestParallelSeconds(int threads, int trials, Body &&body) {
-  double best = 1e30;
-  for (int trial = 0; trial < trials; ++trial) {
-    Clock::time_point start;
-#pragma omp parallel num_threads(threads)
-    {
-#pragma omp barrier
-#pragma omp single
-      start = Clock::now();
-      // `single` ends with a barrier: every thread starts after the clock read.
-      body(omp_get_thread_num());
-    }
-    best = std::min(best, std::chrono::duration<double>(Clock::now() - start).count());
-  }
-  return best;
-}
 
 /// Iterations that take about `seconds` on one thread (calibrated).
 int64_t calibrate(PeakLoop::Fn fn, double seconds) {
@@ -507,6 +490,25 @@ Status loadOrMeasureCeilings(int threads, bool refresh, Ceilings &out, bool *fro
       *note = "could not write the cache '" + path + "'";
   }
   return Status();
+}
+
+/// Runs `body(thread)` on every thread at once `trials` times; returns the
+/// shortest wall time of a trial (all threads start together at a barrier).
+double bestParallelSeconds(int threads, int trials, const std::function<void(int)> &body) {
+  double best = 1e30;
+  for (int trial = 0; trial < trials; ++trial) {
+    Clock::time_point start;
+#pragma omp parallel num_threads(threads)
+    {
+#pragma omp barrier
+#pragma omp single
+      start = Clock::now();
+      // `single` ends with a barrier: every thread starts after the clock read.
+      body(omp_get_thread_num());
+    }
+    best = std::min(best, std::chrono::duration<double>(Clock::now() - start).count());
+  }
+  return best;
 }
 
 } // namespace octet::rt

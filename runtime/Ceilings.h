@@ -18,6 +18,7 @@
 #include "runtime/Status.h"
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 namespace octet::rt {
@@ -59,6 +60,11 @@ std::string ceilingsCachePath(int threads);
 /// be written is not an error (`note` says so); `fromCache` says which.
 Status loadOrMeasureCeilings(int threads, bool refresh, Ceilings &out, bool *fromCache = nullptr,
                              std::string *note = nullptr, int rounds = kDefaultCeilingRounds);
+
+/// Runs `body(thread)` on `threads` OpenMP threads at once, `trials` times; the
+/// shortest wall time of a trial (all threads start together after a barrier).
+/// The harness of the ceilings and of their independent check in bench/.
+double bestParallelSeconds(int threads, int trials, const std::function<void(int)> &body);
 
 } // namespace octet::rt
 
