@@ -71,6 +71,10 @@ struct KernelOptions {
   enum class Gemm { Auto, Jit, OneDnn };
   Gemm gemm = Gemm::Auto; ///< Auto: the documented rule (docs/kernel-selection.md)
   bool allowAvx512 = true; ///< false: act as on an AVX2-only host (tests)
+  /// The PlanBuilder accepts quantize / dequantize / qlinear (set by the
+  /// driver when the pass list holds octet-eliminate-qdq or octet-quantize);
+  /// false: the FP32 pipeline reports them as not supported.
+  bool int8 = false;
 };
 
 /// out[..., N] = epilogue(in[..., K] · W + bias, extras...). W is a constant
@@ -114,6 +118,41 @@ StepPtr makeAttention(const AttentionSpec &spec, const KernelOptions &options,
 /// (octet.gelu is the one-instruction program GeluErf / GeluTanh).
 StepPtr makeFusedElementwise(const ElementwiseProgram &program, std::vector<TensorId> inputs,
                              TensorId output, const KernelOptions &options, std::string &error);
+
+// ---- Quantization steps (QuantSteps.cpp) -----------------------------------
+
+/// ONNX QuantizeLinear: out (u8/i8) = saturate(round_half_even(in / scale) + zp).
+/// scale: 0-D / 1-element (per tensor) or 1-D along `axis` (negative counts
+/// from the end); zeroPoint (-1: 0) as scale. Scales are read at run time.
+StepPtr makeQuantize(TensorId in, TensorId scale, TensorId zeroPoint, int axis, TensorId out);
+/// ONNX DequantizeLinear: out (f32) = (in - zp) * scale; in u8, i8 or i32.
+StepPtr makeDequantize(TensorId in, TensorId scale, TensorId zeroPoint, int axis, TensorId out);
+
+/// octet.qlinear (docs/int8-quantization.md): u8 input [..., K] (contiguous)
+/// times a constant s8 weight, f32 output or requantized u8/i8. Scale and
+/// zero point operands are tensors read at run time; the *Const pointers,
+/// when the PlanBuilder knows them at build time, let the AVX-512 VNNI GEMM
+/// (GemmU8S8, which takes them at construction) run it; otherwise a compiled
+/// C++ loop with exact int32 sums does. Only the identity epilogue (no
+/// instructions, no extras) is supported yet.
+struct QLinearSpec {
+  TensorId input = -1, output = -1;
+  const int8_t *weight = nullptr; ///< read only at build time (copied / packed)
+  WeightLayout layout = WeightLayout::KN;
+  int64_t k = 0, n = 0;
+  const float *bias = nullptr;   ///< [N] or null (copied)
+  const float *wScale = nullptr; ///< [wScaleCount] (copied)
+  int64_t wScaleCount = 0;       ///< 1 or N
+  TensorId xScale = -1, xZeroPoint = -1, outScale = -1, outZeroPoint = -1;
+  const float *xScaleConst = nullptr;
+  const uint8_t *xZeroPointConst = nullptr;
+  const float *outScaleConst = nullptr;
+  const void *outZeroPointConst = nullptr; ///< u8 or i8, the output's type
+  std::vector<TensorId> extras;
+  ElementwiseProgram epilogue;
+};
+StepPtr makeQLinear(const QLinearSpec &spec, DType outType, const KernelOptions &options,
+                    std::string &error);
 
 } // namespace octet::rt
 

@@ -166,6 +166,8 @@ private:
   LogicalResult visitViewOp(Operation *op);
   LogicalResult visitLinear(Operation *op);
   LogicalResult visitLayerNorm(Operation *op);
+  LogicalResult visitQuant(Operation *op);
+  LogicalResult visitQLinear(octet::QLinearOp op);
   LogicalResult addStep(Operation *op, rt::StepPtr step, const std::string &kind,
                         const std::string &error = "");
   LogicalResult finishOutputs();
@@ -698,7 +700,7 @@ FailureOr<std::vector<ScalarId>> PlanWalker::resultShape(Operation *op, Value re
       rule.push_back(a[a.size() - 2]);
     if (b.size() >= 2)
       rule.push_back(b.back());
-  } else if (isa<octet::LinearOp, octet::FusedLinearOp>(op)) {
+  } else if (isa<octet::LinearOp, octet::FusedLinearOp, octet::QLinearOp>(op)) {
     rule = shapeOf(0);
     if (!rule.empty())
       rule.back() = constant(type.getShape().back());
@@ -1099,13 +1101,138 @@ LogicalResult PlanWalker::visitLayerNorm(Operation *op) {
   return addStep(op, std::move(step), "layer_norm", error);
 }
 
+LogicalResult PlanWalker::visitQuant(Operation *op) {
+  Value input = op->getOperand(0), scale = op->getOperand(1);
+  Value zp = op->getNumOperands() > 2 ? op->getOperand(2) : Value();
+  std::optional<uint64_t> axisAttr;
+  if (auto q = dyn_cast<octet::QuantizeOp>(op))
+    axisAttr = q.getAxis();
+  else
+    axisAttr = cast<octet::DequantizeOp>(op).getAxis();
+  int axis = axisAttr ? int(*axisAttr) : -1;
+  FailureOr<TensorId> in = tensorFor(op, input);
+  if (failed(in) || failed(in = ensureContiguous(op, *in)))
+    return failure();
+  FailureOr<TensorId> s = tensorFor(op, scale);
+  if (failed(s) || failed(s = ensureContiguous(op, *s)))
+    return failure();
+  TensorId z = -1;
+  if (zp) {
+    FailureOr<TensorId> zt = tensorFor(op, zp);
+    if (failed(zt) || failed(zt = ensureContiguous(op, *zt)))
+      return failure();
+    z = *zt;
+  }
+  FailureOr<std::vector<ScalarId>> shape = resultShape(op, op->getResult(0));
+  if (failed(shape))
+    return failure();
+  FailureOr<TensorId> out = resultTensor(op, op->getResult(0), *shape);
+  if (failed(out))
+    return failure();
+  if (isa<octet::QuantizeOp>(op))
+    return addStep(op, rt::makeQuantize(*in, *s, z, axis, *out), "quantize");
+  return addStep(op, rt::makeDequantize(*in, *s, z, axis, *out), "dequantize");
+}
+
+LogicalResult PlanWalker::visitQLinear(octet::QLinearOp op) {
+  rt::QLinearSpec spec;
+  bool transposeWeight = op.getTransposeWeight();
+  auto weightType = cast<RankedTensorType>(op.getWeight().getType());
+  if (!op.getWeight().getDefiningOp<octet::ConstantOp>() ||
+      (op.getBias() && !op.getBias().getDefiningOp<octet::ConstantOp>()) ||
+      !op.getWeightScale().getDefiningOp<octet::ConstantOp>())
+    return op.emitError() << "qlinear with a run-time weight, bias or weight scale is not "
+                             "supported by the runtime",
+           failure();
+  FailureOr<TensorId> in = tensorFor(op, op.getInput());
+  if (failed(in) || failed(in = ensureContiguous(op, *in)))
+    return failure();
+  spec.input = *in;
+  FailureOr<const void *> w = transientConstantBytes(op, op.getWeight());
+  if (failed(w))
+    return failure();
+  spec.weight = static_cast<const int8_t *>(*w);
+  spec.layout = transposeWeight ? octet::WeightLayout::NK : octet::WeightLayout::KN;
+  spec.k = weightType.getDimSize(transposeWeight ? 1 : 0);
+  spec.n = weightType.getDimSize(transposeWeight ? 0 : 1);
+  if (op.getBias()) {
+    FailureOr<const void *> b = constantBytes(op, op.getBias());
+    if (failed(b))
+      return failure();
+    spec.bias = static_cast<const float *>(*b);
+  }
+  FailureOr<const void *> ws = constantBytes(op, op.getWeightScale());
+  if (failed(ws))
+    return failure();
+  spec.wScale = static_cast<const float *>(*ws);
+  spec.wScaleCount = cast<RankedTensorType>(op.getWeightScale().getType()).getNumElements();
+  // A scale or zero point operand: its tensor, and its bytes when constant.
+  auto param = [&](Value v, TensorId &t, const void *&constant) -> LogicalResult {
+    if (!v)
+      return success();
+    FailureOr<TensorId> id = tensorFor(op, v);
+    if (failed(id))
+      return failure();
+    t = *id;
+    if (v.getDefiningOp<octet::ConstantOp>()) {
+      FailureOr<const void *> bytes = constantBytes(op, v);
+      if (failed(bytes))
+        return failure();
+      constant = *bytes;
+    }
+    return success();
+  };
+  const void *xs = nullptr, *xzp = nullptr, *os = nullptr, *ozp = nullptr;
+  if (failed(param(op.getInputScale(), spec.xScale, xs)) ||
+      failed(param(op.getInputZeroPoint(), spec.xZeroPoint, xzp)) ||
+      failed(param(op.getOutputScale(), spec.outScale, os)) ||
+      failed(param(op.getOutputZeroPoint(), spec.outZeroPoint, ozp)))
+    return failure();
+  spec.xScaleConst = static_cast<const float *>(xs);
+  spec.xZeroPointConst = static_cast<const uint8_t *>(xzp);
+  spec.outScaleConst = static_cast<const float *>(os);
+  spec.outZeroPointConst = ozp;
+  for (Value extra : op.getExtra()) {
+    FailureOr<TensorId> t = tensorFor(op, extra);
+    if (failed(t))
+      return failure();
+    spec.extras.push_back(*t);
+  }
+  // Only the identity epilogue: `octet.yield %acc` (any other body errors in makeQLinear).
+  Block &body = op.getEpilogue().front();
+  bool identity = body.getOperations().size() == 1 && body.getTerminator()->getNumOperands() == 1 &&
+                  body.getTerminator()->getOperand(0) == body.getArgument(0);
+  if (!identity) {
+    FailureOr<rt::ElementwiseProgram> program = octet::programFromRegion(op.getEpilogue());
+    if (failed(program))
+      return failure();
+    spec.epilogue = std::move(*program);
+    if (spec.epilogue.instrs.empty())
+      spec.epilogue.instrs.push_back({rt::ElementwiseProgram::Op::Input, 0, -1, 0});
+  }
+  FailureOr<std::vector<ScalarId>> shape = resultShape(op, op.getResult());
+  if (failed(shape))
+    return failure();
+  FailureOr<TensorId> out = resultTensor(op, op.getResult(), *shape);
+  if (failed(out))
+    return failure();
+  spec.output = *out;
+  std::string error;
+  rt::StepPtr step = rt::makeQLinear(spec, plan_->tensors[*out].dtype, options_, error);
+  return addStep(op, std::move(step), "qlinear", error);
+}
+
 LogicalResult PlanWalker::visit(Operation *op) {
   if (isa<octet::ConstantOp, func::ReturnOp>(op))
     return success(); // constants become tensors when used; returns at the end
   if (op->getNumResults() == 1 && !isa<RankedTensorType>(op->getResult(0).getType()))
     return visitIndexOp(op);
-  if (isa<octet::QuantizeOp, octet::DequantizeOp, octet::DynamicQuantizeOp, octet::MatMulIntegerOp>(
-          op))
+  if (options_.int8 && isa<octet::QuantizeOp, octet::DequantizeOp>(op))
+    return visitQuant(op);
+  if (options_.int8 && isa<octet::QLinearOp>(op))
+    return visitQLinear(cast<octet::QLinearOp>(op));
+  if (isa<octet::QuantizeOp, octet::DequantizeOp, octet::DynamicQuantizeOp, octet::MatMulIntegerOp,
+          octet::QLinearOp>(op))
     return op->emitError() << op->getName()
                            << " is not supported by the FP32 runtime yet (quantized models "
                               "need the INT8 pipeline)",
