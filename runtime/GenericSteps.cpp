@@ -1223,6 +1223,14 @@ float dot(const float *a, int64_t sa, const float *b, int64_t sb, int64_t k) {
 class MatMulStep final : public GenericStep {
 public:
   std::string kind() const override { return "matmul"; }
+  /// 2·K multiply-adds per output element (K: A's last dim).
+  Work work(const ExecContext &ctx) const override {
+    Work w = Step::work(ctx);
+    const int rankA = ctx.rank(inputs[0]);
+    const int64_t k = rankA > 0 ? ctx.dim(inputs[0], rankA - 1) : 1;
+    w.ops = 2.0 * double(k) * double(ctx.numElements(outputs[0]));
+    return w;
+  }
 
   Status run(const ExecContext &ctx) const override {
     if (Status s = checkTensors(ctx); !s.ok())
