@@ -34,6 +34,7 @@
 #define OCTET_COMPILER_CODEGEN_ONEDNN_MATMULF32_H
 
 #include "compiler/codegen/WeightLayout.h"
+#include "runtime/Status.h"
 
 #include <cstdint>
 #include <memory>
@@ -44,24 +45,9 @@ namespace octet::onednn {
 
 using octet::WeightLayout;
 
-/// Success, or a message saying what failed (and oneDNN's status, if any).
-class [[nodiscard]] Status {
-public:
-  Status() = default;
-  static Status error(std::string message) {
-    Status s;
-    s.message_ = std::move(message);
-    s.failed_ = true;
-    return s;
-  }
-  bool ok() const { return !failed_; }
-  explicit operator bool() const { return ok(); }
-  const std::string &message() const { return message_; }
-
-private:
-  std::string message_;
-  bool failed_ = false;
-};
+/// Success, or a message saying what failed (and oneDNN's status, if any): the
+/// runtime's Status, which the steps calling this provider pass on.
+using Status = octet::rt::Status;
 
 class MatMulF32 {
 public:
