@@ -71,10 +71,6 @@ struct KernelOptions {
   enum class Gemm { Auto, Jit, OneDnn };
   Gemm gemm = Gemm::Auto; ///< Auto: the documented rule (docs/kernel-selection.md)
   bool allowAvx512 = true; ///< false: act as on an AVX2-only host (tests)
-  /// The PlanBuilder accepts quantize / dequantize / qlinear (set by the
-  /// driver when the pass list holds octet-eliminate-qdq or octet-quantize);
-  /// false: the FP32 pipeline reports them as not supported.
-  bool int8 = false;
 };
 
 /// out[..., N] = epilogue(in[..., K] · W + bias, extras...). W is a constant

@@ -156,12 +156,7 @@ rt::Status compileModule(MLIRContext &ctx, OwningOpRef<ModuleOp> module,
   auto main = module->lookupSymbol<func::FuncOp>("main");
   if (!main)
     return rt::Status::error("the imported module has no @main function");
-  rt::KernelOptions kernels = options.kernels;
-  // The INT8 passes leave quantize / dequantize / qlinear for the runtime.
-  if (options.passes.find("octet-eliminate-qdq") != std::string::npos ||
-      options.passes.find("octet-quantize") != std::string::npos)
-    kernels.int8 = true;
-  FailureOr<std::unique_ptr<rt::Plan>> built = octet::buildPlan(main, kernels);
+  FailureOr<std::unique_ptr<rt::Plan>> built = octet::buildPlan(main, options.kernels);
   if (failed(built))
     return failure("cannot build the execution plan");
   plan = std::move(*built);

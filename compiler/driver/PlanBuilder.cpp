@@ -1227,15 +1227,14 @@ LogicalResult PlanWalker::visit(Operation *op) {
     return success(); // constants become tensors when used; returns at the end
   if (op->getNumResults() == 1 && !isa<RankedTensorType>(op->getResult(0).getType()))
     return visitIndexOp(op);
-  if (options_.int8 && isa<octet::QuantizeOp, octet::DequantizeOp>(op))
+  if (isa<octet::QuantizeOp, octet::DequantizeOp>(op))
     return visitQuant(op);
-  if (options_.int8 && isa<octet::QLinearOp>(op))
+  if (isa<octet::QLinearOp>(op))
     return visitQLinear(cast<octet::QLinearOp>(op));
-  if (isa<octet::QuantizeOp, octet::DequantizeOp, octet::DynamicQuantizeOp, octet::MatMulIntegerOp,
-          octet::QLinearOp>(op))
+  if (isa<octet::DynamicQuantizeOp, octet::MatMulIntegerOp>(op))
     return op->emitError() << op->getName()
-                           << " is not supported by the FP32 runtime yet (quantized models "
-                              "need the INT8 pipeline)",
+                           << " is not supported by the runtime yet (dynamically quantized "
+                              "models need the INT8 pipeline)",
            failure();
   if (op->getNumResults() != 1)
     return op->emitError() << op->getName() << " is not supported by the FP32 runtime", failure();

@@ -6,28 +6,13 @@ import subprocess
 import sys
 
 import numpy as np
-import onnx
 
 src, octetc, work, passes = sys.argv[1:5]
 extra = sys.argv[5:]
 sys.path[:0] = [os.path.join(src, "test", "e2e"), os.path.join(src, "test", "models")]
-import check_semantics  # noqa: E402
-import make_encoder  # noqa: E402
-import reference  # noqa: E402
+import qdq_reference  # noqa: E402
 
-# The outputs follow a LayerNorm (std ~1). A requantized GEMM result may sit one
-# quantization step away from ONNX Runtime's where the f32 product lies on a rounding
-# boundary (the VNNI kernel's rounding order differs); 0.05 is about a tenth of the
-# output's std, while a wrong scale or zero point is off by ~1 (qdq-eliminate.test's bound).
-TOLERANCE = 0.05
-model_path = os.path.join(work, "bert-static.onnx")
-model = onnx.load(model_path)
-cfg = reference.EncoderConfig(arch="bert")
-feeds = {k: v for k, v in reference.random_inputs(cfg, seed=7).items()
-         if k in {i.name for i in model.graph.input}}
-spec = check_semantics.run_ort_spec(model, feeds)["last_hidden_state"]
-ort_default = make_encoder.run_ort(model, feeds)["last_hidden_state"]
-
+model_path, feeds, spec, ort_default = qdq_reference.static_model_reference(work)
 out = os.path.join(work, "octet-out")
 args = [octetc, "run", model_path, f"--passes={passes}", "--output", out,
         "--repeat", "1", "--warmup", "0", "--print-plan"] + extra
@@ -42,11 +27,7 @@ if run.returncode != 0:
 print("qgemm providers:", " ".join(k for k in ("qgemm.jit_vnni", "qgemm.reference")
                                    if k in run.stdout))
 got = np.load(os.path.join(out, "last_hidden_state.npy")).astype(np.float64)
-failed = 0
-for name, ref, tolerance in (("octet vs ORT (default kernels)", ort_default, TOLERANCE),
-                             ("octet vs ORT (spec semantics)", spec, TOLERANCE)):
-    diff = float(np.abs(got - ref).max()) if got.shape == ref.shape else float("inf")
-    verdict = "ok" if diff <= tolerance else "MISMATCH"
-    failed += verdict == "MISMATCH"
-    print(f"{name}: {verdict} max |diff| = {diff:.3g}, mean {float(np.abs(got - ref).mean()):.3g}")
+failed = qdq_reference.compare(
+    [("octet vs ORT (default kernels)", got, ort_default, qdq_reference.TOLERANCE),
+     ("octet vs ORT (spec semantics)", got, spec, qdq_reference.TOLERANCE)])
 sys.exit(1 if failed else 0)
