@@ -1,6 +1,7 @@
 //===- MatMulF32.cpp - FP32 GEMM provider on oneDNN 2.6 matmul ------------===//
 
 #include "compiler/codegen/onednn/MatMulF32.h"
+#include "compiler/codegen/onednn/DnnlCommon.h"
 
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -25,57 +26,11 @@ memory::desc rowMajor(memory::dim rows, memory::dim cols, memory::dim ld) {
   return memory::desc({rows, cols}, dt::f32, {ld, 1});
 }
 
-Status fromDnnl(const char *what, const dnnl::error &e) {
-  std::ostringstream os;
-  os << "oneDNN matmul: " << what << ": " << e.what() << " (dnnl_status_t " << int(e.status)
-     << ")";
-  return Status::error(os.str());
-}
+using detail::describe;
+using detail::overlaps;
 
-/// Runs `body`, turning every exception into a Status (nothing escapes).
 template <typename Fn> Status guarded(const char *what, Fn &&body) noexcept {
-  try {
-    return body();
-  } catch (const dnnl::error &e) {
-    return fromDnnl(what, e);
-  } catch (const std::bad_alloc &) {
-    return Status::error(std::string("oneDNN matmul: ") + what + ": out of memory");
-  } catch (const std::exception &e) {
-    return Status::error(std::string("oneDNN matmul: ") + what + ": " + e.what());
-  } catch (...) {
-    return Status::error(std::string("oneDNN matmul: ") + what + ": unknown exception");
-  }
-}
-
-/// The spans of two strided row-major f32 matrices of m rows ([m, np] with
-/// stride ldp, [m, nq] with stride ldq) intersect (conservative: spans, not
-/// the exact elements).
-bool overlaps(const float *p, int64_t ldp, int64_t np, const float *q, int64_t ldq, int64_t nq,
-              int64_t m) {
-  auto begin = [](const float *x) { return reinterpret_cast<std::uintptr_t>(x); };
-  auto end = [&](const float *x, int64_t ld, int64_t cols) {
-    return begin(x) + static_cast<std::uintptr_t>(((m - 1) * ld + cols) * sizeof(float));
-  };
-  return begin(p) < end(q, ldq, nq) && begin(q) < end(p, ldp, np);
-}
-
-std::string describe(const memory::desc &md) {
-  const dnnl_memory_desc_t &d = md.data;
-  if (d.format_kind != dnnl_blocked)
-    return "format_kind " + std::to_string(int(d.format_kind));
-  const auto &b = d.format_desc.blocking;
-  std::ostringstream os;
-  if (b.inner_nblks == 0 && d.ndims == 2)
-    os << (b.strides[1] == 1 ? "ab" : b.strides[0] == 1 ? "ba" : "strided");
-  else
-    os << "blocked";
-  os << " strides {";
-  for (int i = 0; i < d.ndims; ++i)
-    os << (i ? ", " : "") << b.strides[i];
-  os << "}";
-  for (int i = 0; i < b.inner_nblks; ++i)
-    os << " " << char('a' + b.inner_idxs[i]) << b.inner_blks[i];
-  return os.str();
+  return detail::guarded("oneDNN matmul: ", what, std::forward<Fn>(body));
 }
 
 } // namespace
@@ -169,7 +124,7 @@ Status MatMulF32::run(const float *a, int64_t m, int64_t lda, float *c, int64_t 
     return Status::error("oneDNN matmul: lda (" + std::to_string(lda) + ") must be >= K (" +
                          std::to_string(k_) + ") and ldc (" + std::to_string(ldc) +
                          ") >= N (" + std::to_string(n_) + ")");
-  if (overlaps(a, lda, k_, c, ldc, n_, m))
+  if (overlaps(a, lda * 4, k_ * 4, c, ldc * 4, n_ * 4, m))
     return Status::error("oneDNN matmul: A and C overlap");
   if (residual_) {
     if (!residual)
@@ -177,7 +132,7 @@ Status MatMulF32::run(const float *a, int64_t m, int64_t lda, float *c, int64_t 
     if (ldr < n_)
       return Status::error("oneDNN matmul: ldr (" + std::to_string(ldr) + ") must be >= N (" +
                            std::to_string(n_) + ")");
-    if (!(residual == c && ldr == ldc) && overlaps(residual, ldr, n_, c, ldc, n_, m))
+    if (!(residual == c && ldr == ldc) && overlaps(residual, ldr * 4, n_ * 4, c, ldc * 4, n_ * 4, m))
       return Status::error("oneDNN matmul: the residual overlaps C without being C "
                            "(same pointer and stride)");
   }
@@ -217,6 +172,6 @@ std::string MatMulF32::implementation() const {
   return name ? name : "unknown";
 }
 
-std::string MatMulF32::weightsFormat() const { return describe(impl_->pd.weights_desc()); }
+std::string MatMulF32::weightsFormat() const { return describe(impl_->pd.weights_desc(), /*strides=*/true); }
 
 } // namespace octet::onednn
