@@ -14,6 +14,8 @@
 #include <omp.h>
 
 #include <cctype>
+#include <cerrno>
+#include <cmath>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -34,6 +36,12 @@ struct octet_options {
   bool allowAvx512 = true;
   bool printIrAfterAll = false;
   bool profile = false;
+  octet::CompileOptions::Int8 int8 = octet::CompileOptions::Int8::None;
+  std::string calibrationSamples; ///< empty: octet::kDefaultCalibrationSamples
+  double calibrationPercentile = 0;
+  bool smoothquant = true;
+  double smoothquantAlpha = 0.5;
+  bool calibrationProgress = false;
 };
 
 struct octet_model {
@@ -97,12 +105,29 @@ octet_status compileFailureStatus(const std::string &message) {
   return OCTET_ERROR_INVALID_MODEL;
 }
 
+/// The whole of `text` as a finite double (no trailing characters).
+bool parseNumber(const std::string &text, double &value) {
+  if (text.empty() || std::isspace(static_cast<unsigned char>(text[0])))
+    return false;
+  char *end = nullptr;
+  errno = 0;
+  value = std::strtod(text.c_str(), &end);
+  return errno == 0 && end == text.c_str() + text.size() && std::isfinite(value);
+}
+
 octet::CompileOptions toCompileOptions(const octet_options *options) {
   octet::CompileOptions result;
   if (!options)
     return result;
   result.kernels.gemm = options->gemm;
   result.kernels.allowAvx512 = options->allowAvx512;
+  result.int8 = options->int8;
+  result.calibrationSamples = options->calibrationSamples;
+  result.calibrationPercentile = options->calibrationPercentile;
+  result.smoothquant = options->smoothquant;
+  result.smoothquantAlpha = options->smoothquantAlpha;
+  if (options->calibrationProgress)
+    result.progress = [](const std::string &line) { std::fprintf(stderr, "%s\n", line.c_str()); };
   if (options->printIrAfterAll)
     result.irAfterPass = [](const std::string &pass, const std::string &ir) {
       std::fprintf(stderr, "// -----// IR Dump After %s //----- //\n%s\n", pass.c_str(),
@@ -234,9 +259,46 @@ octet_status octet_options_set(octet_options *options, const char *key, const ch
         options->profile = v == "1";
       else
         return badValue("0 or 1");
+    } else if (k == "int8") {
+      using Int8 = octet::CompileOptions::Int8;
+      if (v == "none")
+        options->int8 = Int8::None;
+      else if (v == "static")
+        options->int8 = Int8::Static;
+      else if (v == "dynamic")
+        options->int8 = Int8::Dynamic;
+      else
+        return badValue("none, static or dynamic");
+    } else if (k == "calibration_samples") {
+      if (v.empty())
+        return badValue("a directory of input sets or generate:N[xB][xS]");
+      options->calibrationSamples = v;
+    } else if (k == "calibration_percentile") {
+      double p;
+      if (!parseNumber(v, p) || !(p == 0 || (p > 50 && p <= 100)))
+        return badValue("a number in (50, 100], e.g. 99.99, or 0 for min/max");
+      options->calibrationPercentile = p;
+    } else if (k == "smoothquant") {
+      if (v == "on" || v == "off")
+        options->smoothquant = v == "on";
+      else
+        return badValue("on or off");
+    } else if (k == "smoothquant_alpha") {
+      double a;
+      if (!parseNumber(v, a) || !(a >= 0 && a <= 1))
+        return badValue("a number in [0, 1]");
+      options->smoothquantAlpha = a;
+    } else if (k == "calibration_progress") {
+      if (v == "0" || v == "1")
+        options->calibrationProgress = v == "1";
+      else
+        return badValue("0 or 1");
     } else {
       return fail(OCTET_ERROR_INVALID_ARGUMENT,
-                  "unknown option '" + k + "' (known: gemm, isa, print_ir_after_all, profile)");
+                  "unknown option '" + k +
+                      "' (known: gemm, isa, print_ir_after_all, profile, int8, "
+                      "calibration_samples, calibration_percentile, calibration_progress, "
+                      "smoothquant, smoothquant_alpha)");
     }
     return OCTET_OK;
   });
@@ -276,6 +338,23 @@ octet_status octet_model_create_from_bytes(const void *onnx_bytes, size_t size,
 }
 
 void octet_model_destroy(octet_model *model) { delete model; }
+
+octet_status octet_calibrate(const char *onnx_path, const char *samples,
+                             const octet_options *options, const char *output_path) {
+  return guarded("octet_calibrate", [&]() -> octet_status {
+    if (!onnx_path || !output_path)
+      return fail(OCTET_ERROR_INVALID_ARGUMENT, std::string("octet_calibrate: ") +
+                                                    (!onnx_path ? "onnx_path" : "output_path") +
+                                                    " is null");
+    octet::CompileOptions compile = toCompileOptions(options);
+    if (samples)
+      compile.calibrationSamples = samples;
+    octet::rt::Status status = octet::calibrateOnnxFile(onnx_path, compile, output_path);
+    if (!status.ok())
+      return fail(compileFailureStatus(status.message()), "octet_calibrate: " + status.message());
+    return OCTET_OK;
+  });
+}
 
 int32_t octet_model_num_inputs(const octet_model *model) {
   if (!model) {

@@ -1,15 +1,20 @@
 //===- QuantSteps.cpp - quantize, dequantize and the INT8 linear ----------===//
 //
-// makeQuantize / makeDequantize (ONNX QuantizeLinear / DequantizeLinear,
-// per tensor or per axis; compiled C++) and makeQLinear (octet.qlinear:
-// GemmU8S8 on AVX-512 VNNI hosts when the activation's and the output's
-// scale and zero point are constants, else a compiled C++ loop with exact
-// int32 sums). Inputs and outputs are contiguous (the PlanBuilder copies views).
+// makeQuantize / makeDequantize (ONNX QuantizeLinear / DequantizeLinear, per
+// tensor or per axis), makeQuantizePerRow (dynamic per-token u8) and
+// makeQLinear (octet.qlinear: GemmU8S8 on AVX-512 VNNI hosts, else a compiled
+// C++ loop with exact int32 sums that evaluates the epilogue per element).
+// Per-tensor quantize and quantize_per_row run the AVX-512 kernels of
+// x86/QuantizeKernels.h, with the same formulas in C++ elsewhere.
+// docs/int8-gemm.md describes the qlinear step's epilogue split.
 //
 //===----------------------------------------------------------------------===//
+#include "runtime/EpilogueSplit.h"
 #include "runtime/Steps.h"
 
 #include "compiler/codegen/x86/GemmU8S8.h"
+#include "compiler/codegen/x86/ProgramEpilogue.h"
+#include "compiler/codegen/x86/QuantizeKernels.h"
 
 #include <algorithm>
 #include <cmath>
@@ -36,16 +41,20 @@ int32_t zeroPointAt(const ExecContext &ctx, TensorId t, int64_t i) {
   }
 }
 
-/// saturate(round_half_even(v) + zp) to the range of `dtype` (U8 or I8).
-inline int32_t quantizeValue(float scaled, int32_t zp, int32_t lo, int32_t hi) {
-  float r = std::nearbyint(scaled); // default rounding mode: to nearest even
-  float v = r + float(zp);
-  if (!(v >= float(lo)))
-    return std::isnan(v) ? zp : lo;
-  if (v > float(hi))
-    return hi;
-  return int32_t(v);
+/// Dense (row-major) strides of `shape`.
+bool isDense(const ExecContext &ctx, TensorId t) {
+  const std::vector<int64_t> shape = ctx.shape(t), strides = ctx.strides(t);
+  int64_t expected = 1;
+  for (size_t d = shape.size(); d-- > 0;) {
+    if (shape[d] != 1 && strides[d] != expected)
+      return false;
+    expected *= shape[d];
+  }
+  return true;
 }
+
+/// Elements per OpenMP task of the streaming quantize loops.
+constexpr int64_t kChunk = 16384;
 
 /// The per-axis parameter count and the element → parameter index map.
 struct AxisMap {
@@ -98,22 +107,49 @@ protected:
 
 class QuantizeStep final : public ScaledStep {
 public:
-  using ScaledStep::ScaledStep;
-  std::string kind() const override { return "quantize"; }
+  QuantizeStep(TensorId in, TensorId scale, TensorId zp, int axis, TensorId out,
+               const KernelOptions &options)
+      : ScaledStep(in, scale, zp, axis, out) {
+    if (hostHasAvx512(options)) {
+      jitU8_ = std::make_unique<x86::QuantizeKernel>(x86::QuantOutput::U8);
+      jitS8_ = std::make_unique<x86::QuantizeKernel>(x86::QuantOutput::S8);
+    }
+  }
+  /// The JIT kernel takes per-tensor scales of dense f32 tensors; per-axis
+  /// scales and other layouts run the C++ loop (same formula).
+  std::string kind() const override { return jitU8_ ? "quantize.jit_avx512" : "quantize"; }
   Status run(const ExecContext &ctx) const override {
     TensorId in = inputs[0], out = outputs[0];
     AxisMap map;
     if (Status s = prepare(ctx, map); !s.ok())
       return s;
+    const DType outType = ctx.dtype(out);
+    if (ctx.dtype(in) != DType::F32 || (outType != DType::U8 && outType != DType::I8))
+      return Status::error(where(*this) + ": needs an f32 input and a u8 or i8 output, not " +
+                           dtypeName(ctx.dtype(in)) + " -> " + dtypeName(outType));
     const int64_t total = ctx.numElements(in);
     const float *x = ctx.data<float>(in), *scale = ctx.data<float>(scale_);
-    const bool u8 = ctx.dtype(out) == DType::U8;
+    const bool u8 = outType == DType::U8;
     const int32_t lo = u8 ? 0 : -128, hi = u8 ? 255 : 127;
     void *y = ctx.data(out);
+    const x86::QuantizeKernel *jit = u8 ? jitU8_.get() : jitS8_.get();
+    if (jit && !map.perAxis && isDense(ctx, in)) {
+      const int32_t zp = zeroPointAt(ctx, zp_, 0);
+      if (zp >= lo && zp <= hi) {
+        const float s = scale[0];
+        const int64_t chunks = (total + kChunk - 1) / kChunk;
+#pragma omp parallel for schedule(static) if (chunks > 4)
+        for (int64_t c = 0; c < chunks; ++c) {
+          const int64_t begin = c * kChunk, count = std::min(kChunk, total - begin);
+          jit->run(x + begin, static_cast<uint8_t *>(y) + begin, count, s, zp);
+        }
+        return Status();
+      }
+    }
 #pragma omp parallel for schedule(static) if (total > 65536)
     for (int64_t i = 0; i < total; ++i) {
       const int64_t p = map.perAxis ? (i / map.inner) % map.dim : 0;
-      const int32_t q = quantizeValue(x[i] / scale[p], zeroPointAt(ctx, zp_, p), lo, hi);
+      const int32_t q = x86::quantizeScalar(x[i], scale[p], zeroPointAt(ctx, zp_, p), lo, hi);
       if (u8)
         static_cast<uint8_t *>(y)[i] = uint8_t(q);
       else
@@ -121,6 +157,9 @@ public:
     }
     return Status();
   }
+
+private:
+  std::unique_ptr<x86::QuantizeKernel> jitU8_, jitS8_;
 };
 
 class DequantizeStep final : public ScaledStep {
@@ -149,6 +188,84 @@ public:
   }
 };
 
+// ---- makeQuantizePerRow --------------------------------------------------------
+
+class QuantizePerRowStep final : public Step {
+public:
+  QuantizePerRowStep(TensorId in, TensorId out, TensorId scaleOut, const KernelOptions &options) {
+    inputs = {in};
+    outputs = {out, scaleOut};
+    if (hostHasAvx512(options))
+      jit_ = std::make_unique<x86::QuantizePerRowKernel>();
+  }
+  std::string kind() const override {
+    return jit_ ? "quantize_per_row.jit_avx512" : "quantize_per_row.compiled";
+  }
+  /// One op per element; bytes: the f32 input, the u8 output and the f32 scales.
+  Work work(const ExecContext &ctx) const override {
+    Work w;
+    const double elements = double(ctx.numElements(inputs[0]));
+    w.ops = elements;
+    w.bytes = 4 * elements + elements + 4 * double(ctx.numElements(outputs[1]));
+    w.shapes = shapeString(ctx.shape(inputs[0]));
+    return w;
+  }
+  Status run(const ExecContext &ctx) const override;
+
+private:
+  std::unique_ptr<x86::QuantizePerRowKernel> jit_;
+};
+
+Status QuantizePerRowStep::run(const ExecContext &ctx) const {
+  const std::string at = where(*this);
+  const TensorId in = inputs[0], out = outputs[0], scaleOut = outputs[1];
+  if (ctx.dtype(in) != DType::F32 || ctx.dtype(out) != DType::U8 ||
+      ctx.dtype(scaleOut) != DType::F32)
+    return Status::error(at + ": needs f32 -> u8 and f32 scales, not " + dtypeName(ctx.dtype(in)) +
+                         " -> " + dtypeName(ctx.dtype(out)) + ", " +
+                         dtypeName(ctx.dtype(scaleOut)));
+  const std::vector<int64_t> shape = ctx.shape(in), scaleShape = ctx.shape(scaleOut);
+  if (shape.empty())
+    return Status::error(at + ": the input must have rank >= 1");
+  std::vector<int64_t> expected = shape;
+  expected.back() = 1;
+  if (ctx.shape(out) != shape || scaleShape != expected)
+    return Status::error(at + ": input " + shapeString(shape) + " needs a result of the same shape " +
+                         "and scales " + shapeString(expected) + ", got " +
+                         shapeString(ctx.shape(out)) + " and " + shapeString(scaleShape));
+  RowView xv, qv, sv;
+  if (!rowView(ctx, in, xv) || !asRows(ctx.shape(out), ctx.strides(out), qv) ||
+      !asRows(scaleShape, ctx.strides(scaleOut), sv) || (sv.ld != 1 && sv.rows > 1))
+    return Status::error(at + ": input, result and scales need unit column strides and one row "
+                         "stride (the scales contiguous)");
+  const int64_t rows = xv.rows, cols = xv.cols;
+  const float *x = xv.data;
+  auto *q = ctx.data<uint8_t>(out);
+  float *scale = ctx.data<float>(scaleOut);
+  if (rows == 0)
+    return Status();
+  if (cols == 0) { // an empty row has absmax 0: scale 1
+    std::fill(scale, scale + rows, 1.0f);
+    return Status();
+  }
+  const int64_t rowsPerTask = std::max<int64_t>(1, kChunk / cols);
+  const int64_t tasks = (rows + rowsPerTask - 1) / rowsPerTask;
+#pragma omp parallel for schedule(static) if (tasks > 1 && rows * cols > 32768)
+  for (int64_t t = 0; t < tasks; ++t) {
+    const int64_t r0 = t * rowsPerTask, count = std::min(rowsPerTask, rows - r0);
+    if (jit_) {
+      x86::QuantizePerRowArgs args{};
+      args.x = x + r0 * xv.ld, args.q = q + r0 * qv.ld, args.scale = scale + r0;
+      args.rows = count, args.cols = cols, args.ldx = xv.ld, args.ldq = qv.ld;
+      jit_->run(args);
+    } else {
+      for (int64_t r = r0; r < r0 + count; ++r)
+        scale[r] = x86::quantizeRowScalar(x + r * xv.ld, cols, q + r * qv.ld);
+    }
+  }
+  return Status();
+}
+
 // ---- makeQLinear -------------------------------------------------------------
 
 class QLinearStep final : public Step {
@@ -159,6 +276,7 @@ public:
       inputs.push_back(spec.outScale);
     if (spec.outZeroPoint >= 0)
       inputs.push_back(spec.outZeroPoint);
+    inputs.insert(inputs.end(), spec.extras.begin(), spec.extras.end());
     outputs = {spec.output};
     // [N, K] s8 for the reference loop, whatever the given layout.
     weightNK_.resize(size_t(spec.k * spec.n));
@@ -172,146 +290,339 @@ public:
       wScale_[nn] = spec.wScale[spec.wScaleCount == 1 ? 0 : nn];
     if (spec.bias)
       bias_.assign(spec.bias, spec.bias + spec.n);
+    epilogue_ = withoutDeadCode(spec.epilogue);
+    extrasRead_ = inputsRead(epilogue_);
   }
 
-  /// Builds the VNNI GEMM (constant activation/output parameters only).
-  void useVnni(float xScale, int32_t xZp, float outScale, int32_t outZp) {
+  /// Builds the VNNI GEMM and its epilogue split: the residual add in the GEMM,
+  /// an accumulator-only rest fused into the kernel, anything else after it
+  /// (on an f32 scratch when the result is requantized).
+  void useVnni(const KernelOptions &options, int32_t xZp, float outScale, int32_t outZp) {
+    const EpilogueSplit split = splitEpilogue(spec_.epilogue);
+    residual_ = split.residual - 1 >= 0 ? split.residual - 1 : -1;
+    const std::vector<bool> read = inputsRead(split.rest);
+    const bool onlyAcc = std::count(read.begin() + 1, read.end(), true) == 0;
+    if (onlyAcc && !isIdentity(split.rest)) {
+      std::string why;
+      fused_ = x86::ProgramEpilogue::create(split.rest, why);
+      // Otherwise (pressure, no vector form) the post-pass below applies it.
+    }
+    if (!isIdentity(split.rest) && !fused_) {
+      std::vector<TensorId> postInputs = {spec_.output};
+      postInputs.insert(postInputs.end(), spec_.extras.begin(), spec_.extras.end());
+      post_ = std::make_unique<ElementwiseApplier>(split.rest, postInputs, spec_.output);
+      post_->buildJit(options, std::vector<bool>(postInputs.size(), false));
+    }
+    // A post-pass must see the f32 value: the GEMM then writes f32 into a
+    // scratch that is requantized after the program.
+    const bool scratch = post_ && outType_ != DType::F32;
+    if (scratch) {
+      outScale_ = outScale, outZp_ = outZp;
+      requant_ = std::make_unique<x86::QuantizeKernel>(outType_ == DType::U8
+                                                           ? x86::QuantOutput::U8
+                                                           : x86::QuantOutput::S8);
+    }
     packed_ = std::make_unique<x86::PackedU8S8>(
         x86::packU8S8(spec_.weight, spec_.k, spec_.n, spec_.layout));
     x86::GemmU8S8Params p;
     p.aZeroPoint = xZp;
-    p.xScale = xScale;
+    // A run-time per-tensor scale takes the per-row path (the same formula,
+    // one value repeated): the GEMM cannot know it at construction.
+    p.xScalePerRow = spec_.xScalePerRow || !spec_.xScaleConst;
+    p.xScale = p.xScalePerRow ? 1.0f : *spec_.xScaleConst;
     p.wScale = wScale_;
     p.bias = bias_.empty() ? nullptr : bias_.data();
-    p.output = outType_ == DType::F32  ? x86::QuantOutput::F32
-               : outType_ == DType::U8 ? x86::QuantOutput::U8
-                                       : x86::QuantOutput::S8;
-    p.outScale = outScale;
-    p.outZeroPoint = outZp;
+    p.residual = residual_ >= 0;
+    p.elementwise = fused_.get();
+    p.output = outType_ == DType::F32 || scratch ? x86::QuantOutput::F32
+               : outType_ == DType::U8           ? x86::QuantOutput::U8
+                                                 : x86::QuantOutput::S8;
+    p.outScale = p.output == x86::QuantOutput::F32 ? 1.0f : outScale;
+    p.outZeroPoint = p.output == x86::QuantOutput::F32 ? 0 : outZp;
     gemm_ = std::make_unique<x86::GemmU8S8>(*packed_, std::move(p));
   }
 
-  std::string kind() const override { return gemm_ ? "qgemm.jit_vnni" : "qgemm.reference"; }
+  std::string kind() const override {
+    std::string k = gemm_ ? "qgemm.jit_vnni" : "qgemm.reference";
+    if (spec_.xScalePerRow)
+      k += "+rowscale";
+    if (!gemm_)
+      return isIdentity(epilogue_) ? k : k + "+epilogue";
+    if (residual_ >= 0)
+      k += "+residual";
+    if (fused_)
+      k += "+epilogue";
+    if (post_)
+      k += post_->hasJit() ? "+post.jit" : "+post.interpreter";
+    if (requant_)
+      k += "+requant";
+    return k;
+  }
 
+  /// 2·M·N·K ops (the epilogue's are not counted); bytes: A (u8), the s8
+  /// weights, the result at its type's size and every extra once.
   Work work(const ExecContext &ctx) const override {
     Work w;
     const int64_t m = spec_.k ? ctx.numElements(spec_.input) / spec_.k : 0;
     w.ops = 2.0 * double(m) * double(spec_.n) * double(spec_.k);
     w.bytes = double(m) * double(spec_.k) + double(spec_.k) * double(spec_.n) +
               double(m) * double(spec_.n) * double(dtypeBytes(outType_));
+    for (TensorId t : spec_.extras)
+      w.bytes += tensorBytes(ctx, t);
     w.shapes = "[" + std::to_string(m) + ", " + std::to_string(spec_.k) + "] x [" +
                std::to_string(spec_.k) + ", " + std::to_string(spec_.n) + "] u8s8";
     return w;
   }
 
-  Status run(const ExecContext &ctx) const override {
-    const int64_t k = spec_.k, n = spec_.n;
-    const int rank = ctx.rank(spec_.input);
-    if (rank < 1 || ctx.dim(spec_.input, rank - 1) != k)
-      return Status::error(where(*this) + ": input's last dim is not K = " + std::to_string(k));
-    const int64_t m = ctx.numElements(spec_.input) / std::max<int64_t>(k, 1);
-    if (ctx.numElements(spec_.output) != m * n)
-      return Status::error(where(*this) + ": output has " +
-                           std::to_string(ctx.numElements(spec_.output)) + " elements, expected " +
-                           std::to_string(m * n));
-    const uint8_t *a = ctx.data<uint8_t>(spec_.input);
-    if (gemm_) {
-      try {
-        gemm_->run(a, m, k, ctx.data(spec_.output), n);
-      } catch (const std::exception &e) {
-        return Status::error(where(*this) + ": " + e.what());
-      }
-      return Status();
-    }
-    const float xScale = ctx.data<float>(spec_.xScale)[0];
-    const int32_t xZp = zeroPointAt(ctx, spec_.xZeroPoint, 0);
-    float outScale = 1;
-    int32_t outZp = 0;
-    if (outType_ != DType::F32) {
-      outScale = ctx.data<float>(spec_.outScale)[0];
-      outZp = zeroPointAt(ctx, spec_.outZeroPoint, 0);
-    }
-    const int32_t lo = outType_ == DType::U8 ? 0 : -128, hi = outType_ == DType::U8 ? 255 : 127;
-    void *out = ctx.data(spec_.output);
-#pragma omp parallel for schedule(static) if (m * n * k > 65536)
-    for (int64_t i = 0; i < m; ++i) {
-      const uint8_t *row = a + i * k;
-      for (int64_t j = 0; j < n; ++j) {
-        const int8_t *w = weightNK_.data() + j * k;
-        int32_t sum = 0;
-        for (int64_t kk = 0; kk < k; ++kk)
-          sum += (int32_t(row[kk]) - xZp) * int32_t(w[kk]);
-        float acc = float(xScale * wScale_[j]) * float(sum);
-        if (!bias_.empty())
-          acc += bias_[j];
-        if (outType_ == DType::F32)
-          static_cast<float *>(out)[i * n + j] = acc;
-        else if (outType_ == DType::U8)
-          static_cast<uint8_t *>(out)[i * n + j] = uint8_t(quantizeValue(acc / outScale, outZp, lo, hi));
-        else
-          static_cast<int8_t *>(out)[i * n + j] = int8_t(quantizeValue(acc / outScale, outZp, lo, hi));
-      }
-    }
-    return Status();
-  }
+  Status run(const ExecContext &ctx) const override;
 
 private:
+  Status runReference(const ExecContext &ctx, const uint8_t *a, int64_t lda, int64_t m,
+                      const float *xScale, void *out, int64_t ldc) const;
+
   QLinearSpec spec_;
   DType outType_;
+  ElementwiseProgram epilogue_; ///< the spec's, without dead code
+  std::vector<bool> extrasRead_;
   std::vector<int8_t> weightNK_;
   std::vector<float> wScale_, bias_;
+  int residual_ = -1; ///< index into spec_.extras added by the GEMM
+  std::unique_ptr<x86::ProgramEpilogue> fused_;
+  std::unique_ptr<ElementwiseApplier> post_;
+  std::unique_ptr<x86::QuantizeKernel> requant_; ///< f32 scratch -> u8/s8 after post_
+  float outScale_ = 1;
+  int32_t outZp_ = 0;
   std::unique_ptr<x86::PackedU8S8> packed_;
   std::unique_ptr<x86::GemmU8S8> gemm_;
 };
 
+Status QLinearStep::run(const ExecContext &ctx) const {
+  const std::string at = where(*this);
+  const int64_t k = spec_.k, n = spec_.n;
+  const TensorId in = spec_.input, out = spec_.output;
+  if (ctx.dtype(in) != DType::U8 || ctx.dtype(out) != outType_)
+    return Status::error(at + ": needs a u8 input and a " + dtypeName(outType_) + " result, not " +
+                         dtypeName(ctx.dtype(in)) + " -> " + dtypeName(ctx.dtype(out)));
+  const std::vector<int64_t> inShape = ctx.shape(in), outShape = ctx.shape(out);
+  if (inShape.empty() || inShape.back() != k)
+    return Status::error(at + ": input of shape " + shapeString(inShape) +
+                         " must have a last dim of K = " + std::to_string(k));
+  if (outShape.size() != inShape.size() || outShape.back() != n ||
+      !std::equal(inShape.begin(), inShape.end() - 1, outShape.begin()))
+    return Status::error(at + ": result of shape " + shapeString(outShape) +
+                         " does not match input " + shapeString(inShape) +
+                         " with N = " + std::to_string(n));
+  RowView av, cv;
+  if (!asRows(inShape, ctx.strides(in), av) || !asRows(outShape, ctx.strides(out), cv))
+    return Status::error(at + ": input and result need unit column strides and one row stride");
+  const int64_t m = av.rows;
+  if (m == 0)
+    return Status();
+  const uint8_t *a = ctx.data<uint8_t>(in);
+  void *c = ctx.data(out);
+
+  // x scales: one (per tensor) or one per row, dense.
+  const float *xScale = ctx.data<float>(spec_.xScale);
+  if (spec_.xScalePerRow) {
+    std::vector<int64_t> expected = inShape;
+    expected.back() = 1;
+    RowView sv;
+    if (ctx.shape(spec_.xScale) != expected ||
+        !asRows(expected, ctx.strides(spec_.xScale), sv) || (sv.ld != 1 && sv.rows > 1))
+      return Status::error(at + ": per-row input scales must be a dense " +
+                           shapeString(expected) + ", got " + shapeString(ctx.shape(spec_.xScale)));
+  } else if (ctx.numElements(spec_.xScale) != 1) {
+    return Status::error(at + ": the input scale must have one element, got " +
+                         shapeString(ctx.shape(spec_.xScale)));
+  }
+  if (!gemm_)
+    return runReference(ctx, a, av.ld, m, xScale, c, cv.ld);
+
+  std::vector<float> rowScales;
+  if (!spec_.xScalePerRow && !spec_.xScaleConst) { // run-time per-tensor scale
+    rowScales.assign(size_t(m), xScale[0]);
+    xScale = rowScales.data();
+  }
+  const float *residual = nullptr;
+  int64_t ldr = 0;
+  std::vector<float> residualCopy;
+  if (residual_ >= 0)
+    if (Status s = residualRows(ctx, spec_.extras[residual_], outShape, at, residual, ldr,
+                                residualCopy);
+        !s.ok())
+      return s;
+  std::vector<float> scratch;
+  if (requant_)
+    scratch.resize(size_t(m * n));
+  try {
+    if (requant_)
+      gemm_->run(a, m, av.ld, scratch.data(), n, residual, ldr, xScale);
+    else
+      gemm_->run(a, m, av.ld, c, cv.ld, residual, ldr, xScale);
+  } catch (const std::exception &e) {
+    return Status::error(at + ": " + e.what());
+  }
+  if (!post_)
+    return Status();
+  if (!requant_)
+    return post_->apply(ctx, at);
+  if (Status s = post_->apply(ctx, at, scratch.data()); !s.ok())
+    return s;
+  auto *bytes = static_cast<uint8_t *>(c);
+#pragma omp parallel for schedule(static) if (m * n > 65536)
+  for (int64_t r = 0; r < m; ++r)
+    requant_->run(scratch.data() + r * n, bytes + r * cv.ld, n, outScale_, outZp_);
+  return Status();
+}
+
+/// Every form, exactly as docs/int8-quantization.md defines it: the exact
+/// int32 sum, f32(f32(xs·ws)·f32(sum)) + bias, the whole epilogue program by
+/// ElementwiseProgram::evaluate per element, then the division requantize.
+Status QLinearStep::runReference(const ExecContext &ctx, const uint8_t *a, int64_t lda, int64_t m,
+                                 const float *xScale, void *out, int64_t ldc) const {
+  const std::string at = where(*this);
+  const int64_t k = spec_.k, n = spec_.n;
+  const int32_t xZp = zeroPointAt(ctx, spec_.xZeroPoint, 0);
+  float outScale = 1;
+  int32_t outZp = 0;
+  if (outType_ != DType::F32) {
+    outScale = ctx.data<float>(spec_.outScale)[0];
+    outZp = zeroPointAt(ctx, spec_.outZeroPoint, 0);
+  }
+  const int32_t lo = outType_ == DType::U8 ? 0 : -128, hi = outType_ == DType::U8 ? 255 : 127;
+  // Extras the program reads, broadcast to the result's shape (contiguous).
+  const std::vector<int64_t> outShape = ctx.shape(spec_.output);
+  const int numExtras = int(spec_.extras.size());
+  std::vector<std::vector<float>> extras(numExtras);
+  for (int e = 0; e < numExtras; ++e) {
+    if (size_t(e + 1) >= extrasRead_.size() || !extrasRead_[e + 1])
+      continue;
+    const TensorId t = spec_.extras[e];
+    const std::vector<int64_t> shape = ctx.shape(t);
+    const int shift = int(outShape.size()) - int(shape.size());
+    bool fits = ctx.dtype(t) == DType::F32 && shift >= 0;
+    for (size_t d = 0; fits && d < shape.size(); ++d)
+      fits = shape[d] == 1 || shape[d] == outShape[d + shift];
+    if (!fits)
+      return Status::error(at + ": extra operand " + std::to_string(e) + " " +
+                           dtypeName(ctx.dtype(t)) + shapeString(shape) +
+                           " is not f32 or does not broadcast to the result " +
+                           shapeString(outShape));
+    gatherBroadcast(ctx, t, outShape, extras[e]);
+  }
+  const bool identity = isIdentity(epilogue_);
+#pragma omp parallel for schedule(static) if (m * n * k > 65536)
+  for (int64_t i = 0; i < m; ++i) {
+    const uint8_t *row = a + i * lda;
+    const float xs = xScale[spec_.xScalePerRow ? i : 0];
+    std::vector<float> values(size_t(numExtras) + 1, 0.0f);
+    for (int64_t j = 0; j < n; ++j) {
+      const int8_t *w = weightNK_.data() + j * k;
+      int32_t sum = 0;
+      for (int64_t kk = 0; kk < k; ++kk)
+        sum += (int32_t(row[kk]) - xZp) * int32_t(w[kk]);
+      float acc = float(xs * wScale_[j]) * float(sum);
+      if (!bias_.empty())
+        acc += bias_[j];
+      float y = acc;
+      if (!identity) {
+        values[0] = acc;
+        for (int e = 0; e < numExtras; ++e)
+          if (!extras[e].empty())
+            values[e + 1] = extras[e][i * n + j];
+        y = epilogue_.evaluate(values.data());
+      }
+      if (outType_ == DType::F32)
+        static_cast<float *>(out)[i * ldc + j] = y;
+      else if (outType_ == DType::U8)
+        static_cast<uint8_t *>(out)[i * ldc + j] =
+            uint8_t(x86::quantizeScalar(y, outScale, outZp, lo, hi));
+      else
+        static_cast<int8_t *>(out)[i * ldc + j] =
+            int8_t(x86::quantizeScalar(y, outScale, outZp, lo, hi));
+    }
+  }
+  return Status();
+}
+
 } // namespace
 
-StepPtr makeQuantize(TensorId in, TensorId scale, TensorId zeroPoint, int axis, TensorId out) {
-  return std::make_unique<QuantizeStep>(in, scale, zeroPoint, axis, out);
+StepPtr makeQuantize(TensorId in, TensorId scale, TensorId zeroPoint, int axis, TensorId out,
+                     const KernelOptions &options) {
+  return std::make_unique<QuantizeStep>(in, scale, zeroPoint, axis, out, options);
 }
 
 StepPtr makeDequantize(TensorId in, TensorId scale, TensorId zeroPoint, int axis, TensorId out) {
   return std::make_unique<DequantizeStep>(in, scale, zeroPoint, axis, out);
 }
 
-StepPtr makeQLinear(const QLinearSpec &spec, DType outType, const KernelOptions &options,
-                    std::string &error) {
-  if (!spec.epilogue.instrs.empty() || !spec.extras.empty()) {
-    error = "a qlinear epilogue or extra operand is not supported by the runtime yet (only the "
-            "identity epilogue)";
+StepPtr makeQuantizePerRow(TensorId in, TensorId out, TensorId scaleOut,
+                           const KernelOptions &options, std::string &error) {
+  if (in < 0 || out < 0 || scaleOut < 0) {
+    error = "quantize_per_row: input, result or scale tensor id missing";
     return nullptr;
   }
+  return std::make_unique<QuantizePerRowStep>(in, out, scaleOut, options);
+}
+
+StepPtr makeQLinear(const QLinearSpec &spec, DType outType, const KernelOptions &options,
+                    std::string &error) {
+  const std::string at = "qlinear";
   if (!spec.weight || !spec.wScale || spec.k <= 0 || spec.n <= 0 ||
       (spec.wScaleCount != 1 && spec.wScaleCount != spec.n)) {
-    error = "qlinear needs a constant s8 weight and 1 or N weight scales";
+    error = at + ": needs a constant s8 weight, K, N > 0 and 1 or N weight scales (K = " +
+            std::to_string(spec.k) + ", N = " + std::to_string(spec.n) + ", " +
+            std::to_string(spec.wScaleCount) + " scales)";
+    return nullptr;
+  }
+  if (spec.input < 0 || spec.output < 0 || spec.xScale < 0 || spec.xZeroPoint < 0) {
+    error = at + ": input, result, input scale or input zero point tensor id missing";
     return nullptr;
   }
   if (outType != DType::F32 && outType != DType::U8 && outType != DType::I8) {
-    error = "qlinear's result must be f32, u8 or i8";
+    error = at + ": the result must be f32, u8 or i8, not " + dtypeName(outType);
     return nullptr;
   }
   if (outType != DType::F32 && spec.outScale < 0) {
-    error = "a u8/i8 qlinear result needs an output scale";
+    error = at + ": a u8/i8 result needs an output scale";
     return nullptr;
   }
+  const ElementwiseProgram &program = spec.epilogue;
+  if (std::string e = program.verify(); !e.empty()) {
+    error = at + ": malformed epilogue: " + e + "\n" + program.str();
+    return nullptr;
+  }
+  if (program.numInputs > int(spec.extras.size()) + 1) {
+    error = at + ": the epilogue reads " + std::to_string(program.numInputs) +
+            " inputs but there are " + std::to_string(spec.extras.size()) +
+            " extras (+ the accumulator)";
+    return nullptr;
+  }
+  for (TensorId t : spec.extras)
+    if (t < 0) {
+      error = at + ": an extra operand's tensor id is negative";
+      return nullptr;
+    }
   auto step = std::make_unique<QLinearStep>(spec, outType);
-  // GemmU8S8 takes the activation's (and output's) parameters at construction:
-  // it is used only when they are plan-time constants; run-time scales
-  // (dynamic quantization) take the reference loop.
-  const bool constants = spec.xScaleConst && spec.xZeroPointConst &&
-                         (outType == DType::F32 || (spec.outScaleConst != nullptr));
-  if (constants && options.allowAvx512 && options.gemm != KernelOptions::Gemm::OneDnn &&
-      x86::GemmU8S8::hostSupported() && spec.k <= x86::kMaxU8S8K) {
+  // GemmU8S8 takes the activation's zero point (its column-sum compensation)
+  // and the output's scale and zero point at construction: it is used when
+  // they are plan-time constants. The activation scale may be a run-time
+  // value (per row, or per tensor through the per-row path).
+  const bool outConst = outType == DType::F32 ||
+                        (spec.outScaleConst && (spec.outZeroPoint < 0 || spec.outZeroPointConst));
+  if (spec.xZeroPointConst && outConst && hostHasAvx512(options) &&
+      options.gemm != KernelOptions::Gemm::OneDnn && x86::GemmU8S8::hostSupported() &&
+      spec.k <= x86::kMaxU8S8K) {
     int32_t outZp = 0;
     if (outType == DType::U8 && spec.outZeroPointConst)
       outZp = *static_cast<const uint8_t *>(spec.outZeroPointConst);
     else if (outType == DType::I8 && spec.outZeroPointConst)
       outZp = *static_cast<const int8_t *>(spec.outZeroPointConst);
     try {
-      step->useVnni(*spec.xScaleConst, *spec.xZeroPointConst,
+      step->useVnni(options, *spec.xZeroPointConst,
                     spec.outScaleConst ? *spec.outScaleConst : 1.0f, outZp);
     } catch (const std::exception &e) {
-      error = std::string("qlinear: ") + e.what();
+      error = at + ": " + e.what();
       return nullptr;
     }
   }

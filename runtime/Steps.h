@@ -120,17 +120,38 @@ StepPtr makeFusedElementwise(const ElementwiseProgram &program, std::vector<Tens
 /// ONNX QuantizeLinear: out (u8/i8) = saturate(round_half_even(in / scale) + zp).
 /// scale: 0-D / 1-element (per tensor) or 1-D along `axis` (negative counts
 /// from the end); zeroPoint (-1: 0) as scale. Scales are read at run time.
-StepPtr makeQuantize(TensorId in, TensorId scale, TensorId zeroPoint, int axis, TensorId out);
+/// Per tensor, on a dense f32 input, it runs the AVX-512 kernel
+/// (x86::QuantizeKernel: vdivps, RNE, saturation) when `options` allow it;
+/// otherwise the same formula in C++.
+StepPtr makeQuantize(TensorId in, TensorId scale, TensorId zeroPoint, int axis, TensorId out,
+                     const KernelOptions &options = KernelOptions());
 /// ONNX DequantizeLinear: out (f32) = (in - zp) * scale; in u8, i8 or i32.
 StepPtr makeDequantize(TensorId in, TensorId scale, TensorId zeroPoint, int axis, TensorId out);
 
-/// octet.qlinear (docs/int8-quantization.md): u8 input [..., K] (contiguous)
-/// times a constant s8 weight, f32 output or requantized u8/i8. Scale and
-/// zero point operands are tensors read at run time; the *Const pointers,
-/// when the PlanBuilder knows them at build time, let the AVX-512 VNNI GEMM
-/// (GemmU8S8, which takes them at construction) run it; otherwise a compiled
-/// C++ loop with exact int32 sums does. Only the identity epilogue (no
-/// instructions, no extras) is supported yet.
+/// octet.quantize_per_row: per row r of `in` (f32 [..., K]),
+/// scaleOut[r] = max_k |in[r, k]| / 127 (1 for a zero row; NaN skipped) and
+/// out[r, k] = clamp(round_half_even(in[r, k] / scaleOut[r]), -127, 127) + 128
+/// (u8, same shape; NaN gives 128); scaleOut is f32 [..., 1]. Rows may have a
+/// row stride; the scales are dense. AVX-512 kernel (x86::QuantizePerRowKernel)
+/// or the same formula in C++; OpenMP over rows.
+StepPtr makeQuantizePerRow(TensorId in, TensorId out, TensorId scaleOut,
+                           const KernelOptions &options, std::string &error);
+
+/// octet.qlinear (docs/int8-quantization.md, docs/int8-gemm.md): u8 input
+/// [..., K] (unit column stride, one row stride) times a constant s8 weight;
+/// f32 result or requantized u8/i8:
+///   y = epilogue(f32(f32(xs · ws[n]) · f32(Σ (x − xzp)·w)) + bias[n], extras...)
+/// then, for u8/i8, saturate(RNE(y / outScale) + outZp).
+/// The epilogue program's input 0 is the accumulator (bias added), input i the
+/// element of extras[i-1] broadcast to the result's shape (as LinearSpec's).
+/// xs is one scale (0-D / 1 element) or, with xScalePerRow, an f32 tensor of
+/// the input's leading dims and a last dim of 1 (octet.quantize_per_row).
+/// The AVX-512 VNNI GEMM (x86::GemmU8S8) runs it when the activation's zero
+/// point (and, for u8/i8, the output's scale and zero point) are plan-time
+/// constants (the *Const pointers); it adds a residual extra itself, fuses an
+/// accumulator-only program into its epilogue and applies anything else after
+/// (on an f32 scratch before requantizing). Otherwise a compiled C++ loop with
+/// exact int32 sums evaluates every form per element.
 struct QLinearSpec {
   TensorId input = -1, output = -1;
   const int8_t *weight = nullptr; ///< read only at build time (copied / packed)
@@ -140,7 +161,8 @@ struct QLinearSpec {
   const float *wScale = nullptr; ///< [wScaleCount] (copied)
   int64_t wScaleCount = 0;       ///< 1 or N
   TensorId xScale = -1, xZeroPoint = -1, outScale = -1, outZeroPoint = -1;
-  const float *xScaleConst = nullptr;
+  bool xScalePerRow = false; ///< xScale is [..., 1] f32, one per input row
+  const float *xScaleConst = nullptr; ///< per tensor only
   const uint8_t *xZeroPointConst = nullptr;
   const float *outScaleConst = nullptr;
   const void *outZeroPointConst = nullptr; ///< u8 or i8, the output's type

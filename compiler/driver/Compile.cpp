@@ -7,30 +7,32 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/driver/Compile.h"
 
+#include "compiler/driver/Calibrate.h"
 #include "compiler/driver/PlanBuilder.h"
 #include "compiler/passes/Passes.h"
 #include "frontends/onnx/Importer.h"
 
+#include "mlir/Bytecode/BytecodeWriter.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassInstrumentation.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
+#include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cmath>
 #include <cstring>
 #include <mutex>
 
 using namespace mlir;
 namespace rt = octet::rt;
 
-namespace {
-
-/// `file` or `file:node` for the importer's locations (a node's NameLoc wraps
-/// the model's FileLineColLoc), as octetc prints them.
-std::string formatLocation(Location loc) {
+// A node's NameLoc wraps the model's FileLineColLoc.
+std::string octet::formatLocation(Location loc) {
   if (auto file = dyn_cast<FileLineColLoc>(loc))
     return file.getFilename().str();
   if (auto name = dyn_cast<NameLoc>(loc)) {
@@ -54,6 +56,18 @@ std::string formatLocation(Location loc) {
   return text;
 }
 
+namespace {
+
+/// The IR text irAfterPass gets: large constants elided.
+std::string irText(Operation *op) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  OpPrintingFlags flags;
+  flags.elideLargeElementsAttrs(16).elideLargeResourceString(64).useLocalScope();
+  op->print(os, flags);
+  return text;
+}
+
 /// Calls CompileOptions::irAfterPass with the IR after every pass.
 class IrAfterPass : public PassInstrumentation {
 public:
@@ -63,12 +77,7 @@ public:
     // dump would repeat the last pass's under an empty name.
     if (pass->getArgument().empty())
       return;
-    std::string text;
-    llvm::raw_string_ostream os(text);
-    OpPrintingFlags flags;
-    flags.elideLargeElementsAttrs(16).elideLargeResourceString(64).useLocalScope();
-    op->print(os, flags);
-    options_.irAfterPass(pass->getArgument().str(), text);
+    options_.irAfterPass(pass->getArgument().str(), irText(op));
   }
 
 private:
@@ -127,6 +136,47 @@ rt::Status buildPipeline(PassManager &pm, const std::string &passes) {
   return rt::Status();
 }
 
+/// Builds a pass manager with `build`, runs it on `module` (with irAfterPass).
+template <typename Build>
+rt::Status runPasses(MLIRContext &ctx, ModuleOp module, const octet::CompileOptions &options,
+                     Build build, const std::string &what, const std::string &diagnostics) {
+  PassManager pm(&ctx, ModuleOp::getOperationName());
+  if (rt::Status built = build(pm); !built.ok())
+    return built;
+  if (options.irAfterPass) {
+    ctx.disableMultithreading();
+    pm.addInstrumentation(std::make_unique<IrAfterPass>(options));
+  }
+  if (failed(pm.run(module)))
+    return rt::Status::error(diagnostics.empty() ? what + " failed" : diagnostics);
+  return rt::Status();
+}
+
+rt::Status recognition(PassManager &pm) {
+  octet::buildRecognitionPipeline(pm);
+  return rt::Status();
+}
+
+/// Import → recognition → calibration, shared by the static INT8 compile and
+/// calibrateOnnxFile.
+rt::Status recognizeAndCalibrate(MLIRContext &ctx, ModuleOp module,
+                                 const octet::CompileOptions &options, std::string &diagnostics,
+                                 octet::CalibrationSummary *summary) {
+  if (rt::Status status = runPasses(
+          ctx, module, options,
+          recognition,
+          "the recognition pipeline", diagnostics);
+      !status.ok())
+    return status;
+  rt::Status calibrated = octet::calibrateModule(module, options, summary);
+  if (!calibrated.ok())
+    return rt::Status::error(calibrated.message() +
+                             (diagnostics.empty() ? "" : "\n" + diagnostics));
+  if (options.irAfterPass)
+    options.irAfterPass("calibrate", irText(module));
+  return rt::Status();
+}
+
 rt::Status compileModule(MLIRContext &ctx, OwningOpRef<ModuleOp> module,
                          const octet::CompileOptions &options, std::string &diagnostics,
                          std::unique_ptr<rt::Plan> &plan) {
@@ -136,23 +186,42 @@ rt::Status compileModule(MLIRContext &ctx, OwningOpRef<ModuleOp> module,
   if (!module)
     return failure("cannot import the ONNX model");
   if (options.irAfterPass)
-    options.irAfterPass("import", [&] {
-      std::string text;
-      llvm::raw_string_ostream os(text);
-      OpPrintingFlags flags;
-      flags.elideLargeElementsAttrs(16).elideLargeResourceString(64).useLocalScope();
-      module->print(os, flags);
-      return text;
-    }());
-  PassManager pm(&ctx, ModuleOp::getOperationName());
-  if (rt::Status built = buildPipeline(pm, options.passes); !built.ok())
-    return built;
-  if (options.irAfterPass) {
-    ctx.disableMultithreading();
-    pm.addInstrumentation(std::make_unique<IrAfterPass>(options));
+    options.irAfterPass("import", irText(*module));
+  using Int8 = octet::CompileOptions::Int8;
+  auto givenPasses = [&](PassManager &pm) { return buildPipeline(pm, options.passes); };
+  if (options.int8 == Int8::None) {
+    if (rt::Status status =
+            runPasses(ctx, *module, options, givenPasses, "the FP32 pipeline", diagnostics);
+        !status.ok())
+      return status;
+  } else {
+    if (options.int8 == Int8::Static) {
+      if (rt::Status status = recognizeAndCalibrate(ctx, *module, options, diagnostics, nullptr);
+          !status.ok())
+        return status;
+    } else if (rt::Status status = runPasses(
+                   ctx, *module, options,
+                   recognition,
+                   "the recognition pipeline", diagnostics);
+               !status.ok()) {
+      return status;
+    }
+    auto lowering = [&](PassManager &pm) {
+      if (!llvm::StringRef(options.passes).trim().empty())
+        return buildPipeline(pm, options.passes);
+      octet::Int8PipelineOptions int8;
+      int8.mode = options.int8 == Int8::Static ? octet::Int8PipelineOptions::Mode::Static
+                                               : octet::Int8PipelineOptions::Mode::Dynamic;
+      int8.smoothquant = options.smoothquant;
+      int8.alpha = options.smoothquantAlpha;
+      octet::buildInt8LoweringPipeline(pm, int8);
+      return rt::Status();
+    };
+    if (rt::Status status =
+            runPasses(ctx, *module, options, lowering, "the INT8 pipeline", diagnostics);
+        !status.ok())
+      return status;
   }
-  if (failed(pm.run(*module)))
-    return failure("the FP32 pipeline failed");
   auto main = module->lookupSymbol<func::FuncOp>("main");
   if (!main)
     return rt::Status::error("the imported module has no @main function");
@@ -174,14 +243,14 @@ template <typename Body> rt::Status withContext(std::string &diagnostics, Body b
     if (diag.getSeverity() != DiagnosticSeverity::Error &&
         diag.getSeverity() != DiagnosticSeverity::Warning)
       return success();
-    std::string where = formatLocation(diag.getLocation());
+    std::string where = octet::formatLocation(diag.getLocation());
     if (!diagnostics.empty())
       diagnostics += "\n";
     if (diag.getSeverity() == DiagnosticSeverity::Warning)
       diagnostics += "warning: ";
     diagnostics += (where.empty() ? "" : where + ": ") + diag.str();
     for (const Diagnostic &note : diag.getNotes()) {
-      std::string noteWhere = formatLocation(note.getLocation());
+      std::string noteWhere = octet::formatLocation(note.getLocation());
       diagnostics += "\n  note: " + (noteWhere.empty() ? "" : noteWhere + ": ") + note.str();
     }
     return success();
@@ -191,8 +260,22 @@ template <typename Body> rt::Status withContext(std::string &diagnostics, Body b
 
 } // namespace
 
+rt::Status octet::validateCompileOptions(const CompileOptions &options) {
+  double p = options.calibrationPercentile;
+  if (!(p == 0 || (p > 50 && p <= 100)))
+    return rt::Status::error("calibration percentile " + std::to_string(p) +
+                             ": give a value in (50, 100], e.g. 99.99, or 0 for min/max");
+  double a = options.smoothquantAlpha;
+  if (!(a >= 0 && a <= 1))
+    return rt::Status::error("SmoothQuant alpha " + std::to_string(a) +
+                             ": give a value in [0, 1] (0.5 is the default)");
+  return rt::Status();
+}
+
 rt::Status octet::compileOnnxFile(const std::string &path, const CompileOptions &options,
                                   std::unique_ptr<rt::Plan> &plan) {
+  if (rt::Status valid = validateCompileOptions(options); !valid.ok())
+    return valid;
   std::string diagnostics;
   return withContext(diagnostics, [&](MLIRContext &ctx) {
     return compileModule(ctx, importOnnxFile(ctx, path), options, diagnostics, plan);
@@ -203,9 +286,45 @@ rt::Status octet::compileOnnxBytes(const void *bytes, size_t size, const Compile
                                    std::unique_ptr<rt::Plan> &plan) {
   if (!bytes && size)
     return rt::Status::error("compileOnnxBytes: null model bytes");
+  if (rt::Status valid = validateCompileOptions(options); !valid.ok())
+    return valid;
   std::string diagnostics;
   return withContext(diagnostics, [&](MLIRContext &ctx) {
     llvm::StringRef data(static_cast<const char *>(bytes), size);
     return compileModule(ctx, importOnnxBytes(ctx, data, "."), options, diagnostics, plan);
+  });
+}
+
+rt::Status octet::calibrateOnnxFile(const std::string &path, const CompileOptions &options,
+                                    const std::string &outputPath, CalibrationSummary *summary) {
+  if (rt::Status valid = validateCompileOptions(options); !valid.ok())
+    return valid;
+  std::string diagnostics;
+  return withContext(diagnostics, [&](MLIRContext &ctx) -> rt::Status {
+    OwningOpRef<ModuleOp> module = importOnnxFile(ctx, path);
+    if (!module)
+      return rt::Status::error(diagnostics.empty() ? "cannot import the ONNX model" : diagnostics);
+    if (options.irAfterPass)
+      options.irAfterPass("import", irText(*module));
+    if (rt::Status status = recognizeAndCalibrate(ctx, *module, options, diagnostics, summary);
+        !status.ok())
+      return status;
+    std::string error;
+    std::unique_ptr<llvm::ToolOutputFile> output = openOutputFile(outputPath, &error);
+    if (!output)
+      return rt::Status::error("cannot write '" + outputPath + "': " + error);
+    if (llvm::StringRef(outputPath).ends_with(".mlirbc")) {
+      if (failed(writeBytecodeToFile(*module, output->os())))
+        return rt::Status::error("cannot write MLIR bytecode to '" + outputPath + "'");
+    } else {
+      module->print(output->os());
+      output->os() << "\n";
+    }
+    output->os().flush();
+    if (output->os().has_error())
+      return rt::Status::error("cannot write '" + outputPath + "': " +
+                               output->os().error().message());
+    output->keep();
+    return rt::Status();
   });
 }

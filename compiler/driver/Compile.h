@@ -1,9 +1,10 @@
 //===- Compile.h - ONNX to a runnable Plan, MLIR-free interface -*- C++ -*-===//
 //
 // The JIT compiler's entry point for the C API and octetc: import the ONNX
-// model, run the FP32 pipeline (docs/fp32-execution-plan.md), and build the
-// Plan with its kernels (PlanBuilder). This header includes nothing from MLIR,
-// so the C API's translation unit stays MLIR-free.
+// model, run the FP32 pipeline (docs/fp32-execution-plan.md) or the INT8 flow
+// (recognition → calibration (static) → INT8 lowering; docs/calibration.md),
+// and build the Plan with its kernels (PlanBuilder). This header includes
+// nothing from MLIR, so the C API's translation unit stays MLIR-free.
 //
 //===----------------------------------------------------------------------===//
 #ifndef OCTET_COMPILER_DRIVER_COMPILE_H
@@ -19,22 +20,63 @@
 
 namespace octet {
 
+/// The samples static INT8 calibrates on when none are given.
+inline constexpr const char *kDefaultCalibrationSamples = "generate:16x8x128";
+
 struct CompileOptions {
   rt::KernelOptions kernels;
   /// The passes between import and PlanBuilder, as a textual pipeline of octet
   /// function passes ("octet-cleanup,octet-recognize"). Empty: the full FP32
   /// pipeline; "none": no pass (the imported IR is planned as it is). Any
   /// prefix of the pipeline must compute the same (octetc run --passes).
+  /// With INT8 they replace the INT8 lowering only: recognition (and, static,
+  /// calibration) run first, then these passes ("none": plan the recognized,
+  /// calibrated FP32 IR).
   std::string passes;
   /// Called with (pass name, IR text) after every pass when set (--print-ir-after-all).
   std::function<void(const std::string &pass, const std::string &ir)> irAfterPass;
+
+  enum class Int8 { None, Static, Dynamic };
+  /// None: FP32. Static: calibrate, then per-tensor activation scales.
+  /// Dynamic: per-token scales computed at run time (no calibration).
+  Int8 int8 = Int8::None;
+  /// Calibration samples (static): a directory of input sets or
+  /// "generate:N[xB][xS]"; empty: kDefaultCalibrationSamples.
+  std::string calibrationSamples;
+  /// 0: per-tensor input_min / input_max are the observed extremes; else P in
+  /// (50, 100]: the mean over batches of each batch's (100-P)th / Pth percentile.
+  double calibrationPercentile = 0;
+  bool smoothquant = true;       ///< static only
+  double smoothquantAlpha = 0.5; ///< in [0, 1]
+  /// Calibration progress lines ("calibrate: batch 3/16 (1.2 s)"); none when unset.
+  std::function<void(const std::string &line)> progress;
 };
+
+/// What a calibration did, for summaries.
+struct CalibrationSummary {
+  int linears = 0;     ///< octet.linear / octet.fused_linear observed
+  int batches = 0;     ///< runs of the instrumented model
+  int64_t rows = 0;    ///< GEMM input rows (tokens) seen per linear, over all batches
+  double seconds = 0;  ///< the whole calibration, with the instrumented compile
+  std::string samples; ///< what it ran on
+};
+
+/// The settings of `options` that must hold before compiling (mode-specific
+/// values in range); an error names the setting.
+rt::Status validateCompileOptions(const CompileOptions &options);
 
 /// Errors name the file, the ONNX node and op where one is at fault.
 rt::Status compileOnnxFile(const std::string &path, const CompileOptions &options,
                            std::unique_ptr<rt::Plan> &plan);
 rt::Status compileOnnxBytes(const void *bytes, size_t size, const CompileOptions &options,
                             std::unique_ptr<rt::Plan> &plan);
+
+/// Imports the model, runs the recognition pipeline and calibration on
+/// options.calibrationSamples, and writes the calibrated IR (octet.calib on
+/// every linear) to `outputPath` ("-": stdout): MLIR bytecode when it ends in
+/// ".mlirbc", else MLIR text.
+rt::Status calibrateOnnxFile(const std::string &path, const CompileOptions &options,
+                             const std::string &outputPath, CalibrationSummary *summary = nullptr);
 
 } // namespace octet
 

@@ -146,7 +146,8 @@ private:
   /// is an aligned resource): for data a step copies at build time, e.g. GEMM weights.
   FailureOr<const void *> transientConstantBytes(Operation *user, Value v);
   FailureOr<TensorId> resultTensor(Operation *op, Value result, std::vector<ScalarId> shape);
-  int64_t slotOf(Operation *op) const;
+  /// The arena slot octet-plan-memory gave result `resultIndex` of `op` (-1: none).
+  int64_t slotOf(Operation *op, unsigned resultIndex = 0) const;
 
   // ---- shapes ----
   FailureOr<std::vector<ScalarId>> resultShape(Operation *op, Value result);
@@ -168,6 +169,7 @@ private:
   LogicalResult visitLayerNorm(Operation *op);
   LogicalResult visitQuant(Operation *op);
   LogicalResult visitQLinear(octet::QLinearOp op);
+  LogicalResult visitQuantizePerRow(octet::QuantizePerRowOp op);
   LogicalResult addStep(Operation *op, rt::StepPtr step, const std::string &kind,
                         const std::string &error = "");
   LogicalResult finishOutputs();
@@ -424,9 +426,13 @@ FailureOr<TensorId> PlanWalker::ensureRowContiguous(Operation *op, TensorId t) {
   return ensureContiguous(op, t);
 }
 
-int64_t PlanWalker::slotOf(Operation *op) const {
+int64_t PlanWalker::slotOf(Operation *op, unsigned resultIndex) const {
   if (auto slot = op->getAttrOfType<IntegerAttr>("octet.slot"))
     return slot.getInt();
+  // An op with several results (octet.quantize_per_row): one slot each.
+  if (auto slots = op->getAttrOfType<DenseI64ArrayAttr>("octet.slots"))
+    if (resultIndex < slots.size())
+      return slots[resultIndex];
   return -1;
 }
 
@@ -557,7 +563,7 @@ FailureOr<TensorId> PlanWalker::resultTensor(Operation *op, Value result,
     t = newTensor(name, *dtype, std::move(shape), Storage::Output, int32_t(ret->second));
   } else {
     t = newTensor(name, *dtype, std::move(shape), Storage::Arena, -1);
-    int64_t slot = slotOf(op);
+    int64_t slot = slotOf(op, cast<OpResult>(result).getResultNumber());
     assignSlot(t, slot >= 0 ? slot : int64_t(plan_->arenaSlots.size()));
   }
   tensors_[result] = t;
@@ -1130,7 +1136,7 @@ LogicalResult PlanWalker::visitQuant(Operation *op) {
   if (failed(out))
     return failure();
   if (isa<octet::QuantizeOp>(op))
-    return addStep(op, rt::makeQuantize(*in, *s, z, axis, *out), "quantize");
+    return addStep(op, rt::makeQuantize(*in, *s, z, axis, *out, options_), "quantize");
   return addStep(op, rt::makeDequantize(*in, *s, z, axis, *out), "dequantize");
 }
 
@@ -1188,6 +1194,15 @@ LogicalResult PlanWalker::visitQLinear(octet::QLinearOp op) {
       failed(param(op.getOutputScale(), spec.outScale, os)) ||
       failed(param(op.getOutputZeroPoint(), spec.outZeroPoint, ozp)))
     return failure();
+  // A per-row scale (octet.quantize_per_row) is a run-time [..., 1] tensor.
+  spec.xScalePerRow = cast<RankedTensorType>(op.getInputScale().getType()).getRank() > 0;
+  if (spec.xScalePerRow) {
+    FailureOr<TensorId> rowScale = ensureContiguous(op, spec.xScale);
+    if (failed(rowScale))
+      return failure();
+    spec.xScale = *rowScale;
+    xs = nullptr;
+  }
   spec.xScaleConst = static_cast<const float *>(xs);
   spec.xZeroPointConst = static_cast<const uint8_t *>(xzp);
   spec.outScaleConst = static_cast<const float *>(os);
@@ -1198,7 +1213,7 @@ LogicalResult PlanWalker::visitQLinear(octet::QLinearOp op) {
       return failure();
     spec.extras.push_back(*t);
   }
-  // Only the identity epilogue: `octet.yield %acc` (any other body errors in makeQLinear).
+  // The identity epilogue (`octet.yield %acc`) needs no program.
   Block &body = op.getEpilogue().front();
   bool identity = body.getOperations().size() == 1 && body.getTerminator()->getNumOperands() == 1 &&
                   body.getTerminator()->getOperand(0) == body.getArgument(0);
@@ -1222,6 +1237,26 @@ LogicalResult PlanWalker::visitQLinear(octet::QLinearOp op) {
   return addStep(op, std::move(step), "qlinear", error);
 }
 
+LogicalResult PlanWalker::visitQuantizePerRow(octet::QuantizePerRowOp op) {
+  // Rows may be strided (a slice view); the kernel takes a row stride.
+  FailureOr<TensorId> in = tensorFor(op, op.getInput());
+  if (failed(in) || failed(in = ensureRowContiguous(op, *in)))
+    return failure();
+  TensorId results[2];
+  for (auto [i, result] : llvm::enumerate(op->getResults())) {
+    FailureOr<std::vector<ScalarId>> shape = resultShape(op, result);
+    if (failed(shape))
+      return failure();
+    FailureOr<TensorId> out = resultTensor(op, result, *shape);
+    if (failed(out))
+      return failure();
+    results[i] = *out;
+  }
+  std::string error;
+  rt::StepPtr step = rt::makeQuantizePerRow(*in, results[0], results[1], options_, error);
+  return addStep(op, std::move(step), "quantize_per_row", error);
+}
+
 LogicalResult PlanWalker::visit(Operation *op) {
   if (isa<octet::ConstantOp, func::ReturnOp>(op))
     return success(); // constants become tensors when used; returns at the end
@@ -1231,6 +1266,8 @@ LogicalResult PlanWalker::visit(Operation *op) {
     return visitQuant(op);
   if (isa<octet::QLinearOp>(op))
     return visitQLinear(cast<octet::QLinearOp>(op));
+  if (auto perRow = dyn_cast<octet::QuantizePerRowOp>(op))
+    return visitQuantizePerRow(perRow);
   if (isa<octet::DynamicQuantizeOp, octet::MatMulIntegerOp>(op))
     return op->emitError() << op->getName()
                            << " is not supported by the runtime yet (dynamically quantized "

@@ -291,6 +291,7 @@ private:
   FailureOr<HostTensor> quantize(Operation *op, Value input, Value scale, Value zeroPoint,
                                  std::optional<uint64_t> axis, bool dequantize);
   LogicalResult dynamicQuantize(DynamicQuantizeOp op);
+  LogicalResult quantizePerRow(QuantizePerRowOp op);
   FailureOr<HostTensor> matmulInteger(MatMulIntegerOp op);
   FailureOr<HostTensor> qlinear(QLinearOp op);
 
@@ -1156,6 +1157,33 @@ LogicalResult Interpreter::dynamicQuantize(DynamicQuantizeOp op) {
   return define(op, op.getZeroPoint(), std::move(z));
 }
 
+/// octet.quantize_per_row: per row s = absmax / 127 in f32 (1 for a zero
+/// row), q = saturate(round_half_even(x / s)) + 128; NaN gives 128.
+LogicalResult Interpreter::quantizePerRow(QuantizePerRowOp op) {
+  const HostTensor &x = in(op.getInput());
+  if (x.shape.empty())
+    return op.emitError() << "quantize_per_row needs an input of rank >= 1";
+  int64_t k = x.shape.back();
+  SmallVector<int64_t> scaleShape(x.shape);
+  scaleShape.back() = 1;
+  HostTensor q = HostTensor::zeros(elementTypeOf(op.getResult()), x.shape);
+  HostTensor s = HostTensor::zeros(elementTypeOf(op.getScale()), scaleShape);
+  for (int64_t row = 0, rows = s.numElements(); row < rows; ++row) {
+    float absMax = 0.0f;
+    for (int64_t j = 0; j < k; ++j)
+      absMax = std::max(absMax, std::fabs(float(x.floats[row * k + j]))); // NaN is skipped
+    float scale = absMax == 0.0f ? 1.0f : absMax / 127.0f;
+    s.floats[row] = scale;
+    for (int64_t j = 0; j < k; ++j) {
+      float v = std::nearbyint(float(x.floats[row * k + j]) / scale);
+      q.ints[row * k + j] = std::isnan(v) ? 128 : int64_t(std::clamp(v, -127.0f, 127.0f)) + 128;
+    }
+  }
+  if (failed(define(op, op.getResult(), std::move(q))))
+    return failure();
+  return define(op, op.getScale(), std::move(s));
+}
+
 /// (a - a_zp)·(b - b_zp) in i32: the zero points are subtracted with broadcasting
 /// (b's per column), then an exact integer matmul.
 FailureOr<HostTensor> Interpreter::matmulInteger(MatMulIntegerOp op) {
@@ -1210,10 +1238,15 @@ FailureOr<HostTensor> Interpreter::qlinear(QLinearOp op) {
   int64_t rows = x.numElements() / std::max<int64_t>(k, 1);
   if (k == 0)
     rows = acc.numElements() / std::max<int64_t>(n, 1);
+  // A per-row input scale (octet.quantize_per_row) has one entry per row.
+  bool perRow = !xScale.shape.empty();
+  if (perRow && xScale.numElements() != rows)
+    return op.emitError() << "qlinear per-row input_scale " << shapeString(xScale.shape) << " does not match input "
+                          << shapeString(x.shape);
   int64_t zp = xZp.ints[0];
-  float inputScale = float(xScale.floats[0]);
   for (int64_t m = 0; m < rows; ++m)
     for (int64_t j = 0; j < n; ++j) {
+      float inputScale = float(xScale.floats[perRow ? m : 0]);
       int64_t sum = 0;
       for (int64_t p = 0; p < k; ++p)
         sum += (x.ints[m * k + p] - zp) * w.ints[transposed ? j * k + p : p * n + j];
@@ -1331,6 +1364,8 @@ LogicalResult Interpreter::execute(Operation *op) {
   }
   if (auto dq = dyn_cast<DynamicQuantizeOp>(op))
     return dynamicQuantize(dq);
+  if (auto q = dyn_cast<QuantizePerRowOp>(op))
+    return quantizePerRow(q);
   if (op->getNumResults() != 1)
     return op->emitError() << "'" << op->getName() << "' is not supported by the interpreter";
   Value result = op->getResult(0);

@@ -1730,6 +1730,29 @@ LogicalResult DynamicQuantizeOp::inferReturnTypes(MLIRContext *ctx, std::optiona
   return success();
 }
 
+/// The shape of a per-row scale of `input`: its leading dims, then 1.
+static SmallVector<int64_t> perRowScaleShape(RankedTensorType input) {
+  SmallVector<int64_t> shape(input.getShape());
+  shape.back() = 1;
+  return shape;
+}
+
+LogicalResult QuantizePerRowOp::verify() {
+  auto input = getInput().getType();
+  if (input.getRank() < 1)
+    return emitOpError("needs an input of rank >= 1 (rows along the last axis), got ") << input;
+  if (getResult().getType().getShape() != input.getShape())
+    return emitOpError("result shape ") << shapeStr(getResult().getType().getShape())
+                                        << " must equal the input shape "
+                                        << shapeStr(input.getShape());
+  SmallVector<int64_t> expected = perRowScaleShape(input);
+  if (getScale().getType().getShape() != ArrayRef<int64_t>(expected))
+    return emitOpError("scale shape ") << shapeStr(getScale().getType().getShape())
+                                       << " must be the input's leading dims and 1: "
+                                       << shapeStr(expected);
+  return success();
+}
+
 LogicalResult MatMulIntegerOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc,
                                                 Adaptor adaptor, SmallVectorImpl<Type> &types) {
   SmallVector<int64_t> shape;
@@ -1787,6 +1810,12 @@ LogicalResult QLinearOp::verify() {
   if (!dimsCompatible(k, weightK))
     return emitOpError("input's last dim ")
            << k << " does not match the weight's " << kName << " " << weightK;
+  auto inputScale = tensorOf(getInputScale());
+  if (inputScale.getRank() != 0 &&
+      inputScale.getShape() != ArrayRef<int64_t>(perRowScaleShape(input)))
+    return emitOpError("input_scale must be a scalar (per tensor) or per row ")
+           << shapeStr(perRowScaleShape(input)) << " (the input's leading dims and 1), got "
+           << shapeStr(inputScale.getShape());
   auto checkPerColumn = [&](StringRef what, Value v) -> LogicalResult {
     auto type = tensorOf(v);
     if (type.getRank() != 1 || !dimsCompatible(type.getDimSize(0), n))

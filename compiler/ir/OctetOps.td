@@ -674,6 +674,29 @@ def Octet_DynamicQuantizeOp : Octet_Op<"dynamic_quantize", [Pure, InferTypeOpAda
   let assemblyFormat = "$input attr-dict `:` type($input)";
 }
 
+def Octet_QuantizePerRowOp : Octet_Op<"quantize_per_row", [Pure]> {
+  let summary = "dynamic per-row (per-token) symmetric quantization to u8 with zero point 128";
+  let description = [{
+    Quantizes each row (all axes but the last; a token of an encoder's
+    activation) with its own scale, computed from the data at run time:
+    `s[r] = max_k |x[r, k]| / 127` in f32 (exactly `absmax / 127.0f`; 1 for a
+    row of zeros) and `q[r, k] = saturate(round_half_even(x[r, k] / s[r])) + 128`,
+    so q is in [1, 255] and its real value is `(q - 128) · s[r]`. A NaN element
+    gives 128. The second result holds the scales with the input's leading
+    dims and a last dim of 1; `octet.qlinear` takes it as a per-row
+    `input_scale` with `input_zero_point` 128. `octet-quantize{mode=dynamic}`
+    places it before each linear's input.
+
+    ```mlir
+    %q, %s = octet.quantize_per_row %x : tensor<?x?x768xf32> -> tensor<?x?x768xui8>, tensor<?x?x1xf32>
+    ```
+  }];
+  let arguments = (ins Octet_F32Tensor:$input);
+  let results = (outs RankedTensorOf<[UI8]>:$result, Octet_F32Tensor:$scale);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result) `,` type($scale)";
+  let hasVerifier = 1;
+}
+
 def Octet_MatMulIntegerOp : Octet_Op<"matmul_integer",
     [Pure, InferTypeOpAdaptor, AttrSizedOperandSegments]> {
   let summary = "integer matmul (a - a_zero_point) · (b - b_zero_point) into i32";
@@ -705,7 +728,10 @@ def Octet_QLinearOp : Octet_Op<"qlinear",
     The integer GEMM of the INT8 path. `input` is a `ui8` tensor `[..., K]`,
     quantized asymmetrically per tensor with `input_scale` (`tensor<f32>`)
     and `input_zero_point` (`tensor<ui8>`): its real value is
-    `(input - input_zero_point) · input_scale`. `weight` is an `i8` (signed)
+    `(input - input_zero_point) · input_scale`. `input_scale` may instead be
+    per row (from `octet.quantize_per_row`): a tensor of the input's rank
+    whose dims are the input's leading dims and a last dim of 1, one scale
+    per row m; the zero point stays one `tensor<ui8>` (128 there). `weight` is an `i8` (signed)
     `[K, N]` tensor, or `[N, K]` with `transpose_weight` as in
     `octet.linear`, quantized symmetrically (zero point 0) per output
     channel with `weight_scale` (`tensor<Nxf32>`). The optional `bias` is
@@ -718,7 +744,8 @@ def Octet_QLinearOp : Octet_Op<"qlinear",
     - `sum = Σ_k (input[m, k] - input_zero_point) · w[k, n]`, exact in i32
       (a kernel may compute `Σ_k input·w - input_zero_point · Σ_k w[k, n]`,
       the same integer);
-    - `acc = f32(f32(input_scale · weight_scale[n]) · f32(sum))`, then
+    - `acc = f32(f32(input_scale · weight_scale[n]) · f32(sum))` (with
+      a per-row scale, `input_scale[m]`), then
       `acc = acc + bias[n]` when there is a bias;
     - `y = epilogue(acc, extra...)`: the region runs exactly as in
       `octet.fused_linear` (a block of one `f32` for the accumulator, then
@@ -753,7 +780,7 @@ def Octet_QLinearOp : Octet_Op<"qlinear",
   }];
   let arguments = (ins RankedTensorOf<[UI8]>:$input, RankedTensorOf<[I8]>:$weight,
                        Optional<Octet_F32Tensor>:$bias,
-                       0DTensorOf<[F32]>:$input_scale, 0DTensorOf<[UI8]>:$input_zero_point,
+                       Octet_F32Tensor:$input_scale, 0DTensorOf<[UI8]>:$input_zero_point,
                        Octet_F32Tensor:$weight_scale,
                        Optional<0DTensorOf<[F32]>>:$output_scale,
                        Optional<0DTensorOf<[I8, UI8]>>:$output_zero_point,

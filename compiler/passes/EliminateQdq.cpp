@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/passes/Passes.h"
+#include "compiler/passes/QuantizationUtils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -89,28 +90,6 @@ bool isZeroOrAbsent(Value zeroPoint) {
   return values && llvm::all_of(*values, [](double v) { return v == 0; });
 }
 
-/// Whether a quantization parameter is one value for the whole tensor.
-bool isPerTensor(Value scale, std::optional<uint64_t> axis) {
-  auto type = tensorOf(scale);
-  return type.getRank() == 0 || (type.getRank() == 1 && type.getDimSize(0) == 1 && !axis);
-}
-
-/// A 0-D view of a per-tensor parameter: the value itself, or a 0-D reshape
-/// of a one-element 1-D tensor.
-Value scalarOf(OpBuilder &b, Location loc, Value v) {
-  auto type = tensorOf(v);
-  if (type.getRank() == 0)
-    return v;
-  return ReshapeOp::create(b, loc, RankedTensorType::get({}, type.getElementType()), v,
-                           ValueRange{});
-}
-
-/// A 0-D zero constant of `element` (an absent zero point).
-Value zeroScalar(OpBuilder &b, Location loc, Type element) {
-  auto type = RankedTensorType::get({}, element);
-  return ConstantOp::create(b, loc, DenseElementsAttr::get(type, b.getZeroAttr(element)));
-}
-
 /// The qlinear operands of a dequantized activation: u8, per tensor.
 struct QuantizedActivation {
   Value data, scale, zeroPoint;
@@ -149,17 +128,6 @@ std::optional<QuantizedWeight> matchWeight(Value weight, int64_t outputDim) {
   return QuantizedWeight{data, dq.getScale(), false};
 }
 
-/// A per-tensor quantize of the GEMM's result, its only use: fused as the
-/// qlinear's requantize.
-QuantizeOp matchOutputQuantize(Value result) {
-  if (!result.hasOneUse())
-    return nullptr;
-  auto q = dyn_cast<QuantizeOp>(*result.getUsers().begin());
-  if (!q || !isPerTensor(q.getScale(), q.getAxis()))
-    return nullptr;
-  return q;
-}
-
 /// matmul/linear of a dequantized activation and weight → qlinear.
 LogicalResult rewriteGemm(IRRewriter &rewriter, Operation *gemm, Value input, Value weight,
                           Value bias, bool transposeWeight) {
@@ -176,9 +144,7 @@ LogicalResult rewriteGemm(IRRewriter &rewriter, Operation *gemm, Value input, Va
   if (quantizedWeight->perTensor && ShapedType::isDynamic(n))
     return failure();
 
-  QuantizeOp outputQuantize = matchOutputQuantize(gemm->getResult(0));
-  // After the quantize (whose parameters may be defined after the GEMM), else at the GEMM.
-  rewriter.setInsertionPoint(outputQuantize ? outputQuantize.getOperation() : gemm);
+  rewriter.setInsertionPoint(gemm);
   Location loc = gemm->getLoc();
   Type f32 = rewriter.getF32Type();
   Value inputScale = scalarOf(rewriter, loc, activation->scale);
@@ -193,24 +159,14 @@ LogicalResult rewriteGemm(IRRewriter &rewriter, Operation *gemm, Value input, Va
     weightScale = ConstantOp::create(
         rewriter, loc, DenseElementsAttr::get(type, rewriter.getF32FloatAttr(float(scale))));
   }
-  Value outputScale, outputZeroPoint;
-  Type resultType = gemm->getResult(0).getType();
-  if (outputQuantize) {
-    resultType = outputQuantize.getType();
-    outputScale = scalarOf(rewriter, loc, outputQuantize.getScale());
-    Type element = outputQuantize.getType().getElementType();
-    outputZeroPoint = outputQuantize.getZeroPoint()
-                          ? scalarOf(rewriter, loc, outputQuantize.getZeroPoint())
-                          : zeroScalar(rewriter, loc, element);
-  }
-  auto qlinear = QLinearOp::create(
-      rewriter, loc, resultType, activation->data, quantizedWeight->data, bias, inputScale,
-      inputZeroPoint, weightScale, outputScale, outputZeroPoint, ValueRange{}, transposeWeight);
+  auto qlinear = QLinearOp::create(rewriter, loc, gemm->getResult(0).getType(), activation->data,
+                                   quantizedWeight->data, bias, inputScale, inputZeroPoint,
+                                   weightScale, Value(), Value(), ValueRange{}, transposeWeight);
   Block *body = rewriter.createBlock(&qlinear.getEpilogue(), {}, {f32}, {loc});
   YieldOp::create(rewriter, loc, body->getArgument(0));
-  rewriter.replaceOp(outputQuantize ? outputQuantize.getOperation() : gemm, qlinear.getResult());
-  if (outputQuantize)
-    rewriter.eraseOp(gemm);
+  rewriter.replaceOp(gemm, qlinear.getResult());
+  // A per-tensor quantize of the result, its only use, becomes the requantize.
+  foldRequantize(rewriter, qlinear);
   return success();
 }
 

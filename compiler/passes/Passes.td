@@ -266,7 +266,9 @@ def OctetSmoothQuant : Pass<"octet-smoothquant", "::mlir::func::FuncOp"> {
     clamped to [1e-5, 1e5]); W's input channel j is multiplied by s_j (a new
     constant) and 1/s goes into what produces X:
 
-    - `layer_norm` / `add_layer_norm` whose result only feeds linears: γ/s, β/s.
+    - `layer_norm` / `add_layer_norm`: γ/s, β/s. When its result has other
+      uses too (post-LN BERT: the next residual), a copy of the LayerNorm
+      feeds the linears and absorbs 1/s (option `duplicate-norm`, default on).
     - `attention`: V's projection columns and bias / s (the merged Q/K/V
       linear's V window), exact since attention is linear in V.
     - `linear`: its output columns and bias / s.
@@ -274,7 +276,7 @@ def OctetSmoothQuant : Pass<"octet-smoothquant", "::mlir::func::FuncOp"> {
       extra [K] operand and a multiply by 1/s at the end of its epilogue.
 
     Linears sharing X share one s, from the channel-wise max of their
-    statistics. Anything else (X also read by a residual add, no producer
+    statistics. Anything else (X also read by a residual add with duplicate-norm off, no producer
     to fold into, a non-constant weight) is skipped with a remark. The
     smoothed linears get their `input_absmax` (and a bound of the range)
     divided by s and a marker `octet.smoothquant = {alpha = …}`. See
@@ -283,11 +285,80 @@ def OctetSmoothQuant : Pass<"octet-smoothquant", "::mlir::func::FuncOp"> {
   let options = [
     Option<"alpha", "alpha", "double", /*default=*/"0.5",
            "Migration strength α in [0, 1]: the share of X's range moved into W">,
+    Option<"duplicateNorm", "duplicate-norm", "bool", /*default=*/"true",
+           "When a LayerNorm's result also has other uses (post-LN BERT's residual), "
+           "smooth through a copy of the LayerNorm that feeds only the linears">,
   ];
   let dependentDialects = ["::octet::OctetDialect", "::mlir::arith::ArithDialect"];
   let statistics = [
     Statistic<"numSmoothed", "smoothed-linears", "Linears whose weight absorbed s">,
     Statistic<"numSkipped", "skipped-inputs", "Calibrated inputs left unsmoothed">,
+    Statistic<"numDuplicated", "duplicated-norms", "LayerNorms copied for the smoothed linears">,
+  ];
+}
+
+def OctetQuantize : Pass<"octet-quantize", "::mlir::func::FuncOp"> {
+  let summary = "INT8 linears: per-channel i8 weights, u8 activations per tensor (static) or per row (dynamic)";
+  let description = [{
+    Each `octet.linear` / `octet.fused_linear` with a constant f32 weight
+    becomes an `octet.qlinear` with the same bias, `transpose_weight`,
+    `extra` operands and epilogue, and an f32 result:
+
+    - Weight: symmetric per output channel n, `scale_n = max_k |W[k, n]| / 127`
+      (1 for a zero column), `q = clamp(round_half_even(W / scale_n), -127, 127)`;
+      new i8 constant (a resource blob `<name>.i8` when W was one) and `[N]`
+      f32 scales.
+    - `mode=static`: X → `octet.quantize` to u8 per tensor from the linear's
+      `octet.calib` `input_min` / `input_max` with ONNX Runtime's formula
+      (rmin = min(0, min), rmax = max(0, max), scale = (rmax − rmin) / 255,
+      zero point = saturate(round(−rmin / scale)); scale 1 and zero point 0
+      for an empty range). Linears reading the same X share one quantize,
+      over the union of their ranges. A linear without `octet.calib` (or
+      without `input_min` / `input_max`) stays FP32 with a remark.
+    - `mode=dynamic`: X → `octet.quantize_per_row` (per-token scales at run
+      time, zero point 128), shared by the linears reading X; no calibration
+      needed.
+    - Requantize: a qlinear whose f32 result only feeds a per-tensor
+      `octet.quantize` (the next linear's input, in static mode) takes it as
+      its requantize (u8 result), as `octet-eliminate-qdq` does.
+
+    A weight that is not a constant f32 2-D tensor, or holds a non-finite
+    value, keeps its linear FP32 with a remark. Attention, softmax,
+    LayerNorm and elementwise ops are left alone
+    (docs/int8-quantization.md says why).
+
+    Before (static):
+    ```mlir
+    %y = octet.linear %x, %w, %b {octet.calib = {input_absmax = dense<[2.0, 1.0]> : tensor<2xf32>,
+           input_min = -1.0 : f32, input_max = 2.0 : f32}}
+         : tensor<?x2xf32>, tensor<2x3xf32>, tensor<3xf32>
+    ```
+    After:
+    ```mlir
+    %xs = octet.constant dense<0.0117647061> : tensor<f32>
+    %xzp = octet.constant dense<85> : tensor<ui8>
+    %xq = octet.quantize %x, %xs, %xzp : tensor<?x2xf32>, tensor<f32>, tensor<ui8> -> tensor<?x2xui8>
+    %wq = octet.constant dense<...> : tensor<2x3xi8>  // W / scale per column, rounded
+    %ws = octet.constant dense<...> : tensor<3xf32>   // max_k |W[k, n]| / 127
+    %y = octet.qlinear %xq, %wq, %b scales(%xs, %xzp, %ws : tensor<f32>, tensor<ui8>, tensor<3xf32>) {
+    ^bb0(%acc: f32):
+      octet.yield %acc : f32
+    } : tensor<?x2xui8>, tensor<2x3xi8>, tensor<3xf32> -> tensor<?x3xf32>
+    ```
+    With `mode=dynamic` the quantize is
+    `%xq, %xs = octet.quantize_per_row %x : tensor<?x2xf32> -> tensor<?x2xui8>, tensor<?x1xf32>`
+    and the zero point 128.
+  }];
+  let options = [
+    Option<"mode", "mode", "std::string", /*default=*/"\"static\"",
+           "How activations are quantized: 'static' (per tensor, from octet.calib) "
+           "or 'dynamic' (per row, at run time)">,
+  ];
+  let dependentDialects = ["::octet::OctetDialect"];
+  let statistics = [
+    Statistic<"numQuantized", "quantized-linears", "Linears turned into octet.qlinear">,
+    Statistic<"numKeptFp32", "fp32-linears", "Linears left in FP32 (with a remark)">,
+    Statistic<"numRequantized", "requantized", "Quantizes folded into the producing qlinear">,
   ];
 }
 

@@ -2,16 +2,55 @@
 #include "compiler/passes/Passes.h"
 
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassOptions.h"
 #include "mlir/Pass/PassRegistry.h"
 
 using namespace mlir;
 
+namespace {
+void addRecognition(OpPassManager &fn) {
+  fn.addPass(octet::createOctetCleanup());
+  fn.addPass(octet::createOctetRecognize());
+  fn.addPass(octet::createOctetCleanup());
+  fn.addPass(octet::createOctetFuseGemmEpilogue());
+}
+
+/// octet-int8-lowering's textual options (octet-opt, octet-interp --pipeline).
+struct Int8LoweringOptions : PassPipelineOptions<Int8LoweringOptions> {
+  using Mode = octet::Int8PipelineOptions::Mode;
+  Option<Mode> mode{*this, "mode", llvm::cl::desc("How activations are quantized"),
+                    llvm::cl::init(Mode::Static),
+                    llvm::cl::values(clEnumValN(Mode::Static, "static",
+                                                "per tensor, from octet.calib"),
+                                     clEnumValN(Mode::Dynamic, "dynamic",
+                                                "per row, at run time"))};
+  Option<bool> smoothquant{*this, "smoothquant",
+                           llvm::cl::desc("Run octet-smoothquant first (static mode only)"),
+                           llvm::cl::init(true)};
+  Option<double> alpha{*this, "alpha", llvm::cl::desc("SmoothQuant's migration strength"),
+                       llvm::cl::init(0.5)};
+};
+} // namespace
+
+void octet::buildRecognitionPipeline(OpPassManager &pm) {
+  addRecognition(pm.nest<func::FuncOp>());
+}
+
 void octet::buildFp32Pipeline(OpPassManager &pm) {
   OpPassManager &fn = pm.nest<func::FuncOp>();
+  addRecognition(fn);
+  fn.addPass(createOctetFuseElementwise());
+  fn.addPass(createOctetPlanMemory());
+}
+
+void octet::buildInt8LoweringPipeline(OpPassManager &pm, const Int8PipelineOptions &options) {
+  OpPassManager &fn = pm.nest<func::FuncOp>();
+  bool isStatic = options.mode == Int8PipelineOptions::Mode::Static;
+  if (isStatic && options.smoothquant)
+    fn.addPass(createOctetSmoothQuant(OctetSmoothQuantOptions{options.alpha}));
+  fn.addPass(createOctetQuantize(OctetQuantizeOptions{isStatic ? "static" : "dynamic"}));
+  fn.addPass(createOctetEliminateQdq());
   fn.addPass(createOctetCleanup());
-  fn.addPass(createOctetRecognize());
-  fn.addPass(createOctetCleanup());
-  fn.addPass(createOctetFuseGemmEpilogue());
   fn.addPass(createOctetFuseElementwise());
   fn.addPass(createOctetPlanMemory());
 }
@@ -22,4 +61,15 @@ void octet::registerOctetPipelines() {
       "The FP32 pipeline so far: cleanup, recognize, cleanup, fuse-gemm-epilogue, fuse-elementwise, "
       "plan-memory",
       buildFp32Pipeline);
+  PassPipelineRegistration<Int8LoweringOptions>(
+      "octet-int8-lowering",
+      "The INT8 lowering after recognition (and calibration for mode=static): [smoothquant], "
+      "quantize, eliminate-qdq, cleanup, fuse-elementwise, plan-memory",
+      [](OpPassManager &pm, const Int8LoweringOptions &textual) {
+        Int8PipelineOptions options;
+        options.mode = textual.mode;
+        options.smoothquant = textual.smoothquant;
+        options.alpha = textual.alpha;
+        buildInt8LoweringPipeline(pm, options);
+      });
 }

@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/passes/Passes.h"
+#include "compiler/passes/QuantizationUtils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
@@ -31,7 +32,6 @@ using namespace octet;
 
 namespace {
 
-constexpr StringLiteral kCalibAttr = "octet.calib";
 constexpr StringLiteral kMarkerAttr = "octet.smoothquant";
 // s outside this range would push W or X towards f32 overflow or denormals.
 constexpr double kMinScale = 1e-5, kMaxScale = 1e5;
@@ -39,33 +39,6 @@ constexpr double kMinScale = 1e-5, kMaxScale = 1e5;
 //===----------------------------------------------------------------------===//
 // Constants
 //===----------------------------------------------------------------------===//
-
-/// The elements of an f32 constant (dense, splat or resource blob), or nothing.
-std::optional<std::vector<float>> readF32Constant(Value v) {
-  auto constant = v ? v.getDefiningOp<ConstantOp>() : ConstantOp();
-  if (!constant)
-    return std::nullopt;
-  auto type = cast<RankedTensorType>(constant.getType());
-  if (!type.getElementType().isF32() || !type.hasStaticShape())
-    return std::nullopt;
-  ElementsAttr value = constant.getValue();
-  if (auto dense = dyn_cast<DenseElementsAttr>(value)) {
-    auto range = dense.getValues<float>();
-    return std::vector<float>(range.begin(), range.end());
-  }
-  if (auto resource = dyn_cast<DenseResourceElementsAttr>(value)) {
-    AsmResourceBlob *blob = resource.getRawHandle().getBlob();
-    if (!blob)
-      return std::nullopt; // elided
-    ArrayRef<char> data = blob->getData();
-    if (data.size() != size_t(type.getNumElements()) * sizeof(float))
-      return std::nullopt;
-    std::vector<float> values(type.getNumElements());
-    std::memcpy(values.data(), data.data(), data.size());
-    return values;
-  }
-  return std::nullopt;
-}
 
 /// Replaces the constant that `operand` reads by a new one holding `values`
 /// (a resource blob when the old one was, so weights stay out of printing and
@@ -119,52 +92,6 @@ struct Gemm {
   OpOperand &weightOperand() const { return op->getOpOperand(1); }
   OpOperand &biasOperand() const { return op->getOpOperand(2); }
 };
-
-/// The calibration of one linear's input X, as the calibration step writes it.
-struct Calibration {
-  DictionaryAttr dict;
-  std::vector<float> absMax;     // per input channel: max |X[..., j]|
-  std::optional<float> min, max; // the per-tensor range
-};
-
-/// Parses `op`'s octet.calib for a K-channel input; a malformed one is an
-/// error (the calibration step writes it, so it is a bug there).
-FailureOr<Calibration> parseCalibration(Operation *op, int64_t k) {
-  auto fail = [&](const Twine &why) -> LogicalResult {
-    return op->emitError() << "octet-smoothquant: bad " << kCalibAttr << ": " << why;
-  };
-  auto dict = dyn_cast<DictionaryAttr>(op->getAttr(kCalibAttr));
-  if (!dict)
-    return fail("expected a dictionary {input_absmax = dense<...> : tensor<Kxf32>, "
-                "input_min = <f32>, input_max = <f32>}");
-  Calibration calib{dict, {}, std::nullopt, std::nullopt};
-  auto absMax = dyn_cast_or_null<DenseElementsAttr>(dict.get("input_absmax"));
-  if (!absMax || !absMax.getElementType().isF32() ||
-      cast<ShapedType>(absMax.getType()).getRank() != 1)
-    return fail("input_absmax must be a dense 1-D f32 tensor");
-  if (absMax.getNumElements() != k)
-    return fail("input_absmax has " + Twine(absMax.getNumElements()) +
-                " elements, but the weight has K = " + Twine(k) + " input features");
-  for (auto [j, v] : llvm::enumerate(absMax.getValues<float>())) {
-    if (!std::isfinite(v) || v < 0)
-      return op->emitError() << "octet-smoothquant: bad " << kCalibAttr << ": input_absmax[" << j
-                             << "] = " << v << "; expected finite values >= 0";
-    calib.absMax.push_back(v);
-  }
-  for (auto [name, slot] :
-       {std::pair{"input_min", &calib.min}, std::pair{"input_max", &calib.max}}) {
-    Attribute attr = dict.get(name);
-    if (!attr)
-      continue;
-    auto value = dyn_cast<FloatAttr>(attr);
-    if (!value || !std::isfinite(value.getValueAsDouble()))
-      return fail(Twine(name) + " must be a finite float");
-    *slot = float(value.getValueAsDouble());
-  }
-  if (calib.min && calib.max && *calib.min > *calib.max)
-    return fail("input_min > input_max");
-  return calib;
-}
 
 /// The calibration of X/s: channel maxima divide exactly; the per-tensor
 /// range can only be bounded, channel by channel, by what both statistics
@@ -414,20 +341,36 @@ struct OctetSmoothQuantPass : octet::impl::OctetSmoothQuantBase<OctetSmoothQuant
       first->emitRemark() << "octet-smoothquant: not smoothed: " << why;
       return success();
     };
+    // Calibrated linears reading X as their GEMM input; any other use needs
+    // X unscaled, which only a duplicated LayerNorm can still provide.
+    SmallVector<OpOperand *> readerUses;
+    std::string otherUse;
     for (OpOperand &use : x.getUses()) {
       Operation *user = use.getOwner();
       std::optional<Gemm> gemm = Gemm::of(user);
-      if (!gemm || use.getOperandNumber() != 0)
-        return skip("its input also feeds " + describe(user) + ", which needs it unscaled");
-      if (llvm::any_of(readers, [&](const Gemm &g) { return g.op == user; }))
+      if (!gemm || use.getOperandNumber() != 0) {
+        if (otherUse.empty())
+          otherUse = "its input also feeds " + describe(user) + ", which needs it unscaled";
         continue;
-      if (!user->hasAttr(kCalibAttr) || user->hasAttr(kMarkerAttr))
-        return skip("its input also feeds a linear without " + kCalibAttr.str() +
-                    " (or one already smoothed)");
+      }
+      if (!user->hasAttr(kCalibAttr) || user->hasAttr(kMarkerAttr)) {
+        if (otherUse.empty())
+          otherUse = "its input also feeds a linear without " + kCalibAttr.str() +
+                     " (or one already smoothed)";
+        continue;
+      }
       if (!readF32Constant(gemm->weight))
         return skip("a weight reading its input is not an f32 constant");
-      readers.push_back(*gemm);
+      readerUses.push_back(&use);
+      if (llvm::none_of(readers, [&](const Gemm &g) { return g.op == user; }))
+        readers.push_back(*gemm);
     }
+    if (readers.empty())
+      return skip(otherUse);
+    Operation *producer = x.getDefiningOp();
+    const bool duplicate = !otherUse.empty();
+    if (duplicate && !(duplicateNorm && isa_and_nonnull<LayerNormOp, AddLayerNormOp>(producer)))
+      return skip(otherUse);
     int64_t k = readers.front().k();
     if (llvm::any_of(readers, [&](const Gemm &g) { return g.k() != k; }))
       return skip("the linears reading its input disagree on K");
@@ -436,7 +379,7 @@ struct OctetSmoothQuantPass : octet::impl::OctetSmoothQuantBase<OctetSmoothQuant
     SmallVector<Calibration> calibrations;
     std::vector<float> xMax(k, 0.0f), wMax(k, 0.0f);
     for (const Gemm &gemm : readers) {
-      FailureOr<Calibration> calib = parseCalibration(gemm.op, k);
+      FailureOr<Calibration> calib = parseCalibration(gemm.op, k, "octet-smoothquant");
       if (failed(calib))
         return failure();
       std::vector<float> w = inputChannelAbsMax(gemm, *readF32Constant(gemm.weight));
@@ -450,6 +393,18 @@ struct OctetSmoothQuantPass : octet::impl::OctetSmoothQuantBase<OctetSmoothQuant
     FoldOrReason fold = planFold(x, k);
     if (auto *why = std::get_if<std::string>(&fold))
       return skip(*why);
+    if (duplicate) {
+      // Post-LN: the LayerNorm's result is also the residual. A copy of it
+      // (recomputed, one more pass over X) feeds the smoothed linears and
+      // absorbs γ/s, β/s; the original keeps serving the other uses.
+      OpBuilder builder(producer->getContext());
+      builder.setInsertionPointAfter(producer);
+      Operation *copy = builder.clone(*producer);
+      for (OpOperand *use : readerUses)
+        use->set(copy->getResult(0));
+      std::get<Fold>(fold).op = copy;
+      ++numDuplicated;
+    }
 
     double strength = alpha;
     std::vector<float> s(k);

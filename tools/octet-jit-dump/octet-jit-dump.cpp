@@ -6,6 +6,8 @@
 //   octet-jit-dump --kernel unary --op exp|erf|tanh|sigmoid|rsqrt|reciprocal|gelu-erf|...
 //   octet-jit-dump --kernel gemm-u8s8 --mr 9 --nr 48 --columns 17 --k-tail 3 [--compensation]
 //                  [--bias] [--residual] [--output f32|u8|s8 --out-scale S --out-zp Z]
+//   octet-jit-dump --kernel gemm-u8s8-amx --mr 32 --columns 32 --k-tail 5 [gemm-u8s8's epilogue
+//                  options]   (AMX tiles; --mr rows 1..32, --columns 1..32, --k-tail K % 64)
 //
 // Generates one kernel (Xbyak only emits bytes: no AVX-512 needed on the host)
 // and prints its code, up to and including the final `ret`, as llvm-mc
@@ -17,6 +19,7 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/codegen/x86/FusedKernels.h"
 #include "compiler/codegen/x86/GemmF32Avx512.h"
+#include "compiler/codegen/x86/GemmU8S8Amx.h"
 #include "compiler/codegen/x86/GemmU8S8Vnni.h"
 
 #include "llvm/Support/CommandLine.h"
@@ -31,7 +34,7 @@
 using namespace octet::x86;
 namespace cl = llvm::cl;
 
-enum class Kernel { GemmF32, GemmU8S8, LayerNorm, Softmax, Unary };
+enum class Kernel { GemmF32, GemmU8S8, GemmU8S8Amx, LayerNorm, Softmax, Unary };
 
 static cl::opt<Kernel> kernel(
     "kernel", cl::Required, cl::desc("Kernel to generate"),
@@ -39,6 +42,9 @@ static cl::opt<Kernel> kernel(
                clEnumValN(Kernel::GemmU8S8, "gemm-u8s8",
                           "AVX-512 VNNI u8 x s8 GEMM micro-kernel (--mr/--nr/--columns/--bias/"
                           "--residual as gemm-f32)"),
+               clEnumValN(Kernel::GemmU8S8Amx, "gemm-u8s8-amx",
+                          "AMX u8 x s8 GEMM micro-kernel (--mr rows 1..32, --columns 1..32, "
+                          "--k-tail K % 64, epilogue options as gemm-u8s8)"),
                clEnumValN(Kernel::LayerNorm, "layernorm", "LayerNorm over rows of --n"),
                clEnumValN(Kernel::Softmax, "softmax", "softmax over rows of --n"),
                clEnumValN(Kernel::Unary, "unary", "elementwise --op")));
@@ -51,14 +57,16 @@ static cl::opt<bool> bias("bias", cl::desc("gemm-f32: add a bias row"));
 static cl::opt<bool> residual("residual",
                               cl::desc("gemm-f32: add a residual; layernorm: a second source"));
 // gemm-u8s8
-static cl::opt<int> kTail("k-tail", cl::desc("gemm-u8s8: K % 4 (masked last K group)"),
+static cl::opt<int> kTail("k-tail",
+                          cl::desc("gemm-u8s8: K % 4 (masked last K group); gemm-u8s8-amx: K % 64"),
                           cl::init(0));
 static cl::opt<bool> compensation("compensation",
                                   cl::desc("gemm-u8s8: subtract a_zero_point * colsum_B"));
-static cl::opt<QuantOutput> output(
-    "output", cl::desc("gemm-u8s8: output type"), cl::init(QuantOutput::F32),
-    cl::values(clEnumValN(QuantOutput::F32, "f32", ""), clEnumValN(QuantOutput::U8, "u8", ""),
-               clEnumValN(QuantOutput::S8, "s8", "")));
+static cl::opt<QuantOutput> output("output", cl::desc("gemm-u8s8: output type"),
+                                   cl::init(QuantOutput::F32),
+                                   cl::values(clEnumValN(QuantOutput::F32, "f32", ""),
+                                              clEnumValN(QuantOutput::U8, "u8", ""),
+                                              clEnumValN(QuantOutput::S8, "s8", "")));
 static cl::opt<float> outScale("out-scale", cl::desc("gemm-u8s8: u8/s8 output scale"),
                                cl::init(1.0f));
 static cl::opt<int> outZeroPoint("out-zp", cl::desc("gemm-u8s8: u8/s8 output zero point"),
@@ -76,8 +84,7 @@ static cl::opt<UnaryOp> op(
     "op", cl::desc("unary: the function"), cl::init(UnaryOp::Exp),
     cl::values(clEnumValN(UnaryOp::Neg, "neg", ""), clEnumValN(UnaryOp::Abs, "abs", ""),
                clEnumValN(UnaryOp::Exp, "exp", ""), clEnumValN(UnaryOp::Erf, "erf", ""),
-               clEnumValN(UnaryOp::Tanh, "tanh", ""),
-               clEnumValN(UnaryOp::Sigmoid, "sigmoid", ""),
+               clEnumValN(UnaryOp::Tanh, "tanh", ""), clEnumValN(UnaryOp::Sigmoid, "sigmoid", ""),
                clEnumValN(UnaryOp::Rsqrt, "rsqrt", ""),
                clEnumValN(UnaryOp::Reciprocal, "reciprocal", ""),
                clEnumValN(UnaryOp::GeluErf, "gelu-erf", ""),
@@ -87,9 +94,8 @@ static std::unique_ptr<KernelGenerator> makeKernel() {
   switch (kernel) {
   case Kernel::GemmF32: {
     GemmF32Avx512Config config{mr, nr, columns ? int(columns) : int(nr), bias, residual};
-    if ((config.nr != 32 && config.nr != 48) || config.columns < 1 ||
-        config.columns > config.nr || config.mr < 1 ||
-        config.mr > GemmF32Avx512::maxRows(config.nr, 0))
+    if ((config.nr != 32 && config.nr != 48) || config.columns < 1 || config.columns > config.nr ||
+        config.mr < 1 || config.mr > GemmF32Avx512::maxRows(config.nr, 0))
       return nullptr;
     return std::make_unique<GemmF32Avx512>(config);
   }
@@ -100,6 +106,15 @@ static std::unique_ptr<KernelGenerator> makeKernel() {
     config.bias = bias, config.residual = residual, config.output = output;
     config.outScale = outScale, config.outZeroPoint = outZeroPoint;
     return std::make_unique<GemmU8S8Vnni>(config); // throws on a shape it rejects
+  }
+  case Kernel::GemmU8S8Amx: {
+    GemmU8S8AmxConfig config;
+    config.rows = mr, config.columns = columns ? int(columns) : kAmxPanel;
+    config.kTailBytes = kTail;
+    config.epilogue.compensation = compensation, config.epilogue.bias = bias;
+    config.epilogue.residual = residual, config.epilogue.output = output;
+    config.epilogue.outScale = outScale, config.epilogue.outZeroPoint = outZeroPoint;
+    return std::make_unique<GemmU8S8Amx>(config); // throws on a shape it rejects
   }
   case Kernel::LayerNorm: {
     std::vector<RowSource> sources(residual ? 2 : 1, RowSource::Dense);

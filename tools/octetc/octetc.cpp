@@ -2,17 +2,19 @@
 //
 //   octetc import MODEL [-o OUT] [--elide-weights | --emit-bytecode]   ONNX → octet IR
 //   octetc ops                                            supported ONNX ops
-//   octetc run MODEL [--input NAME=FILE ...] [--input-sets DIR] ...   compile and run
+//   octetc run MODEL [--input NAME=FILE ...] [--input-sets DIR] [--int8=...] ...   compile and run
+//   octetc calibrate MODEL --samples DIR|generate:SPEC [-o FILE]   calibrated IR (octet.calib)
 //   octetc ceilings [--refresh]                           the roofline's machine ceilings
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/driver/Compile.h"
+#include "compiler/driver/Samples.h"
+#include "compiler/driver/TensorFiles.h"
 #include "compiler/passes/Passes.h"
 #include "frontends/onnx/Importer.h"
 #include "runtime/Ceilings.h"
 #include "runtime/Executor.h"
 #include "runtime/Profile.h"
-#include "tools/octetc/TensorFiles.h"
 
 #include "mlir/Bytecode/BytecodeWriter.h"
 #include "mlir/IR/Diagnostics.h"
@@ -61,7 +63,7 @@ static cl::SubCommand opsCommand("ops", "List the supported ONNX op types, one p
 
 static cl::SubCommand runCommand(
     "run",
-    "Compile an ONNX model for FP32 and run it. Inputs come from --input files, from the input "
+    "Compile an ONNX model (FP32, or INT8 with --int8) and run it. Inputs come from --input files, from the input "
     "sets of --input-sets, or are made up (random token ids within the vocabulary, attention "
     "masks of ones with a padded tail on every other row, token type ids 0, f32 normal)");
 static cl::opt<std::string> runModel(cl::Positional, cl::Required, cl::desc("<model.onnx>"),
@@ -100,8 +102,36 @@ static cl::opt<std::string> runPasses(
     "passes",
     cl::desc("The passes between import and planning, as a comma-separated pipeline of function "
              "passes (default: the full FP32 pipeline; 'none': plan the imported IR as it is). "
-             "Any prefix of the pipeline must compute the same outputs"),
+             "Any prefix of the pipeline must compute the same outputs. With --int8 they replace "
+             "the INT8 lowering only: recognition (and, static, calibration) run first, then "
+             "these passes ('none': plan the recognized, calibrated FP32 IR)"),
     cl::value_desc("PIPELINE"), cl::init(""), cl::sub(runCommand), cl::cat(octetcCategory));
+static cl::opt<std::string> runInt8(
+    "int8",
+    cl::desc("Compile for INT8: 'static' (calibrate on --calib samples, SmoothQuant, per-tensor "
+             "activation scales), 'dynamic' (per-token activation scales at run time, no "
+             "calibration) or 'none' (FP32, the default). See docs/calibration.md"),
+    cl::value_desc("static|dynamic|none"), cl::init("none"), cl::sub(runCommand),
+    cl::cat(octetcCategory));
+static cl::opt<std::string> runCalib(
+    "calib",
+    cl::desc(std::string("Calibration samples for --int8=static: a directory of input sets "
+                         "(like --input-sets) or generate:N[xB][xS] (N generated batches of B "
+                         "sequences of S tokens; default ") +
+             octet::kDefaultCalibrationSamples + ")"),
+    cl::value_desc("DIR|generate:SPEC"), cl::sub(runCommand), cl::cat(octetcCategory));
+static cl::opt<double> runSmoothAlpha(
+    "smoothquant-alpha",
+    cl::desc("SmoothQuant's migration strength in [0, 1] for --int8=static (default 0.5)"),
+    cl::init(0.5), cl::sub(runCommand), cl::cat(octetcCategory));
+static cl::opt<bool> runNoSmooth("no-smoothquant",
+                                 cl::desc("--int8=static without SmoothQuant"),
+                                 cl::sub(runCommand), cl::cat(octetcCategory));
+static cl::opt<double> runCalibPercentile(
+    "calib-percentile",
+    cl::desc("--int8=static: clip the per-tensor activation range to the P-th percentile "
+             "(P in (50, 100], e.g. 99.99; default: min/max)"),
+    cl::init(0), cl::sub(runCommand), cl::cat(octetcCategory));
 static cl::opt<bool> runPrintIr("print-ir-after-all",
                                 cl::desc("Print the IR after import and after every pass"),
                                 cl::sub(runCommand), cl::cat(octetcCategory));
@@ -117,6 +147,37 @@ static cl::opt<std::string>
     runProfileJson("profile-json",
                    cl::desc("Write the --profile table as JSON to FILE (implies profiling)"),
                    cl::value_desc("FILE"), cl::sub(runCommand), cl::cat(octetcCategory));
+
+static cl::SubCommand calibrateCommand(
+    "calibrate",
+    "Import an ONNX model, run the recognition passes and calibration, and write the "
+    "calibrated IR: MLIR with octet.calib (per-channel abs-max, per-tensor min/max of each GEMM "
+    "input) on every octet.linear / octet.fused_linear. Progress and a summary go to stderr");
+static cl::opt<std::string> calibrateModel(cl::Positional, cl::Required, cl::desc("<model.onnx>"),
+                                           cl::sub(calibrateCommand), cl::cat(octetcCategory));
+static cl::opt<std::string> calibrateSamples(
+    "samples",
+    cl::desc(std::string("A directory with one subdirectory per batch holding NAME.npy or "
+                         "NAME.pb for every model input, or generate:N[xB][xS]: N generated "
+                         "token batches of B sequences (default 8) of S tokens (default 128); "
+                         "default ") +
+             octet::kDefaultCalibrationSamples),
+    cl::value_desc("DIR|generate:SPEC"), cl::sub(calibrateCommand), cl::cat(octetcCategory));
+static cl::opt<double> calibratePercentile(
+    "percentile",
+    cl::desc("Per-tensor range: the mean over batches of each batch's (100-P)-th and P-th "
+             "percentile, P in (50, 100] (e.g. 99.99; default: min/max over all batches)"),
+    cl::init(0), cl::sub(calibrateCommand), cl::cat(octetcCategory));
+static cl::opt<std::string> calibrateOutput(
+    "o", cl::desc("Output file (default: stdout; MLIR bytecode when it ends in .mlirbc)"),
+    cl::value_desc("file"), cl::init("-"), cl::sub(calibrateCommand), cl::cat(octetcCategory));
+static cl::opt<std::string> calibrateGemm("gemm",
+                                          cl::desc("GEMM provider: auto (default), jit or onednn"),
+                                          cl::init("auto"), cl::sub(calibrateCommand),
+                                          cl::cat(octetcCategory));
+static cl::opt<bool> calibratePrintIr("print-ir-after-all",
+                                      cl::desc("Print the IR after import and after every pass"),
+                                      cl::sub(calibrateCommand), cl::cat(octetcCategory));
 
 static cl::SubCommand
     ceilingsCommand("ceilings",
@@ -208,8 +269,8 @@ static int runImport() {
 }
 
 namespace rt = octet::rt;
-using octet::tools::formatDims;
-using octet::tools::HostTensor;
+using octet::io::formatDims;
+using octet::io::HostTensor;
 
 namespace {
 
@@ -218,28 +279,6 @@ struct InputSet {
   std::string label;
   std::vector<HostTensor> tensors;
 };
-
-/// Checks a given input against what the Plan expects.
-bool checkInput(const rt::IoInfo &io, const HostTensor &tensor, const std::string &source,
-                std::string &error) {
-  if (tensor.dtype != io.dtype) {
-    error = "input '" + io.name + "' expects " + rt::dtypeName(io.dtype) + ", " + source +
-            " holds " + rt::dtypeName(tensor.dtype);
-    return false;
-  }
-  if (tensor.dims.size() != io.dims.size()) {
-    error = "input '" + io.name + "' expects rank " + std::to_string(io.dims.size()) + ", " +
-            source + " has shape " + formatDims(tensor.dims);
-    return false;
-  }
-  for (size_t d = 0; d < io.dims.size(); ++d)
-    if (io.dims[d] >= 0 && io.dims[d] != tensor.dims[d]) {
-      error = "input '" + io.name + "' dim " + std::to_string(d) + " must be " +
-              std::to_string(io.dims[d]) + ", " + source + " has shape " + formatDims(tensor.dims);
-      return false;
-    }
-  return true;
-}
 
 /// Makes up an input: token ids in range, masks with padding, zeros for
 /// token types, normal floats. `symbols` gives named dims; other dynamic dims
@@ -327,7 +366,7 @@ bool completeInputSet(const rt::Plan &plan, std::vector<HostTensor *> given,
     if (!given[i])
       continue;
     const rt::IoInfo &io = plan.inputs[i];
-    if (!checkInput(io, *given[i], sources[i], error))
+    if (!octet::checkInput(io, *given[i], sources[i], error))
       return false;
     for (size_t d = 0; d < io.dims.size(); ++d)
       if (!io.dimNames[d].empty())
@@ -364,42 +403,21 @@ bool collectInputSets(const rt::Plan &plan, std::vector<InputSet> &sets, std::st
       error = "--input and --input-sets exclude each other";
       return false;
     }
-    std::error_code ec;
     std::vector<std::string> dirs;
-    for (llvm::sys::fs::directory_iterator it(runInputSets, ec), end; it != end && !ec;
-         it.increment(ec))
-      if (llvm::sys::fs::is_directory(it->path()))
-        dirs.push_back(it->path());
-    if (ec) {
-      error = "cannot list --input-sets '" + runInputSets + "': " + ec.message();
+    if (!octet::listInputSets(runInputSets, "--input-sets", dirs, error))
       return false;
-    }
-    if (dirs.empty()) {
-      error = "--input-sets '" + runInputSets + "' has no subdirectories (one per input set)";
-      return false;
-    }
-    std::sort(dirs.begin(), dirs.end());
     for (const std::string &dir : dirs) {
-      std::vector<HostTensor> loaded(plan.inputs.size());
+      std::vector<HostTensor> loaded;
+      std::vector<bool> present;
+      if (!octet::readInputSet(plan, dir, loaded, present, error))
+        return false;
       std::vector<HostTensor *> given(plan.inputs.size(), nullptr);
       std::vector<std::string> sources(plan.inputs.size());
-      for (llvm::sys::fs::directory_iterator it(dir, ec), end; it != end && !ec; it.increment(ec)) {
-        llvm::StringRef file = llvm::sys::path::filename(it->path());
-        llvm::StringRef ext = llvm::sys::path::extension(file);
-        if (ext != ".npy" && ext != ".pb")
-          continue;
-        std::string name = llvm::sys::path::stem(file).str();
-        int index = inputIndex(plan, name);
-        if (index < 0) {
-          error = "'" + it->path() + "': the model has no input '" + name +
-                  "' (inputs: " + inputNames(plan) + ")";
-          return false;
+      for (size_t i = 0; i < loaded.size(); ++i)
+        if (present[i]) {
+          given[i] = &loaded[i];
+          sources[i] = "'" + dir + "/" + plan.inputs[i].name + "'";
         }
-        if (!octet::tools::readTensorFile(it->path(), loaded[index], error))
-          return false;
-        given[index] = &loaded[index];
-        sources[index] = "'" + it->path() + "'";
-      }
       InputSet set;
       set.label = llvm::sys::path::filename(dir).str();
       if (!completeInputSet(plan, given, sources, set, rng, error))
@@ -428,7 +446,7 @@ bool collectInputSets(const rt::Plan &plan, std::vector<InputSet> &sets, std::st
       error = "--input: input '" + name + "' is given twice";
       return false;
     }
-    if (!octet::tools::readTensorFile(path, loaded[index], error))
+    if (!octet::io::readTensorFile(path, loaded[index], error))
       return false;
     given[index] = &loaded[index];
     sources[index] = "'" + path + "'";
@@ -560,7 +578,7 @@ bool runInputSet(const rt::Plan &plan, const InputSet &set, std::string &error) 
       ok = false;
       break;
     }
-    ok = octet::tools::writeNpy(dir + "/" + plan.outputs[i].name + ".npy", t, error);
+    ok = octet::io::writeNpy(dir + "/" + plan.outputs[i].name + ".npy", t, error);
   }
   release();
   return ok;
@@ -587,6 +605,37 @@ static int runRun() {
     return 1;
   }
   options.passes = runPasses;
+  if (runInt8 == "static")
+    options.int8 = octet::CompileOptions::Int8::Static;
+  else if (runInt8 == "dynamic")
+    options.int8 = octet::CompileOptions::Int8::Dynamic;
+  else if (runInt8 != "none") {
+    llvm::errs() << "error: --int8 '" << runInt8 << "': give static, dynamic or none\n";
+    return 1;
+  }
+  if (options.int8 != octet::CompileOptions::Int8::Static) {
+    // Flags that only static INT8 reads would be silently ignored.
+    for (cl::Option *flag : std::initializer_list<cl::Option *>{
+             &runCalib, &runSmoothAlpha, &runNoSmooth, &runCalibPercentile})
+      if (flag->getNumOccurrences()) {
+        llvm::errs() << "error: --" << flag->ArgStr << " needs --int8=static\n";
+        return 1;
+      }
+  }
+  options.calibrationSamples = runCalib;
+  options.calibrationPercentile = runCalibPercentile;
+  options.smoothquant = !runNoSmooth;
+  options.smoothquantAlpha = runSmoothAlpha;
+  if (runNoSmooth && runSmoothAlpha.getNumOccurrences()) {
+    llvm::errs() << "error: --smoothquant-alpha and --no-smoothquant exclude each other\n";
+    return 1;
+  }
+  if (options.int8 == octet::CompileOptions::Int8::Static) {
+    if (runCalib.empty())
+      llvm::errs() << "note: calibrating on " << octet::kDefaultCalibrationSamples
+                   << " (generated token batches; give real ones with --calib DIR)\n";
+    options.progress = [](const std::string &line) { llvm::errs() << line << "\n"; };
+  }
   if (runThreads < 0) {
     llvm::errs() << "error: --threads must be positive\n";
     return 1;
@@ -630,6 +679,50 @@ static int runRun() {
       llvm::errs() << "error: " << error << "\n";
       return 1;
     }
+  return 0;
+}
+
+static int runCalibrate() {
+  octet::CompileOptions options;
+  if (calibrateGemm == "auto")
+    options.kernels.gemm = rt::KernelOptions::Gemm::Auto;
+  else if (calibrateGemm == "jit")
+    options.kernels.gemm = rt::KernelOptions::Gemm::Jit;
+  else if (calibrateGemm == "onednn")
+    options.kernels.gemm = rt::KernelOptions::Gemm::OneDnn;
+  else {
+    llvm::errs() << "error: --gemm '" << calibrateGemm << "': give auto, jit or onednn\n";
+    return 1;
+  }
+  options.calibrationSamples = calibrateSamples;
+  options.calibrationPercentile = calibratePercentile;
+  options.progress = [](const std::string &line) { llvm::errs() << line << "\n"; };
+  if (calibratePrintIr)
+    options.irAfterPass = [](const std::string &pass, const std::string &ir) {
+      llvm::errs() << "// -----// IR Dump After " << pass << " //----- //\n" << ir << "\n\n";
+    };
+  if (!llvm::sys::fs::exists(calibrateModel)) {
+    llvm::errs() << "error: cannot open '" << calibrateModel << "': no such file\n";
+    return 1;
+  }
+  if (calibrateSamples.empty())
+    llvm::errs() << "note: calibrating on " << octet::kDefaultCalibrationSamples
+                 << " (generated token batches; give real ones with --samples DIR)\n";
+  octet::CalibrationSummary summary;
+  rt::Status status =
+      octet::calibrateOnnxFile(calibrateModel, options, calibrateOutput, &summary);
+  if (!status.ok()) {
+    llvm::errs() << "error: " << status.message() << "\n";
+    return 1;
+  }
+  llvm::errs() << "calibrated '" << calibrateModel << "': " << summary.linears
+               << " linear(s) observed over " << summary.batches << " batch(es) ("
+               << summary.rows << " rows per linear) from '" << summary.samples << "' in "
+               << llvm::format("%.1f", summary.seconds) << " s";
+  if (calibratePercentile > 0)
+    llvm::errs() << llvm::format(" (per-tensor ranges: mean %g-th percentiles)",
+                                 double(calibratePercentile));
+  llvm::errs() << "\n";
   return 0;
 }
 
@@ -687,7 +780,8 @@ static int runOps() {
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   for (cl::SubCommand *command :
-       {&cl::SubCommand::getTopLevel(), &importCommand, &opsCommand, &runCommand, &ceilingsCommand})
+       {&cl::SubCommand::getTopLevel(), &importCommand, &opsCommand, &runCommand,
+        &calibrateCommand, &ceilingsCommand})
     cl::HideUnrelatedOptions(octetcCategory, *command);
   cl::ParseCommandLineOptions(argc, argv,
                               "octetc: the Octet INT8 inference compiler for BERT-family "
@@ -698,8 +792,10 @@ int main(int argc, char **argv) {
     return runOps();
   if (runCommand)
     return runRun();
+  if (calibrateCommand)
+    return runCalibrate();
   if (ceilingsCommand)
     return runCeilings();
-  llvm::errs() << "octetc: give a subcommand (import, ops, run, ceilings); see octetc --help\n";
+  llvm::errs() << "octetc: give a subcommand (import, ops, run, calibrate, ceilings); see octetc --help\n";
   return 1;
 }

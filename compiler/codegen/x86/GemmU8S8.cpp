@@ -62,7 +62,7 @@ GemmU8S8::GemmU8S8(const PackedU8S8 &packed, GemmU8S8Params params)
            std::to_string(k_));
   if (params_.aZeroPoint < 0 || params_.aZeroPoint > 255)
     reject("activation zero point must be in 0..255, got " + std::to_string(params_.aZeroPoint));
-  if (!std::isfinite(params_.xScale))
+  if (!params_.xScalePerRow && !std::isfinite(params_.xScale))
     reject("activation scale must be finite");
   if (params_.wScale.size() != 1 && int64_t(params_.wScale.size()) != n_)
     reject("weight scales: need 1 or N = " + std::to_string(n_) + ", got " +
@@ -81,7 +81,8 @@ GemmU8S8::GemmU8S8(const PackedU8S8 &packed, GemmU8S8Params params)
   bias_.assign(padded, 0.0f);
   for (int64_t j = 0; j < n_; ++j) {
     comp_[j] = params_.aZeroPoint * packed.colsum[j];
-    scale_[j] = params_.xScale * params_.wScale[params_.wScale.size() == 1 ? 0 : j];
+    const float w = params_.wScale[params_.wScale.size() == 1 ? 0 : j];
+    scale_[j] = params_.xScalePerRow ? w : params_.xScale * w;
     if (params_.bias)
       bias_[j] = params_.bias[j];
   }
@@ -99,6 +100,7 @@ GemmU8S8::GemmU8S8(const PackedU8S8 &packed, GemmU8S8Params params)
       config.mr = rows, config.nr = nr_, config.columns = columns;
       config.kTailBytes = int(k_ % 4);
       config.compensation = params_.aZeroPoint != 0;
+      config.xScalePerRow = params_.xScalePerRow;
       config.bias = params_.bias != nullptr;
       config.residual = params_.residual;
       config.elementwise = params_.elementwise;
@@ -115,7 +117,7 @@ int64_t GemmU8S8::mc(int64_t m) const {
 }
 
 void GemmU8S8::run(const uint8_t *a, int64_t m, int64_t lda, void *c, int64_t ldc,
-                   const float *residual, int64_t ldr) const {
+                   const float *residual, int64_t ldr, const float *xScale) const {
   if (m < 0)
     reject("run: M must be >= 0, got " + std::to_string(m));
   if (m == 0)
@@ -126,6 +128,8 @@ void GemmU8S8::run(const uint8_t *a, int64_t m, int64_t lda, void *c, int64_t ld
     reject("run: lda " + std::to_string(lda) + " < K " + std::to_string(k_));
   if (ldc < n_)
     reject("run: ldc " + std::to_string(ldc) + " < N " + std::to_string(n_));
+  if (params_.xScalePerRow && !xScale)
+    reject("run: the GEMM takes per-row activation scales: need M of them");
   if (params_.residual && (!residual || ldr < n_))
     reject("run: the epilogue adds a residual: need one with ldr >= N " + std::to_string(n_));
 
@@ -163,7 +167,8 @@ void GemmU8S8::run(const uint8_t *a, int64_t m, int64_t lda, void *c, int64_t ld
                               len / 4,
                               len % 4,
                               kb > 0,
-                              kb == kBlocks - 1};
+                              kb == kBlocks - 1,
+                              params_.xScalePerRow ? xScale + row : nullptr};
             kernel(int(std::min<int64_t>(mr_, rowEnd - row)), tailPanel)(&args);
           }
         }

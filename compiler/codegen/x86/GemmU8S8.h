@@ -1,6 +1,6 @@
 //===- GemmU8S8.h - blocked, threaded INT8 GEMM with VNNI-packed weights -*- C++ -*-===//
 //
-//   C[M, N] = out( program( x_scale * w_scale[n] * (sum_k A[m, k] * B[k, n]
+//   C[M, N] = out( program( x_scale[m] * w_scale[n] * (sum_k A[m, k] * B[k, n]
 //                                                  - a_zero_point * colsum_B[n])
 //                           + bias[n] + residual[m, n] ) )
 //
@@ -9,6 +9,8 @@
 // B: s8, symmetric per output channel (w_scale[n]); constant, packed once by
 // packU8S8, which also computes colsum_B (the u8 x s8 compensation).
 // out: f32, or u8 / s8 = saturate(RNE(v / out_scale) + out_zero_point).
+// x_scale: one per tensor (folded into the per-column scale at construction)
+// or one per row of A (run()'s xScale; the kernel forms f32(x_scale[m] * w_scale[n])).
 // N and K are fixed (B is a constant weight); M is known only at run time.
 //
 // Packed layout: ceil(N / NR) panels of [ceil(K / 4)][NR][4] s8, element
@@ -63,7 +65,10 @@ PackedU8S8 packU8S8(const int8_t *b, int64_t k, int64_t n, WeightLayout layout);
 
 struct GemmU8S8Params {
   int32_t aZeroPoint = 0;                       ///< 0..255
-  float xScale = 1.0f;                          ///< A's scale
+  float xScale = 1.0f;                          ///< A's scale (per tensor)
+  /// Per-row A scales (dynamic per-token quantization): run() takes x_scale[M]
+  /// and the kernel computes f32(x_scale[m] * w_scale[n]); `xScale` is unused.
+  bool xScalePerRow = false;
   std::vector<float> wScale;                    ///< [N] per output channel, or 1 entry (per tensor)
   const float *bias = nullptr;                  ///< [N] f32, or null (copied)
   bool residual = false;                        ///< run() gets a residual [M, N] f32 to add
@@ -84,10 +89,12 @@ public:
   GemmU8S8(const PackedU8S8 &packed, GemmU8S8Params params);
 
   /// lda in bytes (>= K), ldc in elements of the output type (>= N), ldr in
-  /// floats (>= N). A rows are read for exactly K bytes. Throws
+  /// floats (>= N). A rows are read for exactly K bytes. `xScale`: M per-row
+  /// A scales (only with GemmU8S8Params::xScalePerRow). Throws
   /// std::invalid_argument on bad arguments. Threads: OpenMP's team size.
   void run(const uint8_t *a, int64_t m, int64_t lda, void *c, int64_t ldc,
-           const float *residual = nullptr, int64_t ldr = 0) const;
+           const float *residual = nullptr, int64_t ldr = 0,
+           const float *xScale = nullptr) const;
 
   int mr() const { return mr_; }
   int nr() const { return nr_; }

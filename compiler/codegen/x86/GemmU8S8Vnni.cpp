@@ -30,6 +30,8 @@ std::string kernelName(const GemmU8S8VnniConfig &c) {
     name += "_ktail" + std::to_string(c.kTailBytes);
   if (c.compensation)
     name += "_comp";
+  if (c.xScalePerRow)
+    name += "_rowscale";
   return name + gemmEpilogueSuffix(c.bias, c.residual, c.elementwise) + "_" +
          quantOutputName(c.output);
 }
@@ -102,11 +104,25 @@ void GemmU8S8Vnni::epilogue() {
         vpsubd(acc(i, j), acc(i, j), zword[regVec_ + j * 64]);
   }
   mov(regVec_, ptr[regArgs_ + offsetof(GemmU8S8Args, scale)]);
-  for (int i = 0; i < mr_; ++i)
-    for (int j = 0; j < v; ++j) {
-      vcvtdq2ps(acc(i, j), acc(i, j));
-      vmulps(acc(i, j), acc(i, j), zword[regVec_ + j * 64]);
+  if (config_.xScalePerRow) {
+    // f32(x_scale[m] * w_scale[n]) first, then times the sum: the reference's
+    // two roundings. zA_ and zB(0) are free once the K loop is done.
+    mov(regXs_, ptr[regArgs_ + offsetof(GemmU8S8Args, xScale)]);
+    for (int i = 0; i < mr_; ++i) {
+      vbroadcastss(zA_, dword[regXs_ + i * 4]);
+      for (int j = 0; j < v; ++j) {
+        vcvtdq2ps(acc(i, j), acc(i, j));
+        vmulps(zB(0), zA_, zword[regVec_ + j * 64]);
+        vmulps(acc(i, j), acc(i, j), zB(0));
+      }
     }
+  } else {
+    for (int i = 0; i < mr_; ++i)
+      for (int j = 0; j < v; ++j) {
+        vcvtdq2ps(acc(i, j), acc(i, j));
+        vmulps(acc(i, j), acc(i, j), zword[regVec_ + j * 64]);
+      }
+  }
   if (config_.bias) {
     mov(regVec_, ptr[regArgs_ + offsetof(GemmU8S8Args, bias)]);
     for (int i = 0; i < mr_; ++i)

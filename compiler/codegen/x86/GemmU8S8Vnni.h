@@ -16,7 +16,9 @@
 //
 // Epilogue on the last K block, per accumulator (16 columns):
 //   s32: acc - comp[n]          (comp = a_zero_point * colsum_B[n], exact)
-//   f32: cvt * scale[n]         (scale = x_scale * w_scale[n])
+//   f32: cvt * scale[n]         (scale = x_scale * w_scale[n]; per-row x scale:
+//                                cvt * f32(x_scale[m] * w_scale[n]), the
+//                                product formed in the kernel)
 //        + bias[n]              (optional)
 //        + residual[m, n]       (optional, f32)
 //        elementwise program    (optional, EpilogueEmitter: GELU, ...)
@@ -45,6 +47,7 @@ struct GemmU8S8VnniConfig {
   int columns = 48;          ///< valid columns of the panel (< nr only for the last one)
   int kTailBytes = 0;        ///< K % 4: bytes of the masked last K group (0: none)
   bool compensation = false; ///< subtract comp[n] (a_zero_point != 0)
+  bool xScalePerRow = false; ///< scale[n] is w_scale[n]; x_scale[m] comes per row (args.xScale)
   bool bias = false;
   bool residual = false;
   const EpilogueEmitter *elementwise = nullptr;
@@ -68,6 +71,7 @@ struct GemmU8S8Args {
   int64_t kTail;      ///< nonzero: one masked group of kTailBytes follows
   int64_t accumulate; ///< nonzero: add `partial` (K blocks > 0)
   int64_t last;       ///< nonzero: last K block: epilogue and store C; else store `partial`
+  const float *xScale; ///< per-row x scale of the tile's first row (xScalePerRow), one per row
 };
 using GemmU8S8KernelFn = void (*)(const GemmU8S8Args *);
 
@@ -90,6 +94,7 @@ private:
   GemmU8S8VnniConfig config_;
   Xbyak::Label ownConstants_;
   const Xbyak::Reg64 regVec_ = r12; // comp / scale / bias
+  const Xbyak::Reg64 regXs_ = r13;  // per-row x scales
   const Xbyak::Opmask kKTail_ = k2; // K tail bytes (K loop only)
 };
 

@@ -3,12 +3,16 @@
 
 #include <xbyak/xbyak_util.h>
 
+#include <utility>
+
 namespace octet::x86 {
 
 const char *isaName(Isa isa) {
   switch (isa) {
   case Isa::Avx2:
     return "avx2";
+  case Isa::AvxVnni:
+    return "avx_vnni";
   case Isa::Avx512:
     return "avx512";
   case Isa::Avx512Vnni:
@@ -33,12 +37,121 @@ const CpuFeatures &CpuFeatures::host() {
     f.avx512vnni = cpu.has(C::tAVX512_VNNI);
     f.avx512bf16 = cpu.has(C::tAVX512_BF16);
     f.avxVnni = cpu.has(C::tAVX_VNNI);
-    f.amxTile = cpu.has(C::tAMX_TILE);
-    f.amxInt8 = cpu.has(C::tAMX_INT8);
-    f.amxBf16 = cpu.has(C::tAMX_BF16);
+    // Xbyak gates AVX and AVX-512 on XCR0 but not AMX: the OS must also
+    // enable XTILECFG (bit 17) and XTILEDATA (bit 18), or tile instructions #UD.
+    const bool tileState = cpu.has(C::tOSXSAVE) && (cpu.getXfeature() & (3u << 17)) == (3u << 17);
+    f.amxTile = tileState && cpu.has(C::tAMX_TILE);
+    f.amxInt8 = tileState && cpu.has(C::tAMX_INT8);
+    f.amxBf16 = tileState && cpu.has(C::tAMX_BF16);
     return f;
   }();
   return features;
+}
+
+namespace {
+struct Target {
+  const char *name;
+  const char *aliases; // space separated
+  CpuFeatures (*features)();
+};
+
+CpuFeatures avx2Target() {
+  CpuFeatures f;
+  f.avx2 = f.fma = true;
+  return f;
+}
+CpuFeatures avxVnniTarget() {
+  CpuFeatures f = avx2Target();
+  f.avxVnni = true;
+  return f;
+}
+CpuFeatures avx512Target() {
+  CpuFeatures f = avx2Target();
+  f.avx512f = f.avx512bw = f.avx512vl = f.avx512dq = true;
+  return f;
+}
+CpuFeatures avx512VnniTarget() {
+  CpuFeatures f = avx512Target();
+  f.avx512vnni = true;
+  return f;
+}
+CpuFeatures amxTarget() {
+  CpuFeatures f = avx512VnniTarget();
+  f.avx512bf16 = f.avxVnni = true;
+  f.amxTile = f.amxInt8 = f.amxBf16 = true;
+  return f;
+}
+
+const Target kTargets[] = {
+    {"avx2", "haswell broadwell skylake zen2 zen3", avx2Target},
+    {"avx-vnni", "alderlake raptorlake", avxVnniTarget},
+    {"avx512", "skylake-avx512 skx", avx512Target},
+    {"avx512-vnni", "cascadelake icelake-server zen4", avx512VnniTarget},
+    {"amx", "sapphirerapids emeraldrapids graniterapids", amxTarget},
+};
+} // namespace
+
+std::vector<std::string> CpuFeatures::targetNames() {
+  std::vector<std::string> names{"host"};
+  for (const Target &t : kTargets) {
+    names.push_back(t.name);
+    std::string aliases = t.aliases;
+    for (size_t at = 0; at < aliases.size();) {
+      size_t end = aliases.find(' ', at);
+      if (end == std::string::npos)
+        end = aliases.size();
+      names.push_back(aliases.substr(at, end - at));
+      at = end + 1;
+    }
+  }
+  return names;
+}
+
+bool CpuFeatures::forTarget(const std::string &name, CpuFeatures &out, std::string &error) {
+  if (name == "host") {
+    out = host();
+    return true;
+  }
+  for (const Target &t : kTargets) {
+    const std::string aliases = std::string(" ") + t.aliases + " ";
+    if (name == t.name || aliases.find(" " + name + " ") != std::string::npos) {
+      out = t.features();
+      return true;
+    }
+  }
+  error = "unknown target CPU '" + name + "'; known:";
+  for (const std::string &known : targetNames())
+    error += " " + known;
+  return false;
+}
+
+bool CpuFeatures::bestInt8Isa(Isa &isa) const {
+  for (Isa candidate : {Isa::AmxInt8, Isa::Avx512Vnni, Isa::AvxVnni, Isa::Avx2})
+    if (supports(candidate)) {
+      isa = candidate;
+      return true;
+    }
+  return false;
+}
+
+std::string CpuFeatures::describe() const {
+  const std::pair<bool, const char *> all[] = {{avx2, "avx2"},
+                                               {fma, "fma"},
+                                               {avx512f, "avx512f"},
+                                               {avx512bw, "avx512bw"},
+                                               {avx512vl, "avx512vl"},
+                                               {avx512dq, "avx512dq"},
+                                               {avx512vnni, "avx512_vnni"},
+                                               {avx512bf16, "avx512_bf16"},
+                                               {avxVnni, "avx_vnni"},
+                                               {amxTile, "amx_tile"},
+                                               {amxInt8, "amx_int8"},
+                                               {amxBf16, "amx_bf16"}};
+  std::string s;
+  for (const auto &[present, name] : all)
+    if (present)
+      s += (s.empty() ? "" : " ") + std::string(name);
+  return s.empty() ? "none" : s;
 }
 
 bool CpuFeatures::supports(Isa isa) const {
@@ -46,6 +159,8 @@ bool CpuFeatures::supports(Isa isa) const {
   switch (isa) {
   case Isa::Avx2:
     return avx2 && fma;
+  case Isa::AvxVnni:
+    return avx2 && fma && avxVnni;
   case Isa::Avx512:
     return avx512;
   case Isa::Avx512Vnni:

@@ -17,18 +17,33 @@
 
 namespace octet::x86 {
 
-/// Instruction sets a kernel can target, weakest first.
-enum class Isa { Avx2, Avx512, Avx512Vnni, AmxInt8 };
+/// Instruction sets a kernel can target. AvxVnni (256-bit vpdpbusd, VEX) and
+/// Avx512 are not ordered: Alder Lake has the first only, Skylake-SP the second.
+enum class Isa { Avx2, AvxVnni, Avx512, Avx512Vnni, AmxInt8 };
 const char *isaName(Isa isa);
 
-/// What the running CPU supports (CPUID, plus the OS's XSAVE state).
+/// What a CPU supports: the running one (CPUID, gated by the OS's XSAVE state
+/// in XCR0: ymm for AVX, opmask/zmm for AVX-512, XTILECFG/XTILEDATA for AMX),
+/// or a named target when compiling for another CPU.
 struct CpuFeatures {
   bool avx2 = false, fma = false;
   bool avx512f = false, avx512bw = false, avx512vl = false, avx512dq = false;
   bool avx512vnni = false, avx512bf16 = false, avxVnni = false;
   bool amxTile = false, amxInt8 = false, amxBf16 = false;
   static const CpuFeatures &host();
+  /// Features of a target CPU by name: "host", "avx2" (Haswell),
+  /// "avx-vnni" (Alder Lake), "avx512" (Skylake-SP), "avx512-vnni"
+  /// (Cascade Lake, Ice Lake-SP, Zen 4), "amx" (Sapphire Rapids and later),
+  /// or an alias from targetNames(). Returns false with `error` naming the
+  /// known targets for anything else.
+  static bool forTarget(const std::string &name, CpuFeatures &out, std::string &error);
+  static std::vector<std::string> targetNames();
   bool supports(Isa isa) const;
+  /// The strongest INT8 dot-product ISA: AmxInt8 > Avx512Vnni > AvxVnni >
+  /// Avx2 (vpmaddubsw); returns false when not even AVX2 is there.
+  bool bestInt8Isa(Isa &isa) const;
+  /// "avx2 fma avx512f ... amx_int8": the features present, for messages.
+  std::string describe() const;
 };
 
 class KernelGenerator : public Xbyak::CodeGenerator {

@@ -58,6 +58,16 @@ const char *octet_dtype_name(octet_dtype dtype);
  *        "print_ir_after_all" "0" | "1": the IR after every pass, on stderr
  *        "profile"            "0" | "1": time every step of each octet_run
  *                             (octet_model_last_profile_json)
+ *        "int8"               "none" (default, FP32) | "static" (calibrated
+ *                             per-tensor activation scales) | "dynamic"
+ *                             (per-token scales at run time)
+ *        "calibration_samples"    static: a directory of input sets or
+ *                             "generate:N[xB][xS]" (default "generate:16x8x128")
+ *        "calibration_percentile" "0" (default: min/max) | P in (50, 100]
+ *        "calibration_progress"   "0" (default) | "1": progress on stderr
+ *        "smoothquant"        "on" (default) | "off"   (static only)
+ *        "smoothquant_alpha"  a number in [0, 1], default "0.5"
+ * See docs/calibration.md.
  */
 octet_options *octet_options_create(void);
 octet_status octet_options_set(octet_options *options, const char *key, const char *value);
@@ -70,6 +80,15 @@ octet_status octet_model_create_from_file(const char *onnx_path, const octet_opt
 octet_status octet_model_create_from_bytes(const void *onnx_bytes, size_t size,
                                            const octet_options *options, octet_model **model);
 void octet_model_destroy(octet_model *model); /* NULL is ignored */
+
+/* ---- Calibration -----------------------------------------------------------
+ * Runs the recognition passes and calibration of the model on `samples` (a
+ * directory of input sets or "generate:N[xB][xS]"; NULL: the option
+ * "calibration_samples" or its default) and writes the calibrated IR (MLIR
+ * text, or bytecode for a path ending in ".mlirbc"; "-" is stdout) with
+ * octet.calib on every linear. options may be NULL. */
+octet_status octet_calibrate(const char *onnx_path, const char *samples,
+                             const octet_options *options, const char *output_path);
 
 /* ---- Inputs and outputs ----------------------------------------------------
  * dims[i] is -1 where the dim is symbolic; dim_names[i] is its ONNX name

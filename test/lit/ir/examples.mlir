@@ -231,6 +231,11 @@ func.func @quantize_1(%x: tensor<768x768xf32>, %s: tensor<768xf32>) {
   return
 }
 
+func.func @quantize_per_row(%x: tensor<?x?x768xf32>) {
+    %q, %s = octet.quantize_per_row %x : tensor<?x?x768xf32> -> tensor<?x?x768xui8>, tensor<?x?x1xf32>
+  return
+}
+
 func.func @range(%c0: index, %seq: index, %c1: index) {
   %pos = octet.range %c0, %seq, %c1 : tensor<?xi64>
   return

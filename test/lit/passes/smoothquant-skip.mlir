@@ -1,6 +1,7 @@
-// RUN: octet-opt %s -octet-smoothquant -split-input-file -verify-diagnostics | FileCheck %s
+// RUN: octet-opt %s -octet-smoothquant="duplicate-norm=false" -split-input-file -verify-diagnostics | FileCheck %s
 
-// Cases left unsmoothed: nothing changes, and a remark says why (except for
+// Cases left unsmoothed (with duplicate-norm off; smoothquant-duplicate-norm.mlir has
+// the default): nothing changes, and a remark says why (except for
 // linears without calibration, which are simply not candidates).
 
 // No octet.calib: not a candidate.

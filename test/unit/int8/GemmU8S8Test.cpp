@@ -421,3 +421,79 @@ TEST(GemmU8S8, RequantizationSaturates) {
 }
 
 } // namespace
+
+namespace {
+// Per-row activation scales (dynamic per-token quantization, a_zp 128): the
+// kernel forms f32(x_scale[m] * w_scale[n]) itself, so every f32 result equals
+// the reference formula bit for bit, and u8/s8 results exactly.
+TEST(GemmU8S8, PerRowScaleMatchesTheFormulaBitForBit) {
+  SKIP_WITHOUT_VNNI();
+  const std::vector<std::tuple<int64_t, int64_t, int64_t>> shapes = {
+      {1, 1, 1}, {7, 17, 5}, {29, 100, 770}, {13, 48, 64}};
+  for (const auto &[m, n, k] : shapes) {
+    Problem p(m, n, k, unsigned(m + n + k));
+    std::mt19937 gen{static_cast<unsigned>(k)};
+    std::uniform_real_distribution<float> around(0.5f, 1.5f);
+    std::vector<float> xs(m);
+    for (float &v : xs)
+      v = p.xScale * around(gen);
+    const PackedU8S8 packed = packU8S8(p.bKN.data(), k, n, WeightLayout::KN);
+    for (QuantOutput out : {QuantOutput::F32, QuantOutput::U8, QuantOutput::S8})
+      for (bool extras : {false, true}) {
+        GemmU8S8Params params;
+        params.aZeroPoint = 128;
+        params.xScalePerRow = true;
+        params.xScale = std::numeric_limits<float>::quiet_NaN(); // unused per row
+        params.wScale = p.wScale;
+        params.bias = extras ? p.bias.data() : nullptr;
+        params.residual = extras;
+        params.output = out;
+        params.outScale = 0.0213f;
+        params.outZeroPoint = out == QuantOutput::U8 ? 37 : -5;
+        GemmU8S8 gemm(packed, params);
+        ThreadCount scope(2);
+        const int bytes = out == QuantOutput::F32 ? 4 : 1;
+        const int64_t ldc = n + 3;
+        std::vector<uint8_t> c(m * ldc * bytes, kCanary8);
+        gemm.run(p.a.data(), m, p.lda, c.data(), ldc, extras ? p.residual.data() : nullptr, p.ldr,
+                 xs.data());
+        int failures = 0;
+        for (int64_t i = 0; i < m; ++i)
+          for (int64_t j = 0; j < n; ++j) {
+            const int32_t s32 = int32_t(p.dot[i * n + j] - 128 * p.colsum[j]);
+            const float scale = xs[i] * p.wScale[j];
+            float v = scale * float(s32);
+            if (extras) {
+              v += p.bias[j];
+              v += p.residual[i * p.ldr + j];
+            }
+            bool ok;
+            std::string got;
+            if (out == QuantOutput::F32) {
+              float f;
+              std::memcpy(&f, &c[(i * ldc + j) * 4], 4);
+              ok = std::memcmp(&f, &v, 4) == 0, got = std::to_string(f);
+            } else {
+              const double lo = out == QuantOutput::U8 ? 0 : -128;
+              const int want = int(std::clamp(double(std::nearbyint(v / params.outScale)) +
+                                                  params.outZeroPoint,
+                                              lo, lo + 255));
+              const int q = out == QuantOutput::U8 ? int(c[i * ldc + j]) : int(int8_t(c[i * ldc + j]));
+              ok = q == want, got = std::to_string(q) + " (want " + std::to_string(want) + ")";
+            }
+            if (!ok && failures++ < 5)
+              ADD_FAILURE() << quantOutputName(out) << (extras ? " +bias+residual" : "") << " M "
+                            << m << " N " << n << " K " << k << ": C[" << i << "][" << j
+                            << "] = " << got << ", formula " << v;
+          }
+      }
+    GemmU8S8Params params;
+    params.aZeroPoint = 128;
+    params.xScalePerRow = true;
+    params.wScale = p.wScale;
+    GemmU8S8 gemm(packed, params);
+    std::vector<float> c(m * n);
+    EXPECT_THROW(gemm.run(p.a.data(), m, p.lda, c.data(), n), std::invalid_argument);
+  }
+}
+} // namespace

@@ -137,6 +137,96 @@ TEST(Work, FusedElementwiseCountsLiveInstructions) {
   EXPECT_EQ(w.shapes, "[3, 7] [7] -> [3, 7]");
 }
 
+TEST(Work, QuantizePerRowReadsF32WritesU8AndScales) {
+  const int64_t rows = 6, k = 13;
+  std::vector<float> x(rows * k, 0.5f), scales(rows);
+  std::vector<uint8_t> q(rows * k);
+  for (bool jit : {true, false}) {
+    Harness h;
+    TensorId in = h.BoundPlan::tensor("x", {2, 3, k}, x.data(), Storage::Arena);
+    TensorId out = h.BoundPlan::tensor("q", {2, 3, k}, q.data(), Storage::Arena, DType::U8);
+    TensorId sc = h.BoundPlan::tensor("s", {2, 3, 1}, scales.data(), Storage::Arena);
+    KernelOptions options;
+    options.allowAvx512 = jit;
+    std::string error;
+    StepPtr step = makeQuantizePerRow(in, out, sc, options, error);
+    ASSERT_TRUE(step) << error;
+    ExecContext ctx = h.context();
+    ASSERT_TRUE(step->run(ctx).ok());
+    const Work w = step->work(ctx);
+    const double e = rows * k;
+    EXPECT_DOUBLE_EQ(w.ops, e);
+    EXPECT_DOUBLE_EQ(w.bytes, 4 * e + e + 4 * rows);
+    EXPECT_EQ(w.shapes, "[2, 3, 13]");
+  }
+}
+
+TEST(Work, QuantizeIsOneOpPerElementAndEveryOperandOnce) {
+  const int64_t e = 37;
+  std::vector<float> x(e, 0.5f);
+  float scale = 0.1f;
+  uint8_t zp = 128;
+  std::vector<uint8_t> q(e);
+  Harness h;
+  TensorId in = h.BoundPlan::tensor("x", {e}, x.data(), Storage::Arena);
+  TensorId s = h.BoundPlan::tensor("s", {}, &scale, Storage::Arena);
+  TensorId z = h.BoundPlan::tensor("z", {}, &zp, Storage::Arena, DType::U8);
+  TensorId out = h.BoundPlan::tensor("q", {e}, q.data(), Storage::Arena, DType::U8);
+  StepPtr step = makeQuantize(in, s, z, 1, out);
+  ExecContext ctx = h.context();
+  ASSERT_TRUE(step->run(ctx).ok());
+  const Work w = step->work(ctx);
+  EXPECT_DOUBLE_EQ(w.ops, e);
+  EXPECT_DOUBLE_EQ(w.bytes, 4 * e + 4 + 1 + e);
+}
+
+TEST(Work, QLinearIsTwoMNKAndReadsU8AS8WeightsResultExtras) {
+  const int64_t k = 13, n = 10, m = 6;
+  std::vector<int8_t> weight(k * n, 3);
+  std::vector<float> ws(n, 0.01f), residual(m * n, 1.0f);
+  std::vector<uint8_t> x(m * k, 130), q(m * n);
+  std::vector<float> y(m * n);
+  float xs = 0.02f, ys = 0.5f;
+  uint8_t xzp = 128, yzp = 128;
+  for (DType outType : {DType::F32, DType::U8})
+    for (bool vnni : {true, false}) {
+      Harness h;
+      QLinearSpec spec;
+      spec.input = h.BoundPlan::tensor("x", {2, 3, k}, x.data(), Storage::Arena, DType::U8);
+      spec.output = h.BoundPlan::tensor("y", {2, 3, n},
+                                        outType == DType::F32 ? static_cast<void *>(y.data())
+                                                              : static_cast<void *>(q.data()),
+                                        Storage::Arena, outType);
+      spec.weight = weight.data(), spec.k = k, spec.n = n;
+      spec.wScale = ws.data(), spec.wScaleCount = n;
+      spec.xScale = h.BoundPlan::tensor("xs", {}, &xs, Storage::Arena);
+      spec.xScaleConst = &xs;
+      spec.xZeroPoint = h.BoundPlan::tensor("xzp", {}, &xzp, Storage::Arena, DType::U8);
+      spec.xZeroPointConst = &xzp;
+      if (outType == DType::U8) {
+        spec.outScale = h.BoundPlan::tensor("ys", {}, &ys, Storage::Arena);
+        spec.outScaleConst = &ys;
+        spec.outZeroPoint = h.BoundPlan::tensor("yzp", {}, &yzp, Storage::Arena, DType::U8);
+        spec.outZeroPointConst = &yzp;
+      }
+      spec.extras = {h.BoundPlan::tensor("r", {2, 3, n}, residual.data(), Storage::Arena)};
+      spec.epilogue.numInputs = 2; // acc + residual
+      spec.epilogue.instrs = {{Op::Input, 0}, {Op::Input, 1}, {Op::Add, 0, 1}};
+      KernelOptions options;
+      options.allowAvx512 = vnni;
+      std::string error;
+      StepPtr step = makeQLinear(spec, outType, options, error);
+      ASSERT_TRUE(step) << error;
+      ExecContext ctx = h.context();
+      ASSERT_TRUE(step->run(ctx).ok());
+      const Work w = step->work(ctx);
+      EXPECT_DOUBLE_EQ(w.ops, 2.0 * m * n * k);
+      const double outBytes = outType == DType::F32 ? 4 : 1;
+      EXPECT_DOUBLE_EQ(w.bytes, m * k + k * n + m * n * outBytes + 4.0 * m * n);
+      EXPECT_EQ(w.shapes, "[6, 13] x [13, 10] u8s8");
+    }
+}
+
 TEST(Work, GenericStepsUseTheDefault) {
   Harness h;
   h.buffers.reserve(8);

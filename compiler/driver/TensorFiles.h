@@ -1,12 +1,13 @@
 //===- TensorFiles.h - .npy and ONNX TensorProto (.pb) files ----*- C++ -*-===//
 //
-// What `octetc run` reads its inputs from and writes its outputs to: NumPy's
-// .npy (format v1/v2/v3, little-endian, C order) and ONNX TensorProto .pb
-// files (raw_data or the typed fields), for the dtypes a Plan knows.
+// What `octetc run` and calibration read inputs from (and octetc writes its
+// outputs to): NumPy's .npy (format v1/v2/v3, little-endian, C order) and ONNX
+// TensorProto .pb files (raw_data or the typed fields), for the dtypes a Plan
+// knows.
 //
 //===----------------------------------------------------------------------===//
-#ifndef OCTET_TOOLS_OCTETC_TENSORFILES_H
-#define OCTET_TOOLS_OCTETC_TENSORFILES_H
+#ifndef OCTET_COMPILER_DRIVER_TENSORFILES_H
+#define OCTET_COMPILER_DRIVER_TENSORFILES_H
 
 #include "runtime/Plan.h"
 
@@ -14,7 +15,7 @@
 #include <string>
 #include <vector>
 
-namespace octet::tools {
+namespace octet::io {
 
 /// A dense row-major tensor in host memory.
 struct HostTensor {
@@ -41,6 +42,6 @@ bool writeNpy(const std::string &path, const HostTensor &tensor, std::string &er
 /// "[2, 128]" for messages.
 std::string formatDims(const std::vector<int64_t> &dims);
 
-} // namespace octet::tools
+} // namespace octet::io
 
 #endif

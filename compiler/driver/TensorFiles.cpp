@@ -1,5 +1,5 @@
 //===- TensorFiles.cpp - .npy and ONNX TensorProto (.pb) files ------------===//
-#include "tools/octetc/TensorFiles.h"
+#include "compiler/driver/TensorFiles.h"
 
 #include <onnx/onnx_pb.h>
 
@@ -11,7 +11,7 @@
 
 using octet::rt::DType;
 
-namespace octet::tools {
+namespace octet::io {
 
 namespace {
 
@@ -342,4 +342,4 @@ bool readTensorFile(const std::string &path, HostTensor &tensor, std::string &er
   return false;
 }
 
-} // namespace octet::tools
+} // namespace octet::io

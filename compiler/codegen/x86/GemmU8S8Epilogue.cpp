@@ -1,0 +1,142 @@
+//===- GemmU8S8Epilogue.cpp -----------------------------------------------===//
+#include "compiler/codegen/x86/GemmU8S8Epilogue.h"
+
+#include <cmath>
+#include <cstring>
+
+namespace octet::x86 {
+using namespace Xbyak;
+
+namespace {
+uint32_t bitsOf(float f) {
+  uint32_t b;
+  std::memcpy(&b, &f, sizeof b);
+  return b;
+}
+
+// The epilogue's own constants (after the elementwise emitter's), by index.
+enum OwnConstant { kOutScale, kClampLow, kClampHigh, kOutZeroPoint, kZero, kOwnConstantCount };
+// |v| <= 2^24 before vcvtps2dq: in range for s32, far past any u8/s8 result.
+constexpr float kClamp = 16777216.0f;
+} // namespace
+
+std::string checkGemmU8S8Epilogue(const GemmU8S8EpilogueConfig &c) {
+  if (c.output == QuantOutput::F32)
+    return "";
+  if (!(c.outScale > 0) || !std::isfinite(c.outScale))
+    return "output scale must be positive and finite";
+  const int32_t lo = c.output == QuantOutput::U8 ? 0 : -128;
+  if (c.outZeroPoint < lo || c.outZeroPoint > lo + 255)
+    return "output zero point " + std::to_string(c.outZeroPoint) + " outside the " +
+           quantOutputName(c.output) + " range";
+  return "";
+}
+
+std::string gemmU8S8EpilogueSuffix(const GemmU8S8EpilogueConfig &c) {
+  return (c.compensation ? "_comp" : "") +
+         gemmEpilogueSuffix(c.bias, c.residual, c.elementwise != nullptr) + "_" +
+         quantOutputName(c.output);
+}
+
+GemmU8S8EpilogueAvx512::GemmU8S8EpilogueAvx512(std::string name, Isa isa, size_t maxCodeBytes,
+                                               int mr, int nr, int columns,
+                                               const GemmU8S8EpilogueConfig &epilogue)
+    : GemmTileAvx512(std::move(name), isa, maxCodeBytes, mr, nr, columns), epilogue_(epilogue) {}
+
+bool GemmU8S8EpilogueAvx512::exactReciprocal() const {
+  const float s = epilogue_.outScale;
+  return epilogue_.output != QuantOutput::F32 && std::ilogb(s) > -126 &&
+         std::ldexp(1.0f, std::ilogb(s)) == s;
+}
+
+Address GemmU8S8EpilogueAvx512::constant(int index) const {
+  return ptr_b[rip + ownConstants_ + 4 * index];
+}
+
+void GemmU8S8EpilogueAvx512::emitU8S8Epilogue(const ColumnPointer &column,
+                                              const std::function<void()> &pointAtResidualRows) {
+  const int v = vectors();
+  if (epilogue_.compensation) {
+    const Reg64 comp = column(ColumnArray::Comp);
+    for (int i = 0; i < mr_; ++i)
+      for (int j = 0; j < v; ++j)
+        vpsubd(acc(i, j), acc(i, j), zword[comp + j * 64]);
+  }
+  const Reg64 scale = column(ColumnArray::Scale);
+  for (int i = 0; i < mr_; ++i)
+    for (int j = 0; j < v; ++j) {
+      vcvtdq2ps(acc(i, j), acc(i, j));
+      vmulps(acc(i, j), acc(i, j), zword[scale + j * 64]);
+    }
+  if (epilogue_.bias) {
+    const Reg64 bias = column(ColumnArray::Bias);
+    for (int i = 0; i < mr_; ++i)
+      for (int j = 0; j < v; ++j)
+        vaddps(acc(i, j), acc(i, j), zword[bias + j * 64]);
+  }
+  if (epilogue_.residual) {
+    // Masked on the tail: residual rows are N floats, nothing past them is read.
+    pointAtResidualRows();
+    addRows();
+  }
+  if (epilogue_.elementwise)
+    emitElementwise(*epilogue_.elementwise);
+  if (epilogue_.output == QuantOutput::F32)
+    return;
+  // Requantize: RNE(v / out_scale) + out_zp, saturated. A power-of-two scale
+  // multiplies by its exact reciprocal; others divide, as the formula says.
+  for (int r = 0; r < accCount_; ++r) {
+    const Zmm z(r);
+    if (exactReciprocal())
+      vmulps(z, z, constant(kOutScale));
+    else
+      vdivps(z, z, constant(kOutScale));
+    vmaxps(z, z, constant(kClampLow)); // NaN takes the second operand: the low bound
+    vminps(z, z, constant(kClampHigh));
+    vcvtps2dq(z, z); // MXCSR's default rounding: to nearest even
+    vpaddd(z, z, constant(kOutZeroPoint));
+    if (epilogue_.output == QuantOutput::U8)
+      vpmaxsd(z, z, constant(kZero)); // vpmovusdb saturates unsigned inputs only
+  }
+}
+
+void GemmU8S8EpilogueAvx512::emitU8S8Store(const std::function<void()> &pointAtOutputRows) {
+  pointAtOutputRows();
+  forEachRow([&](int i) {
+    for (int j = 0; j < vectors(); ++j) {
+      const Zmm &z = acc(i, j);
+      if (epilogue_.output == QuantOutput::F32) {
+        Address dst = zword[regRow_ + j * 64];
+        if (isTail(j))
+          vmovups(dst | kTail_, z);
+        else
+          vmovups(dst, z);
+      } else {
+        Address dst = xword[regRow_ + j * 16];
+        if (isTail(j))
+          dst = xword[regRow_ + j * 16] | kTail_;
+        if (epilogue_.output == QuantOutput::U8)
+          vpmovusdb(dst, z);
+        else
+          vpmovsdb(dst, z);
+      }
+    }
+  });
+}
+
+void GemmU8S8EpilogueAvx512::emitU8S8Constants() {
+  if (epilogue_.elementwise)
+    emitElementwiseConstants(*epilogue_.elementwise);
+  align(64);
+  L(ownConstants_);
+  uint32_t own[kOwnConstantCount] = {};
+  own[kOutScale] = bitsOf(exactReciprocal() ? 1.0f / epilogue_.outScale : epilogue_.outScale);
+  own[kClampLow] = bitsOf(-kClamp);
+  own[kClampHigh] = bitsOf(kClamp);
+  own[kOutZeroPoint] = uint32_t(epilogue_.outZeroPoint);
+  own[kZero] = 0;
+  for (uint32_t w : own)
+    dd(w);
+}
+
+} // namespace octet::x86

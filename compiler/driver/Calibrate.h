@@ -1,0 +1,34 @@
+//===- Calibrate.h - observe GEMM inputs, write octet.calib -----*- C++ -*-===//
+//
+// Calibration is a driver step, not a pass (DESIGN.md): on the IR after the
+// recognition pipeline, it clones the module, returns every octet.linear /
+// octet.fused_linear `input` as an extra result, finishes the FP32 pipeline
+// on the clone, builds its Plan, runs it over the samples and writes what it
+// saw as `octet.calib` (docs/int8.md) onto the original module's linears.
+// docs/calibration.md says what is measured and how.
+//
+//===----------------------------------------------------------------------===//
+#ifndef OCTET_COMPILER_DRIVER_CALIBRATE_H
+#define OCTET_COMPILER_DRIVER_CALIBRATE_H
+
+#include "compiler/driver/Compile.h"
+
+#include "mlir/IR/BuiltinOps.h"
+
+namespace octet {
+
+/// Calibrates `module` (after buildRecognitionPipeline) on
+/// options.calibrationSamples with options.kernels and
+/// options.calibrationPercentile; reports through options.progress. Errors
+/// from the instrumented compile are diagnostics on the module's context; the
+/// Status says what failed.
+rt::Status calibrateModule(mlir::ModuleOp module, const CompileOptions &options,
+                           CalibrationSummary *summary = nullptr);
+
+/// `file` or `file:node` for the importer's locations, as messages print them
+/// (shared by the driver's diagnostics and calibration's messages).
+std::string formatLocation(mlir::Location loc);
+
+} // namespace octet
+
+#endif

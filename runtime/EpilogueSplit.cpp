@@ -1,0 +1,459 @@
+//===- EpilogueSplit.cpp - what the GEMM steps share ----------------------===//
+#include "runtime/EpilogueSplit.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace octet::rt {
+
+using Op = ElementwiseProgram::Op;
+
+bool hostHasAvx512(const KernelOptions &options) {
+  const x86::CpuFeatures &cpu = x86::CpuFeatures::host();
+  return options.allowAvx512 && cpu.avx512f && cpu.avx512bw && cpu.avx512dq && cpu.avx512vl;
+}
+
+// ---- Row views -------------------------------------------------------------
+
+bool asRows(const std::vector<int64_t> &shape, const std::vector<int64_t> &strides, RowView &v) {
+  const int rank = int(shape.size());
+  v.cols = rank ? shape[rank - 1] : 1;
+  v.rows = 1;
+  for (int d = 0; d + 1 < rank; ++d)
+    v.rows *= shape[d];
+  if (rank && v.cols > 1 && strides[rank - 1] != 1)
+    return false;
+  v.ld = v.cols;
+  bool first = true;
+  int64_t expected = 0;
+  for (int d = rank - 2; d >= 0; --d) {
+    if (shape[d] == 1)
+      continue;
+    if (first)
+      v.ld = strides[d], first = false;
+    else if (strides[d] != expected)
+      return false;
+    expected = strides[d] * shape[d];
+  }
+  return true;
+}
+
+bool rowView(const ExecContext &ctx, TensorId t, RowView &v) {
+  v.data = ctx.data<float>(t);
+  return asRows(ctx.shape(t), ctx.strides(t), v);
+}
+
+/// Copies any strided view of `t`, broadcast to `shape` (right-aligned, size-1
+/// dims stretch), into the contiguous `out`.
+void gatherBroadcast(const ExecContext &ctx, TensorId t, const std::vector<int64_t> &shape,
+                     std::vector<float> &out) {
+  const std::vector<int64_t> inShape = ctx.shape(t), inStrides = ctx.strides(t);
+  const int rank = int(shape.size()), shift = rank - int(inShape.size());
+  std::vector<int64_t> strides(rank, 0);
+  for (int d = 0; d < int(inShape.size()); ++d)
+    strides[d + shift] = inShape[d] == 1 ? 0 : inStrides[d];
+  int64_t total = 1;
+  for (int64_t s : shape)
+    total *= s;
+  out.resize(total);
+  const float *src = ctx.data<float>(t);
+#pragma omp parallel for schedule(static) if (total > 65536)
+  for (int64_t i = 0; i < total; ++i) {
+    int64_t rest = i, offset = 0;
+    for (int d = rank - 1; d >= 0; --d) {
+      offset += (rest % shape[d]) * strides[d];
+      rest /= shape[d];
+    }
+    out[i] = src[offset];
+  }
+}
+
+// ---- Program helpers -------------------------------------------------------
+
+/// Dead-code elimination; `live[i]`: instruction i contributes to the result.
+std::vector<bool> liveInstrs(const ElementwiseProgram &p) {
+  std::vector<bool> live(p.instrs.size(), false);
+  if (p.instrs.empty())
+    return live;
+  live.back() = true;
+  for (size_t i = p.instrs.size(); i-- > 0;) {
+    if (!live[i] || p.instrs[i].op == Op::Input || p.instrs[i].op == Op::Constant)
+      continue;
+    if (p.instrs[i].a >= 0)
+      live[p.instrs[i].a] = true;
+    if (p.instrs[i].b >= 0)
+      live[p.instrs[i].b] = true;
+  }
+  return live;
+}
+
+/// Inputs the program's result depends on (the empty program reads input 0).
+std::vector<bool> inputsRead(const ElementwiseProgram &p) {
+  std::vector<bool> read(std::max(p.numInputs, 1), false);
+  if (p.instrs.empty()) {
+    read[0] = true;
+    return read;
+  }
+  std::vector<bool> live = liveInstrs(p);
+  for (size_t i = 0; i < p.instrs.size(); ++i)
+    if (live[i] && p.instrs[i].op == Op::Input)
+      read[p.instrs[i].a] = true;
+  return read;
+}
+
+/// The program without its dead instructions (ids renumbered).
+ElementwiseProgram withoutDeadCode(const ElementwiseProgram &p) {
+  if (p.instrs.empty())
+    return p;
+  const std::vector<bool> live = liveInstrs(p);
+  ElementwiseProgram out;
+  out.numInputs = p.numInputs;
+  std::vector<int32_t> newId(p.instrs.size(), -1);
+  for (size_t i = 0; i < p.instrs.size(); ++i) {
+    if (!live[i])
+      continue;
+    ElementwiseProgram::Instr in = p.instrs[i];
+    if (in.op != Op::Input && in.op != Op::Constant) {
+      in.a = in.a >= 0 ? newId[in.a] : -1;
+      in.b = in.b >= 0 ? newId[in.b] : -1;
+    }
+    newId[i] = int32_t(out.instrs.size());
+    out.instrs.push_back(in);
+  }
+  return out;
+}
+
+/// Arithmetic instructions the result depends on: the ops per element of a
+/// program in a profile (a transcendental function counts one).
+double programOps(const ElementwiseProgram &p) {
+  const std::vector<bool> live = liveInstrs(p);
+  double ops = 0;
+  for (size_t i = 0; i < p.instrs.size(); ++i)
+    ops += live[i] && p.instrs[i].op != Op::Input && p.instrs[i].op != Op::Constant;
+  return ops;
+}
+
+double tensorBytes(const ExecContext &ctx, TensorId t) {
+  return double(ctx.numElements(t)) * double(dtypeBytes(ctx.dtype(t)));
+}
+
+bool isIdentity(const ElementwiseProgram &p) {
+  return p.instrs.empty() || (p.instrs.back().op == Op::Input && p.instrs.back().a == 0);
+}
+
+namespace {
+/// One op of ElementwiseProgram::evaluate (the same formulas) over a block.
+void blockOp(const ElementwiseProgram::Instr &in, const float *a, const float *b, float *r,
+             int count) {
+  switch (in.op) {
+  case Op::Add:
+    for (int i = 0; i < count; ++i)
+      r[i] = a[i] + b[i];
+    return;
+  case Op::Sub:
+    for (int i = 0; i < count; ++i)
+      r[i] = a[i] - b[i];
+    return;
+  case Op::Mul:
+    for (int i = 0; i < count; ++i)
+      r[i] = a[i] * b[i];
+    return;
+  case Op::Div:
+    for (int i = 0; i < count; ++i)
+      r[i] = a[i] / b[i];
+    return;
+  case Op::Neg:
+    for (int i = 0; i < count; ++i)
+      r[i] = -a[i];
+    return;
+  case Op::Abs:
+    for (int i = 0; i < count; ++i)
+      r[i] = std::fabs(a[i]);
+    return;
+  case Op::Relu:
+    for (int i = 0; i < count; ++i)
+      r[i] = std::isnan(a[i]) ? a[i] : std::max(a[i], 0.0f);
+    return;
+  default: {
+    // Everything else through the scalar definition, one element at a time.
+    ElementwiseProgram one;
+    one.numInputs = 2;
+    one.instrs = {{Op::Input, 0}, {Op::Input, 1}, {in.op, 0, 1, in.value}};
+    if (in.op == Op::Constant)
+      one.instrs = {{Op::Constant, -1, -1, in.value}};
+    else if (in.op >= Op::Neg)
+      one.instrs[2].b = -1;
+    for (int i = 0; i < count; ++i) {
+      float x[2] = {a ? a[i] : 0.0f, b ? b[i] : 0.0f};
+      r[i] = one.evaluate(x);
+    }
+  }
+  }
+}
+
+} // namespace
+
+// ---- Elementwise application (fused regions, GEMM post-passes) --------------
+
+ElementwiseApplier::ElementwiseApplier(ElementwiseProgram program, std::vector<TensorId> inputs,
+                                       TensorId output)
+    : program_(std::move(program)), inputs_(std::move(inputs)), output_(output),
+      read_(inputsRead(program_)) {
+  // Inputs past the program's numInputs are never read.
+  read_.resize(std::max(read_.size(), inputs_.size()), false);
+}
+
+void ElementwiseApplier::buildJit(const KernelOptions &options,
+                                  std::vector<bool> broadcastColumns) {
+  if (!hostHasAvx512(options))
+    return;
+  broadcastColumns_ = broadcastColumns;
+  std::string error;
+  jit_ = x86::ElementwiseKernel::create(program_, broadcastColumns, error);
+  jitError_ = error;
+}
+
+Status ElementwiseApplier::apply(const ExecContext &ctx, const std::string &where,
+                                 float *outData) const {
+  const std::vector<int64_t> shape = ctx.shape(output_);
+  const int rank = int(shape.size());
+  if (!outData && ctx.dtype(output_) != DType::F32)
+    return Status::error(where + ": output must be f32, not " + dtypeName(ctx.dtype(output_)));
+  const int numInputs = int(inputs_.size());
+  // The scratch buffer's strides: dense over the output's shape.
+  std::vector<int64_t> dense(rank, 1);
+  for (int d = rank - 2; d >= 0; --d)
+    dense[d] = dense[d + 1] * shape[d + 1];
+  // Every tensor's strides over the output's shape (0 where broadcast).
+  std::vector<std::vector<int64_t>> strides(numInputs + 1);
+  std::vector<const float *> base(numInputs + 1);
+  strides[numInputs] = outData ? dense : ctx.strides(output_);
+  base[numInputs] = outData ? outData : ctx.data<float>(output_);
+  for (int i = 0; i < numInputs; ++i) {
+    if (!read_[i])
+      continue;
+    TensorId t = inputs_[i];
+    const bool scratch = outData && t == output_;
+    if (!scratch && ctx.dtype(t) != DType::F32)
+      return Status::error(where + ": input " + std::to_string(i) + " must be f32, not " +
+                           dtypeName(ctx.dtype(t)));
+    const std::vector<int64_t> inShape = ctx.shape(t);
+    const std::vector<int64_t> inStrides = scratch ? dense : ctx.strides(t);
+    const int shift = rank - int(inShape.size());
+    if (shift < 0)
+      return Status::error(where + ": input " + std::to_string(i) + " of shape " +
+                           shapeString(inShape) + " has a higher rank than the output " +
+                           shapeString(shape));
+    strides[i].assign(rank, 0);
+    for (int d = 0; d < int(inShape.size()); ++d) {
+      if (inShape[d] != 1 && inShape[d] != shape[d + shift])
+        return Status::error(where + ": input " + std::to_string(i) + " of shape " +
+                             shapeString(inShape) + " does not broadcast to the output " +
+                             shapeString(shape));
+      strides[i][d + shift] = inShape[d] == 1 ? 0 : inStrides[d];
+    }
+    base[i] = scratch ? outData : ctx.data<float>(t);
+  }
+  int64_t total = 1;
+  for (int64_t s : shape)
+    total *= s;
+  if (total == 0)
+    return Status();
+  const int64_t cols = rank ? shape[rank - 1] : 1;
+  const int lead = std::max(rank - 1, 0);
+  auto tensorsLive = [&](int i) { return i == numInputs || read_[i]; };
+
+  // JIT: column modes must match; then collapse the innermost leading dims
+  // that share one row stride in every tensor, loop over the rest.
+  // A scalar (every stride 0) becomes one expanded row, so the kernel reads
+  // it as a contiguous vector repeated on every row.
+  std::vector<std::vector<float>> expanded(numInputs);
+  for (int i = 0; jit_ && i < numInputs; ++i) {
+    if (!read_[i] || broadcastColumns_[i] || cols == 1)
+      continue;
+    if (std::all_of(strides[i].begin(), strides[i].end(), [](int64_t s) { return s == 0; })) {
+      expanded[i].assign(cols, *base[i]);
+      base[i] = expanded[i].data();
+      strides[i][rank - 1] = 1;
+    }
+  }
+  bool jitFits = jit_ != nullptr;
+  for (int i = 0; jitFits && i <= numInputs; ++i) {
+    if (!tensorsLive(i) || cols == 1)
+      continue;
+    const int64_t cs = strides[i][rank - 1];
+    const bool bc = i < numInputs && broadcastColumns_[i];
+    jitFits = bc ? cs == 0 : cs == 1;
+  }
+  if (jitFits) {
+    int split = lead; // dims [split, lead) collapse into rows
+    int64_t innerRows = 1;
+    std::vector<int64_t> rowStride(numInputs + 1, 0), expected(numInputs + 1, 0);
+    std::vector<bool> started(numInputs + 1, false);
+    while (split > 0) {
+      const int d = split - 1;
+      bool ok = true;
+      if (shape[d] != 1)
+        for (int i = 0; i <= numInputs && ok; ++i)
+          if (tensorsLive(i) && started[i] && strides[i][d] != expected[i])
+            ok = false;
+      if (!ok)
+        break;
+      if (shape[d] != 1) {
+        for (int i = 0; i <= numInputs; ++i) {
+          if (!tensorsLive(i))
+            continue;
+          if (!started[i])
+            rowStride[i] = strides[i][d], started[i] = true;
+          expected[i] = strides[i][d] * shape[d];
+        }
+      }
+      innerRows *= shape[d];
+      --split;
+    }
+    const int64_t outerCount = total / (innerRows * cols);
+    // Chunks of about 16K elements per task.
+    const int64_t chunkRows = std::max<int64_t>(1, (16384 + cols - 1) / cols);
+    const int64_t chunks = (innerRows + chunkRows - 1) / chunkRows;
+    const int64_t tasks = outerCount * chunks;
+#pragma omp parallel for schedule(static) if (tasks > 1 && total > 32768)
+    for (int64_t task = 0; task < tasks; ++task) {
+      int64_t outer = task / chunks, chunk = task % chunks;
+      x86::ElementwiseKernelArgs args;
+      std::vector<int64_t> offset(numInputs + 1, 0);
+      for (int d = split - 1; d >= 0; --d) {
+        const int64_t idx = outer % shape[d];
+        outer /= shape[d];
+        for (int i = 0; i <= numInputs; ++i)
+          if (tensorsLive(i))
+            offset[i] += idx * strides[i][d];
+      }
+      const int64_t firstRow = chunk * chunkRows;
+      for (int i = 0; i <= numInputs; ++i) {
+        if (!tensorsLive(i))
+          continue;
+        const float *p = base[i] + offset[i] + firstRow * rowStride[i];
+        if (i == numInputs) {
+          args.out = const_cast<float *>(p);
+          args.outRowStride = rowStride[i];
+        } else {
+          args.in[i] = p;
+          args.inRowStride[i] = rowStride[i];
+        }
+      }
+      args.rows = std::min(chunkRows, innerRows - firstRow);
+      args.cols = cols;
+      jit_->run(args);
+    }
+    return Status();
+  }
+
+  // Interpreter: per row, blocks of kBlock elements, one op at a time.
+  constexpr int kBlock = 64;
+  const int64_t rows = total / cols;
+  const ElementwiseProgram &p = program_;
+#pragma omp parallel for schedule(static) if (total > 32768)
+  for (int64_t row = 0; row < rows; ++row) {
+    std::vector<int64_t> offset(numInputs + 1, 0);
+    int64_t rest = row;
+    for (int d = lead - 1; d >= 0; --d) {
+      const int64_t idx = rest % shape[d];
+      rest /= shape[d];
+      for (int i = 0; i <= numInputs; ++i)
+        if (tensorsLive(i))
+          offset[i] += idx * strides[i][d];
+    }
+    std::vector<float> in(size_t(std::max(numInputs, 1)) * kBlock);
+    std::vector<float> values((p.instrs.size() + 1) * kBlock);
+    for (int64_t c0 = 0; c0 < cols; c0 += kBlock) {
+      const int count = int(std::min<int64_t>(kBlock, cols - c0));
+      for (int i = 0; i < numInputs; ++i) {
+        if (!read_[i])
+          continue;
+        const int64_t cs = rank ? strides[i][rank - 1] : 0;
+        const float *src = base[i] + offset[i] + c0 * cs;
+        for (int e = 0; e < count; ++e)
+          in[i * kBlock + e] = src[e * cs];
+      }
+      const float *result = in.data();
+      for (size_t k = 0; k < p.instrs.size(); ++k) {
+        const auto &instr = p.instrs[k];
+        float *r = values.data() + k * kBlock;
+        if (instr.op == Op::Input)
+          std::memcpy(r, in.data() + instr.a * kBlock, count * sizeof(float));
+        else if (instr.op == Op::Constant)
+          std::fill(r, r + count, instr.value);
+        else
+          blockOp(instr, values.data() + instr.a * kBlock,
+                  instr.b >= 0 ? values.data() + instr.b * kBlock : nullptr, r, count);
+        result = r;
+      }
+      float *dst = const_cast<float *>(base[numInputs]) + offset[numInputs];
+      const int64_t cs = rank ? strides[numInputs][rank - 1] : 0;
+      for (int e = 0; e < count; ++e)
+        dst[(c0 + e) * cs] = result[e];
+    }
+  }
+  return Status();
+}
+
+Status residualRows(const ExecContext &ctx, TensorId r, const std::vector<int64_t> &outShape,
+                    const std::string &at, const float *&data, int64_t &ld,
+                    std::vector<float> &copy) {
+  RowView rv;
+  if (ctx.dtype(r) != DType::F32)
+    return Status::error(at + ": residual must be f32");
+  if (ctx.shape(r) == outShape && rowView(ctx, r, rv)) {
+    data = rv.data, ld = rv.ld;
+    return Status();
+  }
+  // Broadcast or oddly strided: materialize it at the output's shape.
+  const std::vector<int64_t> rShape = ctx.shape(r);
+  const int shift = int(outShape.size()) - int(rShape.size());
+  if (shift < 0)
+    return Status::error(at + ": residual " + shapeString(rShape) + " does not broadcast to " +
+                         shapeString(outShape));
+  for (size_t d = 0; d < rShape.size(); ++d)
+    if (rShape[d] != 1 && rShape[d] != outShape[d + shift])
+      return Status::error(at + ": residual " + shapeString(rShape) + " does not broadcast to " +
+                           shapeString(outShape));
+  gatherBroadcast(ctx, r, outShape, copy);
+  data = copy.data(), ld = outShape.empty() ? 1 : outShape.back();
+  return Status();
+}
+
+EpilogueSplit splitEpilogue(const ElementwiseProgram &p) {
+  EpilogueSplit split;
+  split.rest = withoutDeadCode(p);
+  if (p.instrs.empty())
+    return split;
+  const std::vector<bool> live = liveInstrs(p);
+  // Uses of input 0 among live instructions.
+  auto isInput = [&](int32_t id, int index) {
+    return p.instrs[id].op == Op::Input && p.instrs[id].a == index;
+  };
+  int candidate = -1, uses = 0;
+  for (size_t i = 0; i < p.instrs.size(); ++i) {
+    const auto &in = p.instrs[i];
+    if (!live[i] || in.op == Op::Input || in.op == Op::Constant)
+      continue;
+    const bool a0 = in.a >= 0 && isInput(in.a, 0), b0 = in.b >= 0 && isInput(in.b, 0);
+    uses += a0 + b0;
+    if (in.op == Op::Add && (a0 != b0)) {
+      const int32_t other = a0 ? in.b : in.a;
+      if (p.instrs[other].op == Op::Input && p.instrs[other].a > 0 && candidate < 0)
+        candidate = int(i);
+    }
+  }
+  if (candidate < 0 || uses != 1)
+    return split;
+  const auto &add = p.instrs[candidate];
+  const int32_t other = isInput(add.a, 0) ? add.b : add.a;
+  split.residual = p.instrs[other].a;
+  split.rest.instrs[candidate] = {Op::Input, 0, -1, 0};
+  split.rest = withoutDeadCode(split.rest);
+  return split;
+}
+
+} // namespace octet::rt

@@ -1,0 +1,145 @@
+#!/usr/bin/env python3
+"""`octetc run --int8=static|dynamic` on generated encoders against ONNX Runtime FP32.
+
+Reuses run_vs_ort.py's models (test/models/make_encoder.py) and input sets (padded
+attention masks on odd rows). Each model is compiled once per INT8 configuration:
+
+  static         calibrated on generated token batches (--calib generate:4x4x64), SmoothQuant
+  static-dir     calibrated on a directory of input sets (other token ids than the test's)
+  static-nosq    static without SmoothQuant
+  static-p99.99  static with --calib-percentile 99.99
+  dynamic        per-token activation scales, no calibration
+
+and every output must satisfy, against ORT in FP32 (graph optimizations off):
+
+    max|octet - ort| <= TOL * max(1, max|ort|)   and   cosine(octet, ort) >= COS
+
+(INT8 rounding, not a bug, is what the bounds allow; --tolerance / --cosine change them).
+Prints a table and "PASS: 0 failure(s)"; exits nonzero on any failure.
+
+    int8_vs_ort.py --octetc octetc [--models a,b] [--configs static,dynamic] [--keep DIR]
+"""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import run_vs_ort  # noqa: E402
+
+CONFIGS = {
+    "static": ["--int8=static", "--calib=generate:4x4x64"],
+    "static-dir": ["--int8=static", "--calib={calib_dir}"],
+    "static-nosq": ["--int8=static", "--calib=generate:4x4x64", "--no-smoothquant"],
+    "static-p99.99": ["--int8=static", "--calib=generate:4x4x64", "--calib-percentile=99.99"],
+    "dynamic": ["--int8=dynamic"],
+}
+DEFAULT_MODELS = ["bert-torchscript", "distilbert-optimum", "xlmr-dynamo"]
+SHAPES = [(1, 7), (3, 128)]
+TOLERANCE = 0.25
+COSINE = 0.99
+
+
+def write_calib_dir(model, folder, vocab):
+    """Four input sets of 4 x 48 tokens drawn with another seed than the test's."""
+    import onnxruntime as ort
+
+    session = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(12345)
+    for i in range(4):
+        feeds = run_vs_ort.make_inputs(session, 4, 48, vocab, rng)
+        os.makedirs(os.path.join(folder, "c%d" % i), exist_ok=True)
+        for name, value in feeds.items():
+            np.save(os.path.join(folder, "c%d" % i, name + ".npy"), value)
+
+
+def compare(label, octetc, model, sets_dir, expected, out_dir, extra, tolerance, cosine, rows):
+    start = time.time()
+    proc = subprocess.run([octetc, "run", model, "--input-sets", sets_dir, "--output", out_dir,
+                           "--repeat", "1", "--warmup", "0"] + extra,
+                          capture_output=True, text=True)
+    seconds = time.time() - start
+    if proc.returncode != 0:
+        message = (proc.stderr.strip() or proc.stdout.strip()).splitlines()
+        rows.append((label, "all", "-", "-", "-", "FAIL: octetc: " + (message[-1] if message else "?")))
+        return False
+    ok = True
+    for set_name, outputs in expected.items():
+        for name, want in outputs.items():
+            path = os.path.join(out_dir, set_name, name + ".npy")
+            if not os.path.exists(path):
+                rows.append((label, set_name, name, "-", "-", "FAIL: no output file"))
+                ok = False
+                continue
+            got = np.load(path).astype(np.float64)
+            want = want.astype(np.float64)
+            if got.shape != want.shape:
+                rows.append((label, set_name, name, "-", "-",
+                             "FAIL: shape %s, ORT %s" % (got.shape, want.shape)))
+                ok = False
+                continue
+            diff = float(np.max(np.abs(got - want)))
+            bound = tolerance * max(1.0, float(np.max(np.abs(want))))
+            norms = np.linalg.norm(got) * np.linalg.norm(want)
+            cos = float(np.dot(got.ravel(), want.ravel()) / norms) if norms else 1.0
+            good = diff <= bound and cos >= cosine and np.isfinite(got).all()
+            ok &= good
+            rows.append((label, set_name, name, "%.3f" % diff, "%.5f" % cos,
+                         "ok" if good else "FAIL (bound %.2f, cosine >= %.3f)" % (bound, cosine)))
+    rows.append((label, "octetc", "", "%.1fs" % seconds, "", "calibrate + compile + run"))
+    return ok
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--octetc", required=True)
+    parser.add_argument("--models", default=",".join(DEFAULT_MODELS))
+    parser.add_argument("--configs", default=",".join(CONFIGS))
+    parser.add_argument("--tolerance", type=float, default=TOLERANCE)
+    parser.add_argument("--cosine", type=float, default=COSINE)
+    parser.add_argument("--octetc-arg", action="append", default=[])
+    parser.add_argument("--keep")
+    args = parser.parse_args()
+    known = dict(run_vs_ort.MODELS)
+    models = args.models.split(",")
+    configs = args.configs.split(",")
+    for m in models:
+        if m not in known:
+            parser.error("unknown model '%s' (known: %s)" % (m, ", ".join(known)))
+    for c in configs:
+        if c not in CONFIGS:
+            parser.error("unknown config '%s' (known: %s)" % (c, ", ".join(CONFIGS)))
+    work = args.keep or tempfile.mkdtemp(prefix="octet-int8-")
+    os.makedirs(work, exist_ok=True)
+    rows = []
+    all_ok = True
+    for label in models:
+        model_args = known[label]
+        model, sets_dir, expected = run_vs_ort.prepare_model(label, model_args, work, SHAPES)
+        calib_dir = os.path.join(work, label + ".calib")
+        if "static-dir" in configs:
+            write_calib_dir(model, calib_dir, int(model_args[model_args.index("--vocab") + 1]))
+        for config in configs:
+            extra = [a.format(calib_dir=calib_dir) for a in CONFIGS[config]] + args.octetc_arg
+            all_ok &= compare("%s %s" % (label, config), args.octetc, model, sets_dir, expected,
+                              os.path.join(work, "%s.%s.out" % (label, config)), extra,
+                              args.tolerance, args.cosine, rows)
+    header = ("model", "set", "output", "max|diff|", "cosine", "result")
+    widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(6)]
+    print("  ".join(h.ljust(w) for h, w in zip(header, widths)))
+    for row in rows:
+        print("  ".join(str(c).ljust(w) for c, w in zip(row, widths)))
+    failures = sum(1 for r in rows if str(r[5]).startswith("FAIL"))
+    print("%s: %d failure(s)" % ("PASS" if all_ok else "FAIL", failures))
+    if not args.keep:
+        import shutil
+        shutil.rmtree(work, ignore_errors=True)
+    return 0 if all_ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,448 @@
+//===- GemmU8S8AmxTest.cpp - AMX GEMM: layout, emulated blocking, real runs --===//
+//
+// What runs where:
+//  - packing, the tile emulator's rules, CpuFeatures targets: any host;
+//  - the driver with tiles emulated in C++ and the generated AVX-512 epilogue
+//    (runEmulated): AVX-512 hosts. Exact against an int64 reference with unit
+//    scales; bit-identical to the VNNI GemmU8S8 (same epilogue code and
+//    formula, exact s32 sums) for every epilogue, where VNNI exists;
+//  - the real AMX kernel: only where amxUsable() (CPU + arch_prctl
+//    permission); elsewhere skipped with the reason.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/codegen/x86/GemmU8S8Amx.h"
+#include "compiler/codegen/x86/ProgramEpilogue.h"
+#include "test/unit/TestData.h"
+#include "test/unit/ThreadCount.h"
+
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <random>
+#include <stdexcept>
+#include <tuple>
+
+using namespace octet::x86;
+using octet::WeightLayout;
+using octet::test::ThreadCount;
+
+namespace {
+
+#define SKIP_WITHOUT_AVX512()                                                                      \
+  if (!CpuFeatures::host().supports(Isa::Avx512))                                                  \
+  GTEST_SKIP() << "the emulated run executes the AVX-512 epilogue; host has: "                     \
+               << CpuFeatures::host().describe()
+
+template <typename F> std::string errorOf(F f) {
+  try {
+    f();
+  } catch (const std::exception &e) {
+    return e.what();
+  }
+  return "";
+}
+
+struct Data {
+  int64_t m, n, k, lda;
+  std::vector<uint8_t> a;
+  std::vector<int8_t> b; // [K, N]
+  Data(int64_t m, int64_t n, int64_t k, unsigned seed = 1)
+      : m(m), n(n), k(k), lda(k + 5), a(m * lda, 0xff), b(k * n) {
+    std::mt19937 gen(seed);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t kk = 0; kk < k; ++kk)
+        a[i * lda + kk] = uint8_t(gen());
+    for (int8_t &x : b)
+      x = int8_t(gen());
+  }
+  int64_t dot(int64_t i, int64_t j) const {
+    int64_t s = 0;
+    for (int64_t kk = 0; kk < k; ++kk)
+      s += int64_t(a[i * lda + kk]) * b[kk * n + j];
+    return s;
+  }
+};
+
+// Packing, checked by walking the packed bytes in storage order and naming
+// each one's (k, n) from the nesting [panel][K chunk][column tile][K group]
+// [column][byte], independently of amxPackedOffset.
+TEST(GemmU8S8Amx, PackLayoutPaddingAndColumnSums) {
+  for (int64_t k : {1, 5, 63, 64, 65, 130})
+    for (int64_t n : {1, 17, 32, 33, 70}) {
+      Data d(1, n, k, unsigned(k * 100 + n));
+      std::vector<int8_t> bNK(n * k);
+      for (int64_t kk = 0; kk < k; ++kk)
+        for (int64_t j = 0; j < n; ++j)
+          bNK[j * k + kk] = d.b[kk * n + j];
+      for (WeightLayout layout : {WeightLayout::KN, WeightLayout::NK}) {
+        PackedU8S8Amx p =
+            packU8S8Amx(layout == WeightLayout::KN ? d.b.data() : bNK.data(), k, n, layout);
+        ASSERT_EQ(reinterpret_cast<uintptr_t>(p.data.data()) % 64, 0u);
+        const int64_t panels = (n + 31) / 32, chunks = (k + 63) / 64;
+        ASSERT_EQ(int64_t(p.data.size()), panels * chunks * 2048);
+        int64_t at = 0;
+        for (int64_t panel = 0; panel < panels; ++panel)
+          for (int64_t chunk = 0; chunk < chunks; ++chunk)
+            for (int tile = 0; tile < 2; ++tile)
+              for (int group = 0; group < 16; ++group)
+                for (int col = 0; col < 16; ++col)
+                  for (int byte = 0; byte < 4; ++byte, ++at) {
+                    const int64_t kk = chunk * 64 + group * 4 + byte;
+                    const int64_t j = panel * 32 + tile * 16 + col;
+                    const int8_t want = kk < k && j < n ? d.b[kk * n + j] : 0;
+                    ASSERT_EQ(p.data[at], want)
+                        << "K " << k << " N " << n << " k " << kk << " n " << j;
+                    if (kk < k && j < n) {
+                      ASSERT_EQ(amxPackedOffset(kk, j, k), at);
+                    }
+                  }
+        for (int64_t j = 0; j < n; ++j) {
+          int32_t sum = 0;
+          for (int64_t kk = 0; kk < k; ++kk)
+            sum += d.b[kk * n + j];
+          ASSERT_EQ(p.colsum[j], sum) << "column " << j;
+        }
+      }
+    }
+}
+
+TEST(GemmU8S8Amx, EmulatedTdpbusdMatchesScalarDot) {
+  AmxGemmTiles tiles(16, 32);
+  AmxTileEmulator amx;
+  amx.ldtilecfg(tiles.config().bytes());
+  std::mt19937 gen(3);
+  uint8_t a[16][64];
+  int8_t b[16][64];
+  for (auto &row : a)
+    for (uint8_t &x : row)
+      x = uint8_t(gen());
+  for (auto &row : b)
+    for (int8_t &x : row)
+      x = int8_t(gen());
+  amx.tilezero(0);
+  amx.tileloadd(4, a, 64);
+  amx.tileloadd(6, b, 64);
+  amx.tdpbusd(0, 4, 6);
+  amx.tdpbusd(0, 4, 6); // accumulates
+  int32_t c[16][16];
+  amx.tilestored(c, 64, 0);
+  for (int m = 0; m < 16; ++m)
+    for (int n = 0; n < 16; ++n) {
+      int32_t want = 0;
+      for (int kk = 0; kk < 64; ++kk)
+        want += int32_t(a[m][kk]) * int32_t(b[kk / 4][n * 4 + kk % 4]);
+      ASSERT_EQ(c[m][n], 2 * want) << m << " " << n;
+    }
+}
+
+// The emulator raises what the CPU raises (#UD), so a kernel call with a
+// stale or wrong configuration fails the tests instead of passing by luck.
+TEST(GemmU8S8Amx, EmulatorRejectsWhatTheCpuRejects) {
+  AmxTileEmulator amx;
+  EXPECT_NE(errorOf([&] { amx.tilezero(0); }).find("no tile configuration"), std::string::npos);
+  AmxTileConfig bad;
+  bad.rows[0] = 17, bad.colsb[0] = 64;
+  EXPECT_NE(errorOf([&] { amx.ldtilecfg(bad.bytes()); }).find("17 rows"), std::string::npos);
+  amx.ldtilecfg(AmxGemmTiles(20, 32).config().bytes()); // tiles 2, 3, 5: 4 rows
+  EXPECT_NE(errorOf([&] { amx.tdpbusd(0, 5, 6); }).find("C rows 16 != A rows 4"),
+            std::string::npos);
+  EXPECT_NE(errorOf([&] { amx.tdpbusd(0, 0, 6); }).find("differ"), std::string::npos);
+  EXPECT_EQ(errorOf([&] { amx.tdpbusd(2, 5, 7); }), "");
+  amx.tilerelease();
+  EXPECT_NE(errorOf([&] { amx.tdpbusd(2, 5, 7); }).find("no tile configuration"),
+            std::string::npos);
+  EXPECT_EQ(AmxGemmTiles(20, 32).config(), AmxGemmTiles(20, 5).config())
+      << "the configuration depends on the rows only";
+  EXPECT_FALSE(AmxGemmTiles(20, 32).config() == AmxGemmTiles(32, 32).config());
+}
+
+GemmU8S8Params unitParams(int32_t zp) {
+  GemmU8S8Params p;
+  p.aZeroPoint = zp;
+  p.wScale = {1.0f};
+  return p;
+}
+
+// The blocking (M blocks, panels, K chunks, staged K tail, M-tail configs)
+// against the exact integer reference: unit scales, f32 out = s32 sum.
+class GemmU8S8AmxShapes : public ::testing::TestWithParam<std::tuple<int64_t, int64_t, int64_t>> {};
+
+TEST_P(GemmU8S8AmxShapes, EmulatedMatchesIntegerReference) {
+  SKIP_WITHOUT_AVX512();
+  auto [m, n, k] = GetParam();
+  Data d(m, n, k, unsigned(m * 7 + n * 3 + k));
+  PackedU8S8Amx packed = packU8S8Amx(d.b.data(), k, n, WeightLayout::KN);
+  for (int32_t zp : {0, 128}) {
+    GemmU8S8AmxDriver gemm(packed, unitParams(zp));
+    const int64_t ldc = n + 3;
+    std::vector<float> c(m * ldc + 16, -7.5f);
+    for (int threads : {1, 2}) {
+      ThreadCount scope(threads);
+      gemm.runEmulated(d.a.data(), m, d.lda, c.data(), ldc);
+      int failures = 0;
+      for (int64_t i = 0; i < m; ++i) {
+        for (int64_t j = 0; j < n; ++j) {
+          int64_t colsum = 0;
+          for (int64_t kk = 0; kk < k; ++kk)
+            colsum += d.b[kk * n + j];
+          const float want = float(int32_t(d.dot(i, j) - zp * colsum));
+          if (c[i * ldc + j] != want && failures++ < 5)
+            ADD_FAILURE() << "zp " << zp << " threads " << threads << " C[" << i << "][" << j
+                          << "] = " << c[i * ldc + j] << ", want " << want;
+        }
+        for (int64_t j = n; j < (i + 1 < m ? ldc : ldc + 16); ++j)
+          if (c[i * ldc + j] != -7.5f && failures++ < 5)
+            ADD_FAILURE() << "padding C[" << i << "][" << j << "] written";
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(OddShapes, GemmU8S8AmxShapes,
+                         ::testing::Combine(::testing::Values(1, 7, 16, 17, 33, 70),
+                                            ::testing::Values(1, 15, 16, 17, 32, 33, 100),
+                                            ::testing::Values(1, 3, 4, 63, 64, 65, 130, 770)),
+                         octet::test::MnkName());
+
+std::unique_ptr<ProgramEpilogue> geluEpilogue() {
+  octet::rt::ElementwiseProgram program;
+  using Op = octet::rt::ElementwiseProgram::Op;
+  program.numInputs = 1;
+  program.instrs = {{Op::Input, 0, -1, 0}, {Op::GeluErf, 0, -1, 0}};
+  std::string error;
+  auto e = ProgramEpilogue::create(program, error);
+  EXPECT_TRUE(e) << error;
+  return e;
+}
+
+// Every epilogue: the AMX driver's output equals the VNNI GemmU8S8's bit for
+// bit (the same epilogue code on exact s32 sums; VNNI is tested against the
+// reference formula in GemmU8S8Test).
+TEST(GemmU8S8Amx, EmulatedEqualsVnniForEveryEpilogue) {
+  if (!GemmU8S8::hostSupported())
+    GTEST_SKIP() << "the VNNI GemmU8S8 to compare with needs AVX-512 VNNI; host has: "
+                 << CpuFeatures::host().describe();
+  const int64_t m = 45, n = 70, k = 197, ldr = n + 2;
+  Data d(m, n, k, 11);
+  std::mt19937 gen(5);
+  std::uniform_real_distribution<float> unit(-1, 1), half(0.5f, 1.5f);
+  std::vector<float> wScale(n), bias(n), residual(m * ldr);
+  for (int64_t j = 0; j < n; ++j)
+    wScale[j] = half(gen), bias[j] = unit(gen);
+  for (float &r : residual)
+    r = unit(gen);
+  std::unique_ptr<ProgramEpilogue> gelu = geluEpilogue();
+  PackedU8S8Amx amxPacked = packU8S8Amx(d.b.data(), k, n, WeightLayout::KN);
+  PackedU8S8 vnniPacked = packU8S8(d.b.data(), k, n, WeightLayout::KN);
+  for (int combo = 0; combo < 24; ++combo) {
+    GemmU8S8Params p;
+    p.aZeroPoint = combo % 3 == 0 ? 0 : combo % 3 == 1 ? 128 : 37;
+    p.xScale = 1.0f / (64.0f * 64.0f * 14.0f);
+    p.wScale = wScale;
+    p.bias = combo & 1 ? bias.data() : nullptr;
+    p.residual = combo & 2;
+    p.elementwise = combo & 4 ? gelu.get() : nullptr;
+    p.output = QuantOutput(combo / 8);
+    p.outScale = combo % 2 ? 0.015625f * 1.37f : 0.0078125f; // vdivps and the exact reciprocal
+    p.outZeroPoint = p.output == QuantOutput::U8 ? 37 : -5;
+    const int bytes = p.output == QuantOutput::F32 ? 4 : 1;
+    const int64_t ldc = n + 1;
+    std::vector<uint8_t> amxC(m * ldc * bytes, 0xa5), vnniC(m * ldc * bytes, 0xa5);
+    ThreadCount scope(2);
+    GemmU8S8AmxDriver(amxPacked, p)
+        .runEmulated(d.a.data(), m, d.lda, amxC.data(), ldc, residual.data(), ldr);
+    GemmU8S8(vnniPacked, p).run(d.a.data(), m, d.lda, vnniC.data(), ldc, residual.data(), ldr);
+    ASSERT_EQ(amxC, vnniC) << "combination " << combo << ": zp " << p.aZeroPoint
+                           << (p.bias ? " +bias" : "") << (p.residual ? " +residual" : "")
+                           << (p.elementwise ? " +gelu" : "") << " out "
+                           << quantOutputName(p.output);
+  }
+}
+
+// ldtilecfg only when a thread's configuration changes; one tilerelease per
+// thread. M = 70: row blocks 32, 32, 6 (a second configuration); N = 100:
+// 4 panels (the last 4 columns wide, same configuration).
+TEST(GemmU8S8Amx, ConfigurationReissuedOnlyWhenItChanges) {
+  SKIP_WITHOUT_AVX512();
+  Data d(70, 100, 100);
+  PackedU8S8Amx packed = packU8S8Amx(d.b.data(), 100, 100, WeightLayout::KN);
+  GemmU8S8AmxDriver gemm(packed, unitParams(0));
+  std::vector<float> c(70 * 100);
+  {
+    ThreadCount scope(1);
+    AmxRunStats s = gemm.runEmulated(d.a.data(), 70, d.lda, c.data(), 100);
+    EXPECT_EQ(s.calls, 12);
+    EXPECT_EQ(s.configLoads, 2);
+    EXPECT_EQ(s.releases, 1);
+    // A second run starts from released tiles: it configures again.
+    s = gemm.runEmulated(d.a.data(), 70, d.lda, c.data(), 100);
+    EXPECT_EQ(s.configLoads, 2);
+  }
+  {
+    ThreadCount scope(2); // calls 0-5 (rows 32) and 6-11 (rows 32, then 6)
+    AmxRunStats s = gemm.runEmulated(d.a.data(), 70, d.lda, c.data(), 100);
+    EXPECT_EQ(s.calls, 12);
+    EXPECT_EQ(s.configLoads, 3);
+    EXPECT_EQ(s.releases, 2);
+  }
+}
+
+// A rows are read for exactly K bytes (the K tail is staged): the last row
+// ends where an unreadable page starts.
+TEST(GemmU8S8Amx, KTailNeverReadsPastTheRow) {
+  SKIP_WITHOUT_AVX512();
+  const long page = sysconf(_SC_PAGESIZE);
+  for (int64_t k : {1, 5, 63, 65, 130}) {
+    const int64_t m = 19, n = 17;
+    void *mem = mmap(nullptr, 4 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(mem, MAP_FAILED);
+    auto *end = static_cast<uint8_t *>(mem) + 3 * page;
+    ASSERT_EQ(mprotect(end, page, PROT_NONE), 0);
+    Data d(m, n, k, unsigned(k));
+    uint8_t *a = end - m * k;
+    for (int64_t i = 0; i < m; ++i)
+      std::memcpy(a + i * k, &d.a[i * d.lda], k);
+    PackedU8S8Amx packed = packU8S8Amx(d.b.data(), k, n, WeightLayout::KN);
+    GemmU8S8AmxDriver gemm(packed, unitParams(0));
+    std::vector<float> c(m * n);
+    gemm.runEmulated(a, m, k, c.data(), n);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j)
+        ASSERT_EQ(c[i * n + j], float(d.dot(i, j))) << "K " << k << " C[" << i << "][" << j << "]";
+    munmap(mem, 4 * page);
+  }
+}
+
+// The real kernel, where the CPU has AMX and Linux grants the tile state:
+// bit-identical to the emulated run (which the tests above tie to the
+// reference), on shapes with every tail.
+TEST(GemmU8S8Amx, RealKernelEqualsEmulation) {
+  std::string why;
+  if (!amxUsable(&why))
+    GTEST_SKIP() << "AMX kernel not run: " << why;
+  for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{1, 1, 1},
+                         {17, 33, 65},
+                         {70, 100, 770},
+                         {128, 768, 768},
+                         {33, 16, 3072}}) {
+    Data d(m, n, k, unsigned(m + n + k));
+    PackedU8S8Amx packed = packU8S8Amx(d.b.data(), k, n, WeightLayout::KN);
+    std::unique_ptr<ProgramEpilogue> gelu = geluEpilogue();
+    std::vector<float> bias(n, 0.25f), residual(m * n, -0.5f);
+    for (int combo = 0; combo < 4; ++combo) {
+      GemmU8S8Params p = unitParams(combo % 2 ? 128 : 0);
+      p.xScale = 1e-4f;
+      p.bias = combo & 2 ? bias.data() : nullptr;
+      p.residual = combo & 2;
+      p.elementwise = combo == 3 ? gelu.get() : nullptr;
+      p.output = combo == 1 ? QuantOutput::U8 : QuantOutput::F32;
+      p.outScale = 0.05f, p.outZeroPoint = combo == 1 ? 10 : 0;
+      GemmU8S8AmxDriver gemm(packed, p);
+      const int bytes = p.output == QuantOutput::F32 ? 4 : 1;
+      std::vector<uint8_t> real(m * n * bytes), emulated(m * n * bytes);
+      for (int threads : {1, 2}) {
+        ThreadCount scope(threads);
+        gemm.run(d.a.data(), m, d.lda, real.data(), n, residual.data(), n);
+        gemm.runEmulated(d.a.data(), m, d.lda, emulated.data(), n, residual.data(), n);
+        ASSERT_EQ(real, emulated) << "M " << m << " N " << n << " K " << k << " combination "
+                                  << combo << " threads " << threads;
+      }
+    }
+  }
+}
+
+TEST(GemmU8S8Amx, RejectsBadShapesAndParameters) {
+  std::vector<int8_t> b(64 * 16, 1);
+  EXPECT_NE(errorOf([&] { packU8S8Amx(b.data(), 0, 16, WeightLayout::KN); }).find("K must be"),
+            std::string::npos);
+  EXPECT_NE(errorOf([&] { packU8S8Amx(nullptr, 64, 16, WeightLayout::KN); }).find("null"),
+            std::string::npos);
+  PackedU8S8Amx packed = packU8S8Amx(b.data(), 64, 16, WeightLayout::KN);
+  PackedU8S8Amx truncated = packed;
+  truncated.data.resize(100);
+  EXPECT_NE(errorOf([&] {
+              GemmU8S8AmxDriver g(truncated, unitParams(0));
+            }).find("not packU8S8Amx's layout"),
+            std::string::npos);
+  EXPECT_NE(errorOf([&] { GemmU8S8AmxDriver g(packed, unitParams(256)); }).find("zero point"),
+            std::string::npos);
+  GemmU8S8Params threeScales = unitParams(0);
+  threeScales.wScale = {1, 2, 3};
+  EXPECT_NE(errorOf([&] { GemmU8S8AmxDriver g(packed, threeScales); }).find("weight scales"),
+            std::string::npos);
+  GemmU8S8Params badOut = unitParams(0);
+  badOut.output = QuantOutput::U8, badOut.outZeroPoint = -1;
+  EXPECT_NE(errorOf([&] { GemmU8S8AmxDriver g(packed, badOut); }).find("zero point"),
+            std::string::npos);
+  GemmU8S8AmxConfig config;
+  config.rows = 0;
+  EXPECT_NE(errorOf([&] { GemmU8S8Amx g(config); }).find("rows must be"), std::string::npos);
+  config.rows = 4, config.columns = 33;
+  EXPECT_NE(errorOf([&] { GemmU8S8Amx g(config); }).find("columns"), std::string::npos);
+
+  GemmU8S8Params withResidual = unitParams(0);
+  withResidual.residual = true;
+  GemmU8S8AmxDriver gemm(packed, withResidual);
+  std::vector<uint8_t> a(4 * 64);
+  std::vector<float> c(4 * 16), r(4 * 16);
+  EXPECT_NE(
+      errorOf([&] { gemm.runEmulated(a.data(), 4, 63, c.data(), 16, r.data(), 16); }).find("lda"),
+      std::string::npos);
+  EXPECT_NE(errorOf([&] { gemm.runEmulated(a.data(), 4, 64, c.data(), 16); }).find("residual"),
+            std::string::npos);
+  std::string why;
+  if (!amxUsable(&why)) {
+    EXPECT_NE(errorOf([&] {
+                gemm.run(a.data(), 4, 64, c.data(), 16, r.data(), 16);
+              }).find("cannot run on this host: " + why),
+              std::string::npos);
+  }
+}
+
+TEST(AmxSupport, PermissionAnswerIsStableAndExplained) {
+  const std::string &first = requestAmxPermission();
+  EXPECT_EQ(&first, &requestAmxPermission());
+  const CpuFeatures &cpu = CpuFeatures::host();
+  if (!cpu.amxTile || !cpu.amxInt8) {
+    EXPECT_NE(first.find("lacks AMX"), std::string::npos) << first;
+  }
+  std::string why;
+  const bool usable = amxUsable(&why);
+  EXPECT_EQ(usable, why.empty()) << why;
+  if (!cpu.supports(Isa::AmxInt8)) {
+    EXPECT_FALSE(usable);
+  }
+}
+
+TEST(CpuFeatures, TargetsDistinguishTheInt8Isas) {
+  struct Case {
+    const char *name;
+    Isa best;
+    bool avx512;
+  };
+  for (const Case &c :
+       {Case{"haswell", Isa::Avx2, false}, Case{"alderlake", Isa::AvxVnni, false},
+        Case{"skylake-avx512", Isa::Avx2, true}, Case{"icelake-server", Isa::Avx512Vnni, true},
+        Case{"zen4", Isa::Avx512Vnni, true}, Case{"sapphirerapids", Isa::AmxInt8, true}}) {
+    CpuFeatures f;
+    std::string error;
+    ASSERT_TRUE(CpuFeatures::forTarget(c.name, f, error)) << error;
+    Isa best;
+    ASSERT_TRUE(f.bestInt8Isa(best));
+    EXPECT_EQ(best, c.best) << c.name << ": " << isaName(best);
+    EXPECT_EQ(f.supports(Isa::Avx512), c.avx512) << c.name;
+  }
+  CpuFeatures f;
+  std::string error;
+  EXPECT_FALSE(CpuFeatures::forTarget("pentium4", f, error));
+  EXPECT_NE(error.find("unknown target CPU 'pentium4'"), std::string::npos) << error;
+  EXPECT_NE(error.find("sapphirerapids"), std::string::npos) << error;
+  ASSERT_TRUE(CpuFeatures::forTarget("host", f, error));
+  EXPECT_EQ(f.describe(), CpuFeatures::host().describe());
+  Isa none;
+  EXPECT_FALSE(CpuFeatures().bestInt8Isa(none));
+}
+
+} // namespace
