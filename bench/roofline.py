@@ -4,11 +4,15 @@ one point per kernel class (QKV GEMM, attention, FFN GEMMs, LayerNorm, softmax, 
 `octetc run --profile-json`, for each batch size asked for.
 
   python3 bench/roofline.py [--model M.onnx] [--batches 1,8] [--seq 128] [--repeat 10]
-                            [--out bench/out/roofline-bert-base-fp32.png]
+                            [--precisions fp32,int8] [--int8-args "--int8=static --calib=DIR"]
+                            [--out bench/out/roofline-bert-base.png]
 
 Without --model, BERT-base is generated (test/models/make_bert_base.py). Prints a markdown
 table per batch (class, steps, time and share, GOP/s, GB/s, op/B, % of the roofline bound)
 and draws the PNG with matplotlib (`pip install matplotlib` if it is missing).
+With int8 among --precisions the model is also compiled with --int8=static (calibrated on
+generated token batches unless --int8-args says otherwise): its points share the plot, marked
+per precision, against the INT8 vpdpbusd ceiling as well as the FP32 one.
 A class's point: its summed ops / summed time against summed ops / summed bytes; its bound
 is the ops-weighted roof of its steps (each held to L3 or DRAM bandwidth by working set).
 """
@@ -28,6 +32,10 @@ GEMM_SHAPES = re.compile(r"\[(\d+), (\d+)\] x \[(\d+), (\d+)\]")
 def kernel_class(step):
     """The kernel class of one profile step, from its kind, location and shapes."""
     kind, location = step["kind"], step["location"].lower()
+    if kind.startswith("qgemm"):  # the INT8 GEMMs: same classes as FP32, by shape
+        return kernel_class(dict(step, kind=kind[1:]))
+    if kind.startswith("quantize"):
+        return "quantize"
     if kind.startswith("gemm"):
         m = GEMM_SHAPES.search(step["shapes"])
         k, n = (int(m.group(2)), int(m.group(4))) if m else (0, 0)
@@ -126,7 +134,7 @@ def plot(ceilings, runs, out, title):
     if ceilings.get("int8_gops"):
         ax.axhline(ceilings["int8_gops"], color="black", ls="-.", lw=1,
                    label=f"INT8 vpdpbusd peak {ceilings['int8_gops']:.0f} GOP/s")
-    markers = "osD^v"
+    markers = "osD^v<>p"
     names = sorted({n for _, classes in runs for n in classes})
     colors = {n: plt.cm.tab10(i % 10) for i, n in enumerate(names)}
     for r, (label, classes) in enumerate(runs):
@@ -161,7 +169,10 @@ def main():
     ap.add_argument("--repeat", type=int, default=10)
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--threads", type=int, default=0, help="OpenMP threads (default: all)")
-    ap.add_argument("--out", default=os.path.join(ROOT, "bench/out/roofline-bert-base-fp32.png"))
+    ap.add_argument("--precisions", default="fp32,int8", help="fp32, int8 or both")
+    ap.add_argument("--int8-args", default="--int8=static",
+                    help="octetc run flags of the INT8 build (e.g. '--int8=static --calib=DIR')")
+    ap.add_argument("--out", default=os.path.join(ROOT, "bench/out/roofline-bert-base.png"))
     ap.add_argument("--title", default=None)
     ap.add_argument("--keep-json", help="directory to keep the profile JSON (and the octetc "
                     "--profile table, .txt) in")
@@ -182,23 +193,28 @@ def main():
           f"DRAM {ceilings['dram_gbs']:.1f} GB/s")
     runs = []
     with tempfile.TemporaryDirectory() as tmp:
-        for batch in [int(b) for b in args.batches.split(",")]:
-            path = os.path.join(args.keep_json or tmp, f"profile-b{batch}-s{args.seq}.json")
-            if args.keep_json:
-                os.makedirs(args.keep_json, exist_ok=True)
-            text = run([args.octetc, "run", model, "--batch", str(batch), "--seq", str(args.seq),
-                        "--repeat", str(args.repeat), "--warmup", str(args.warmup), "--profile",
-                        "--profile-json", path] + threads)
-            if args.keep_json:  # the per-step table too
-                with open(path[:-len(".json")] + ".txt", "w") as f:
-                    f.write(text)
-            with open(path) as f:
-                profile = json.load(f)
-            classes = group(profile)
-            print(f"\n### batch {batch}, sequence {args.seq}\n")
-            print(table(profile, classes))
-            runs.append((f"b{batch}", classes))
-    title = args.title or (f"{os.path.basename(model)} FP32, seq {args.seq}, "
+        for precision in args.precisions.split(","):
+            if precision not in ("fp32", "int8"):
+                sys.exit(f"error: --precisions: '{precision}' is not fp32 or int8")
+            extra = args.int8_args.split() if precision == "int8" else []
+            for batch in [int(b) for b in args.batches.split(",")]:
+                name = f"profile-{precision}-b{batch}-s{args.seq}"
+                path = os.path.join(args.keep_json or tmp, name + ".json")
+                if args.keep_json:
+                    os.makedirs(args.keep_json, exist_ok=True)
+                text = run([args.octetc, "run", model, "--batch", str(batch), "--seq", str(args.seq),
+                            "--repeat", str(args.repeat), "--warmup", str(args.warmup), "--profile",
+                            "--profile-json", path] + extra + threads)
+                if args.keep_json:  # the per-step table too
+                    with open(path[:-len(".json")] + ".txt", "w") as f:
+                        f.write(text)
+                with open(path) as f:
+                    profile = json.load(f)
+                classes = group(profile)
+                print(f"\n### {precision.upper()}, batch {batch}, sequence {args.seq}\n")
+                print(table(profile, classes))
+                runs.append((f"{precision} b{batch}", classes))
+    title = args.title or (f"{os.path.basename(model)} {args.precisions.upper()}, seq {args.seq}, "
                            f"{ceilings['threads']} threads, {ceilings['cpu']}")
     plot(ceilings, runs, args.out, title)
 

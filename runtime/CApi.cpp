@@ -40,7 +40,7 @@ struct octet_options {
   std::string calibrationSamples; ///< empty: octet::kDefaultCalibrationSamples
   double calibrationPercentile = 0;
   bool smoothquant = true;
-  double smoothquantAlpha = 0.5;
+  double smoothquantAlpha = 0.7;
   bool calibrationProgress = false;
 };
 

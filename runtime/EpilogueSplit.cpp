@@ -456,4 +456,37 @@ EpilogueSplit splitEpilogue(const ElementwiseProgram &p) {
   return split;
 }
 
+ColumnExtras columnExtras(const ElementwiseProgram &rest, const std::vector<bool> &extraPerColumn) {
+  ColumnExtras c;
+  const std::vector<bool> read = inputsRead(rest);
+  c.perColumn.assign(read.size(), false);
+  c.fusable = true;
+  for (size_t i = 1; i < read.size(); ++i) {
+    if (!read[i])
+      continue;
+    c.perColumn[i] = i - 1 < extraPerColumn.size() && extraPerColumn[i - 1];
+    c.fusable = c.fusable && c.perColumn[i];
+    if (c.perColumn[i])
+      c.extras.push_back(int(i - 1));
+  }
+  return c;
+}
+
+Status columnPointers(const ExecContext &ctx, const std::vector<TensorId> &extras,
+                      const std::vector<int> &columns, int64_t n, const std::string &at,
+                      std::vector<const float *> &out) {
+  out.clear();
+  for (int e : columns) {
+    const TensorId t = extras[e];
+    const std::vector<int64_t> shape = ctx.shape(t);
+    if (ctx.dtype(t) != DType::F32 || shape.empty() || shape.back() != n ||
+        ctx.numElements(t) != n || (n > 1 && ctx.strides(t).back() != 1))
+      return Status::error(at + ": extra operand " + std::to_string(e) + " " +
+                           dtypeName(ctx.dtype(t)) + shapeString(shape) +
+                           " was planned as a per-column f32 vector of N = " + std::to_string(n));
+    out.push_back(ctx.data<float>(t));
+  }
+  return Status();
+}
+
 } // namespace octet::rt

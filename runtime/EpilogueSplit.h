@@ -3,7 +3,8 @@
 // Internal to the runtime (KernelSteps.cpp's makeLinear and QuantSteps.cpp's
 // makeQLinear): how a GEMM step splits its epilogue program into
 //   1. a residual add done by the GEMM (splitEpilogue),
-//   2. an accumulator-only rest fused into the kernel (x86::ProgramEpilogue),
+//   2. a rest on the accumulator and per-column extras fused into the kernel
+//      (x86::ProgramEpilogue),
 //   3. anything else applied after the GEMM (ElementwiseApplier),
 // plus the row views, broadcasts and program analyses those need.
 //
@@ -100,6 +101,20 @@ struct EpilogueSplit {
 };
 /// Finds `acc + extra_i` where the accumulator has no other use.
 EpilogueSplit splitEpilogue(const ElementwiseProgram &p);
+
+/// The extras a GEMM kernel loads per column, like the bias (the spec's
+/// `extraPerColumn`: one f32 value per output column, the same for every row).
+struct ColumnExtras {
+  std::vector<bool> perColumn; ///< per program input of `rest` (x86::ProgramEpilogue::create)
+  std::vector<int> extras;     ///< indices into the extras, in column-input order
+  bool fusable = false;        ///< `rest` reads nothing but input 0 and these
+};
+ColumnExtras columnExtras(const ElementwiseProgram &rest, const std::vector<bool> &extraPerColumn);
+/// The data of `columns` (indices into `extras`): each must be f32 with N
+/// values and a unit stride along its last axis; else an error naming `at`.
+Status columnPointers(const ExecContext &ctx, const std::vector<TensorId> &extras,
+                      const std::vector<int> &columns, int64_t n, const std::string &at,
+                      std::vector<const float *> &out);
 
 } // namespace octet::rt
 

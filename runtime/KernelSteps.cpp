@@ -14,6 +14,7 @@
 #include "compiler/codegen/x86/FusedKernels.h"
 #include "compiler/codegen/x86/GemmF32.h"
 #include "compiler/codegen/x86/ProgramEpilogue.h"
+#include "compiler/codegen/x86/QuantizeKernels.h"
 
 #include <omp.h>
 
@@ -105,7 +106,7 @@ public:
     if (residual_ >= 0)
       k += "+residual";
     if (fusedEpilogue_)
-      k += "+epilogue";
+      k += columnExtras_.empty() ? "+epilogue" : "+epilogue.columns";
     if (post_)
       k += post_->hasJit() ? "+post.jit" : "+post.interpreter";
     return k;
@@ -131,6 +132,7 @@ public:
   int residual_ = -1; ///< index into spec_.extras added by the GEMM
   x86::PackedWeights packed_;
   std::unique_ptr<x86::ProgramEpilogue> fusedEpilogue_;
+  std::vector<int> columnExtras_; ///< extras fusedEpilogue_ reads per column, in input order
   std::unique_ptr<x86::GemmF32> jit_;
   std::unique_ptr<onednn::MatMulF32> onednn_;
   std::unique_ptr<ElementwiseApplier> post_; ///< program over C after the GEMM
@@ -170,7 +172,11 @@ Status LinearStep::run(const ExecContext &ctx) const {
         !s.ok())
       return s;
   if (jit_) {
-    jit_->run(a.data, m, a.ld, c.data, c.ld, residual, ldr);
+    std::vector<const float *> columns;
+    if (Status s = columnPointers(ctx, spec_.extras, columnExtras_, spec_.n, at, columns);
+        !s.ok())
+      return s;
+    jit_->run(a.data, m, a.ld, c.data, c.ld, residual, ldr, columns.data());
   } else {
     onednn::Status s = onednn_->run(a.data, m, a.ld, c.data, c.ld, residual, ldr);
     if (!s.ok())
@@ -227,13 +233,14 @@ StepPtr makeLinear(const LinearSpec &spec, const KernelOptions &options, std::st
                         : Provider::Jit;
 
   step->residual_ = split.residual - 1 >= 0 ? split.residual - 1 : -1;
-  const std::vector<bool> read = inputsRead(split.rest);
-  const bool onlyAcc = std::count(read.begin() + 1, read.end(), true) == 0;
-
-  if (step->provider_ == Provider::Jit && onlyAcc && !isIdentity(split.rest)) {
+  // The accumulator and per-column extras fuse into the JIT kernel.
+  const ColumnExtras columns = columnExtras(split.rest, spec.extraPerColumn);
+  if (step->provider_ == Provider::Jit && columns.fusable && !isIdentity(split.rest)) {
     std::string why;
-    step->fusedEpilogue_ = x86::ProgramEpilogue::create(split.rest, why);
+    step->fusedEpilogue_ = x86::ProgramEpilogue::create(split.rest, why, columns.perColumn);
     // Otherwise (pressure, no vector form) the post-pass below applies it.
+    if (step->fusedEpilogue_)
+      step->columnExtras_ = columns.extras;
   }
   if (!isIdentity(split.rest) && !step->fusedEpilogue_) {
     // Input 0 of the post-pass is C itself (in place), then the extras.
@@ -275,21 +282,27 @@ public:
     inputs = {spec.x};
     if (spec.residual >= 0)
       inputs.push_back(spec.residual);
-    outputs = {spec.output};
-    if (spec.sum >= 0)
-      outputs.push_back(spec.sum);
+    for (TensorId t : {spec.output, spec.sum, spec.quantized, spec.rowScale})
+      if (t >= 0)
+        outputs.push_back(t);
   }
-  std::string kind() const override { return jit_ ? "layernorm.jit_avx512" : "layernorm.compiled"; }
+  std::string kind() const override {
+    const char *what = spec_.quantized < 0 ? "layernorm" : "layernorm_quantize";
+    return std::string(what) + (jit_ ? ".jit_avx512" : ".compiled");
+  }
   Status run(const ExecContext &ctx) const override;
-  /// kOpsPerElement per element (+1 for the residual add); bytes: x, residual,
-  /// y, sum, gamma and beta once.
+  /// kOpsPerElement per element (+1 for the residual add, +1 to quantize, +2
+  /// more per row: absmax and the second normalization); bytes: x, residual,
+  /// y, sum, q, gamma and beta once.
   Work work(const ExecContext &ctx) const override {
     Work w;
-    const double elements = double(ctx.numElements(spec_.output)), n = double(spec_.n);
-    const bool residual = spec_.residual >= 0, sum = spec_.sum >= 0;
-    w.ops = elements * (kLayerNormOpsPerElement + (residual ? 1 : 0));
-    w.bytes = 4.0 * (elements * (2 + residual + sum) + 2 * n);
-    w.shapes = shapeString(ctx.shape(spec_.output));
+    const double elements = double(ctx.numElements(spec_.x)), n = double(spec_.n);
+    const bool residual = spec_.residual >= 0, sum = spec_.sum >= 0, y = spec_.output >= 0;
+    const double quantOps = spec_.quantized < 0 ? 0 : spec_.rowScale < 0 ? 1 : 7;
+    w.ops = elements * (kLayerNormOpsPerElement + (residual ? 1 : 0) + quantOps);
+    w.bytes = 4.0 * (elements * (1 + residual + sum + y) + 2 * n) +
+              (spec_.quantized < 0 ? 0.0 : elements);
+    w.shapes = shapeString(ctx.shape(spec_.x));
     return w;
   }
 
@@ -316,38 +329,59 @@ Status denseRows(const ExecContext &ctx, TensorId t, int64_t rows, int64_t n, co
   return Status();
 }
 
+/// The dense data of an output of `shape` and type `dtype`, or an error.
+Status denseOutput(const ExecContext &ctx, TensorId t, const std::vector<int64_t> &shape,
+                   DType dtype, const std::string &at, const char *what, void *&data) {
+  if (ctx.shape(t) != shape || ctx.dtype(t) != dtype)
+    return Status::error(at + ": " + what + " must be " + dtypeName(dtype) + " of shape " +
+                         shapeString(shape) + ", got " + dtypeName(ctx.dtype(t)) + " " +
+                         shapeString(ctx.shape(t)));
+  data = ctx.data(t);
+  if (!ctx.isContiguous(t))
+    return Status::error(at + ": the " + what + " output must be contiguous");
+  return Status();
+}
+
 Status LayerNormStep::run(const ExecContext &ctx) const {
   const std::string at = where(*this);
   const int64_t n = spec_.n;
-  const std::vector<int64_t> outShape = ctx.shape(spec_.output);
-  if (ctx.dtype(spec_.output) != DType::F32 || outShape.empty() || outShape.back() != n)
-    return Status::error(at + ": output of shape " + shapeString(outShape) +
-                         " must be f32 with a last dim of " + std::to_string(n));
-  const int64_t rows = ctx.numElements(spec_.output) / n;
-  if (ctx.shape(spec_.x) != outShape)
-    return Status::error(at + ": x of shape " + shapeString(ctx.shape(spec_.x)) +
-                         " differs from the output " + shapeString(outShape));
+  const std::vector<int64_t> shape = ctx.shape(spec_.x);
+  if (shape.empty() || shape.back() != n)
+    return Status::error(at + ": x of shape " + shapeString(shape) + " needs a last dim of " +
+                         std::to_string(n));
+  const int64_t rows = ctx.numElements(spec_.x) / n;
+  void *y = nullptr, *sum = nullptr, *q = nullptr, *rowScale = nullptr;
+  if (spec_.output >= 0 && ctx.shape(spec_.output) != shape)
+    return Status::error(at + ": x of shape " + shapeString(shape) + " differs from the output " +
+                         shapeString(ctx.shape(spec_.output)));
+  if (spec_.output >= 0)
+    if (Status s = denseOutput(ctx, spec_.output, shape, DType::F32, at, "output", y); !s.ok())
+      return s;
+  if (spec_.sum >= 0)
+    if (Status s = denseOutput(ctx, spec_.sum, shape, DType::F32, at, "sum", sum); !s.ok())
+      return s;
+  if (spec_.quantized >= 0)
+    if (Status s = denseOutput(ctx, spec_.quantized, shape, spec_.quantizedType, at, "quantized", q);
+        !s.ok())
+      return s;
+  if (spec_.rowScale >= 0) {
+    std::vector<int64_t> scaleShape = shape;
+    scaleShape.back() = 1;
+    if (Status s = denseOutput(ctx, spec_.rowScale, scaleShape, DType::F32, at, "row scale",
+                               rowScale);
+        !s.ok())
+      return s;
+  }
   if (rows == 0)
     return Status();
-  RowView yv, sv;
-  if (!rowView(ctx, spec_.output, yv) || (yv.ld != n && yv.rows > 1))
-    return Status::error(at + ": the output must be contiguous");
-  float *sum = nullptr;
-  if (spec_.sum >= 0) {
-    if (ctx.shape(spec_.sum) != outShape || ctx.dtype(spec_.sum) != DType::F32 ||
-        !rowView(ctx, spec_.sum, sv) || (sv.ld != n && sv.rows > 1))
-      return Status::error(at + ": the sum output must be f32, contiguous and of shape " +
-                           shapeString(outShape));
-    sum = sv.data;
-  }
   const float *x = nullptr, *res = nullptr;
   std::vector<float> xCopy, rCopy;
   if (Status s = denseRows(ctx, spec_.x, rows, n, at, "x", x, xCopy); !s.ok())
     return s;
   if (spec_.residual >= 0) {
-    if (ctx.shape(spec_.residual) != outShape)
+    if (ctx.shape(spec_.residual) != shape)
       return Status::error(at + ": residual of shape " + shapeString(ctx.shape(spec_.residual)) +
-                           " differs from the output " + shapeString(outShape));
+                           " differs from x " + shapeString(shape));
     if (Status s = denseRows(ctx, spec_.residual, rows, n, at, "residual", res, rCopy); !s.ok())
       return s;
   }
@@ -355,17 +389,20 @@ Status LayerNormStep::run(const ExecContext &ctx) const {
     x86::LayerNormArgs args;
     args.src[0] = x;
     args.src[1] = res;
-    args.sum = sum;
-    args.y = yv.data;
+    args.sum = static_cast<float *>(sum);
+    args.y = static_cast<float *>(y);
     args.gamma = spec_.gamma;
     args.beta = spec_.beta;
     args.rows = rows;
+    args.q = q;
+    args.rowScale = static_cast<float *>(rowScale);
     jit_->run(args);
     return Status();
   }
-  float *y = yv.data;
   const float *gamma = spec_.gamma, *beta = spec_.beta;
   const float eps = spec_.epsilon;
+  const bool signedQ = spec_.quantizedType == DType::I8;
+  const int32_t lo = signedQ ? -128 : 0;
 #pragma omp parallel for schedule(static) if (rows * n > 32768)
   for (int64_t r = 0; r < rows; ++r) {
     std::vector<float> row(n);
@@ -373,7 +410,7 @@ Status LayerNormStep::run(const ExecContext &ctx) const {
     for (int64_t j = 0; j < n; ++j)
       row[j] = res ? xr[j] + res[r * n + j] : xr[j];
     if (sum)
-      std::copy(row.begin(), row.end(), sum + r * n);
+      std::copy(row.begin(), row.end(), static_cast<float *>(sum) + r * n);
     double mean = 0;
     for (int64_t j = 0; j < n; ++j)
       mean += row[j];
@@ -384,7 +421,21 @@ Status LayerNormStep::run(const ExecContext &ctx) const {
     var /= double(n);
     const float rstd = float(1.0 / std::sqrt(var + eps)), meanF = float(mean);
     for (int64_t j = 0; j < n; ++j)
-      y[r * n + j] = (row[j] - meanF) * rstd * gamma[j] + beta[j];
+      row[j] = (row[j] - meanF) * rstd * gamma[j] + beta[j];
+    if (y)
+      std::copy(row.begin(), row.end(), static_cast<float *>(y) + r * n);
+    if (rowScale) {
+      static_cast<float *>(rowScale)[r] =
+          x86::quantizeRowScalar(row.data(), n, static_cast<uint8_t *>(q) + r * n);
+    } else if (q) {
+      for (int64_t j = 0; j < n; ++j) {
+        const int32_t v = x86::quantizeScalar(row[j], spec_.qScale, spec_.qZeroPoint, lo, lo + 255);
+        if (signedQ)
+          static_cast<int8_t *>(q)[r * n + j] = int8_t(v);
+        else
+          static_cast<uint8_t *>(q)[r * n + j] = uint8_t(v);
+      }
+    }
   }
   return Status();
 }
@@ -396,7 +447,7 @@ StepPtr makeLayerNorm(const LayerNormSpec &spec, const KernelOptions &options, s
     error = "layernorm: needs n > 0 (n = " + std::to_string(spec.n) + ") and gamma, beta";
     return nullptr;
   }
-  if (spec.x < 0 || spec.output < 0) {
+  if (spec.x < 0 || (spec.output < 0 && spec.quantized < 0)) {
     error = "layernorm: x or output tensor id missing";
     return nullptr;
   }
@@ -408,11 +459,38 @@ StepPtr makeLayerNorm(const LayerNormSpec &spec, const KernelOptions &options, s
     error = "layernorm: a `sum` output needs a residual";
     return nullptr;
   }
+  x86::LayerNormQuantize quant;
+  quant.writeY = spec.output >= 0;
+  if (spec.quantized >= 0) {
+    const bool u8 = spec.quantizedType == DType::U8, i8 = spec.quantizedType == DType::I8;
+    const int32_t lo = i8 ? -128 : 0;
+    if (spec.rowScale >= 0 ? !u8 : !(u8 || i8)) {
+      error = std::string("layernorm: the quantized output must be u8") +
+              (spec.rowScale >= 0 ? " (per row)" : " or i8") + ", not " +
+              dtypeName(spec.quantizedType);
+      return nullptr;
+    }
+    if (spec.rowScale < 0 && (!(spec.qScale > 0) || !std::isfinite(spec.qScale) ||
+                              spec.qZeroPoint < lo || spec.qZeroPoint > lo + 255)) {
+      error = "layernorm: quantization scale " + std::to_string(spec.qScale) +
+              " must be finite and > 0 and zero point " + std::to_string(spec.qZeroPoint) +
+              " in the range of " + dtypeName(spec.quantizedType);
+      return nullptr;
+    }
+    quant.mode = spec.rowScale >= 0 ? x86::LayerNormQuantize::Mode::PerRow
+                                    : x86::LayerNormQuantize::Mode::PerTensor;
+    quant.signedOutput = i8;
+    quant.scale = spec.qScale;
+    quant.zeroPoint = spec.qZeroPoint;
+  } else if (spec.rowScale >= 0) {
+    error = "layernorm: a row scale output needs a quantized output";
+    return nullptr;
+  }
   auto step = std::make_unique<LayerNormStep>(spec);
   if (hostHasAvx512(options)) {
     std::vector<x86::RowSource> sources(spec.residual >= 0 ? 2 : 1, x86::RowSource::Dense);
-    step->jit_ =
-        std::make_unique<x86::LayerNormKernel>(spec.n, sources, spec.sum >= 0, spec.epsilon);
+    step->jit_ = std::make_unique<x86::LayerNormKernel>(spec.n, sources, spec.sum >= 0,
+                                                        spec.epsilon, quant);
     (void)step->jit_->codeSize(); // generate now, never during run()
   }
   return step;

@@ -2,8 +2,9 @@
 //
 // makeQuantize / makeDequantize (ONNX QuantizeLinear / DequantizeLinear, per
 // tensor or per axis), makeQuantizePerRow (dynamic per-token u8) and
-// makeQLinear (octet.qlinear: GemmU8S8 on AVX-512 VNNI hosts, else a compiled
-// C++ loop with exact int32 sums that evaluates the epilogue per element).
+// makeQLinear (octet.qlinear: GemmU8S8 on AVX-512 VNNI hosts or oneDNN's int8
+// matmul, chosen as docs/kernel-selection.md says, else a compiled C++ loop
+// with exact int32 sums that evaluates the epilogue per element).
 // Per-tensor quantize and quantize_per_row run the AVX-512 kernels of
 // x86/QuantizeKernels.h, with the same formulas in C++ elsewhere.
 // docs/int8-gemm.md describes the qlinear step's epilogue split.
@@ -12,6 +13,8 @@
 #include "runtime/EpilogueSplit.h"
 #include "runtime/Steps.h"
 
+#include "compiler/codegen/x86/AmxSupport.h"
+#include "compiler/codegen/onednn/MatMulU8S8.h"
 #include "compiler/codegen/x86/GemmU8S8.h"
 #include "compiler/codegen/x86/ProgramEpilogue.h"
 #include "compiler/codegen/x86/QuantizeKernels.h"
@@ -24,6 +27,19 @@
 namespace octet::rt {
 
 namespace {
+
+/// The GELU oneDNN fuses as an eltwise post-op when `p` is gelu(input 0)
+/// and nothing else; None otherwise.
+onednn::U8S8Gelu geluOnly(const ElementwiseProgram &p) {
+  using Op = ElementwiseProgram::Op;
+  const ElementwiseProgram live = withoutDeadCode(p);
+  if (live.instrs.size() != 2 || live.instrs[0].op != Op::Input || live.instrs[0].a != 0 ||
+      live.instrs[1].a != 0)
+    return onednn::U8S8Gelu::None;
+  return live.instrs[1].op == Op::GeluErf    ? onednn::U8S8Gelu::Erf
+         : live.instrs[1].op == Op::GeluTanh ? onednn::U8S8Gelu::Tanh
+                                             : onednn::U8S8Gelu::None;
+}
 
 std::string where(const Step &step) {
   return step.kind() + (step.location.empty() ? "" : " (" + step.location + ")");
@@ -280,11 +296,14 @@ public:
     outputs = {spec.output};
     // [N, K] s8 for the reference loop, whatever the given layout.
     weightNK_.resize(size_t(spec.k * spec.n));
-    for (int64_t kk = 0; kk < spec.k; ++kk)
-      for (int64_t nn = 0; nn < spec.n; ++nn)
-        weightNK_[nn * spec.k + kk] = spec.layout == WeightLayout::KN
-                                          ? spec.weight[kk * spec.n + nn]
-                                          : spec.weight[nn * spec.k + kk];
+    if (spec.packed)
+      unpackWeight(*spec.packed, spec.weight, WeightLayout::NK, weightNK_.data());
+    else
+      for (int64_t kk = 0; kk < spec.k; ++kk)
+        for (int64_t nn = 0; nn < spec.n; ++nn)
+          weightNK_[nn * spec.k + kk] = spec.layout == WeightLayout::KN
+                                            ? spec.weight[kk * spec.n + nn]
+                                            : spec.weight[nn * spec.k + kk];
     wScale_.resize(size_t(spec.n));
     for (int64_t nn = 0; nn < spec.n; ++nn)
       wScale_[nn] = spec.wScale[spec.wScaleCount == 1 ? 0 : nn];
@@ -294,36 +313,68 @@ public:
     extrasRead_ = inputsRead(epilogue_);
   }
 
-  /// Builds the VNNI GEMM and its epilogue split: the residual add in the GEMM,
-  /// an accumulator-only rest fused into the kernel, anything else after it
-  /// (on an f32 scratch when the result is requantized).
-  void useVnni(const KernelOptions &options, int32_t xZp, float outScale, int32_t outZp) {
+  enum class Provider { Vnni, OneDnn };
+
+  /// The epilogue split shared by both providers: the residual add in the
+  /// GEMM; the rest fused into it where the provider can (VNNI: any program on
+  /// the accumulator and per-column vectors; oneDNN: GELU alone), else
+  /// applied after it. Returns the GEMM's output: the result's type, or f32
+  /// into a scratch that is requantized after the post-pass (or after the
+  /// residual add, which oneDNN cannot do in u8/s8).
+  x86::QuantOutput splitEpilogueFor(Provider provider, const KernelOptions &options) {
     const EpilogueSplit split = splitEpilogue(spec_.epilogue);
     residual_ = split.residual - 1 >= 0 ? split.residual - 1 : -1;
-    const std::vector<bool> read = inputsRead(split.rest);
-    const bool onlyAcc = std::count(read.begin() + 1, read.end(), true) == 0;
-    if (onlyAcc && !isIdentity(split.rest)) {
+    const bool identity = isIdentity(split.rest);
+    if (provider == Provider::Vnni && !identity) {
+      // Inputs besides the accumulator fuse when they are per-column vectors.
+      const ColumnExtras columns = columnExtras(split.rest, spec_.extraPerColumn);
       std::string why;
-      fused_ = x86::ProgramEpilogue::create(split.rest, why);
+      if (columns.fusable)
+        fused_ = x86::ProgramEpilogue::create(split.rest, why, columns.perColumn);
       // Otherwise (pressure, no vector form) the post-pass below applies it.
+      if (fused_)
+        columnExtras_ = columns.extras;
     }
-    if (!isIdentity(split.rest) && !fused_) {
+    if (provider == Provider::OneDnn && !identity)
+      gelu_ = geluOnly(split.rest);
+    if (!identity && !fused_ && gelu_ == onednn::U8S8Gelu::None) {
       std::vector<TensorId> postInputs = {spec_.output};
       postInputs.insert(postInputs.end(), spec_.extras.begin(), spec_.extras.end());
       post_ = std::make_unique<ElementwiseApplier>(split.rest, postInputs, spec_.output);
       post_->buildJit(options, std::vector<bool>(postInputs.size(), false));
     }
-    // A post-pass must see the f32 value: the GEMM then writes f32 into a
-    // scratch that is requantized after the program.
-    const bool scratch = post_ && outType_ != DType::F32;
-    if (scratch) {
-      outScale_ = outScale, outZp_ = outZp;
-      requant_ = std::make_unique<x86::QuantizeKernel>(outType_ == DType::U8
-                                                           ? x86::QuantOutput::U8
-                                                           : x86::QuantOutput::S8);
+    const bool scratch = outType_ != DType::F32 &&
+                         (post_ || (provider == Provider::OneDnn && residual_ >= 0));
+    if (outType_ == DType::F32 || scratch)
+      return x86::QuantOutput::F32;
+    return outType_ == DType::U8 ? x86::QuantOutput::U8 : x86::QuantOutput::S8;
+  }
+
+  /// Sets up the requantize of the f32 scratch when the GEMM writes one.
+  void requantizeAfter(x86::QuantOutput gemmOutput, const KernelOptions &options, float outScale,
+                       int32_t outZp) {
+    if (gemmOutput != x86::QuantOutput::F32 || outType_ == DType::F32)
+      return;
+    scratch_ = true;
+    outScale_ = outScale, outZp_ = outZp;
+    if (hostHasAvx512(options) && x86::quantizeKernelsSupported())
+      requant_ = std::make_unique<x86::QuantizeKernel>(
+          outType_ == DType::U8 ? x86::QuantOutput::U8 : x86::QuantOutput::S8);
+  }
+
+  /// GemmU8S8 (AVX-512 VNNI) with the split above.
+  void useVnni(const KernelOptions &options, int32_t xZp, float outScale, int32_t outZp) {
+    const x86::QuantOutput output = splitEpilogueFor(Provider::Vnni, options);
+    requantizeAfter(output, options, outScale, outZp);
+    if (spec_.packed) { // octet-pack-weights did the packing: the bytes as they are
+      packed_ = std::make_unique<x86::PackedU8S8>();
+      packed_->n = spec_.n, packed_->k = spec_.k, packed_->nr = spec_.packed->nr;
+      packed_->data.assign(spec_.weight, spec_.weight + spec_.packed->bytes());
+      packed_->colsum.assign(spec_.colsum, spec_.colsum + spec_.n);
+    } else {
+      packed_ = std::make_unique<x86::PackedU8S8>(
+          x86::packU8S8(spec_.weight, spec_.k, spec_.n, spec_.layout));
     }
-    packed_ = std::make_unique<x86::PackedU8S8>(
-        x86::packU8S8(spec_.weight, spec_.k, spec_.n, spec_.layout));
     x86::GemmU8S8Params p;
     p.aZeroPoint = xZp;
     // A run-time per-tensor scale takes the per-row path (the same formula,
@@ -334,27 +385,53 @@ public:
     p.bias = bias_.empty() ? nullptr : bias_.data();
     p.residual = residual_ >= 0;
     p.elementwise = fused_.get();
-    p.output = outType_ == DType::F32 || scratch ? x86::QuantOutput::F32
-               : outType_ == DType::U8           ? x86::QuantOutput::U8
-                                                 : x86::QuantOutput::S8;
-    p.outScale = p.output == x86::QuantOutput::F32 ? 1.0f : outScale;
-    p.outZeroPoint = p.output == x86::QuantOutput::F32 ? 0 : outZp;
+    p.output = output;
+    p.outScale = output == x86::QuantOutput::F32 ? 1.0f : outScale;
+    p.outZeroPoint = output == x86::QuantOutput::F32 ? 0 : outZp;
     gemm_ = std::make_unique<x86::GemmU8S8>(*packed_, std::move(p));
   }
 
+  /// oneDNN's int8 matmul (per-tensor constant x scale only) with the split
+  /// above; "" or why oneDNN cannot run this qlinear.
+  std::string useOneDnn(const KernelOptions &options, int32_t xZp, float outScale,
+                        int32_t outZp) {
+    const x86::QuantOutput output = splitEpilogueFor(Provider::OneDnn, options);
+    onednn::MatMulU8S8Params p;
+    p.aZeroPoint = xZp;
+    p.xScale = *spec_.xScaleConst;
+    p.wScale = wScale_;
+    p.bias = bias_.empty() ? nullptr : bias_.data();
+    p.residual = residual_ >= 0;
+    p.gelu = gelu_;
+    p.output = output == x86::QuantOutput::F32  ? onednn::U8S8Output::F32
+               : output == x86::QuantOutput::U8 ? onednn::U8S8Output::U8
+                                                : onednn::U8S8Output::S8;
+    p.outScale = output == x86::QuantOutput::F32 ? 1.0f : outScale;
+    p.outZeroPoint = output == x86::QuantOutput::F32 ? 0 : outZp;
+    onednn::Status s =
+        // The [N, K] copy: the spec's bytes may be packed for GemmU8S8.
+        onednn::MatMulU8S8::create(spec_.n, spec_.k, weightNK_.data(), WeightLayout::NK, p, onednn_);
+    if (!s.ok())
+      return s.message();
+    requantizeAfter(output, options, outScale, outZp);
+    return "";
+  }
+
   std::string kind() const override {
-    std::string k = gemm_ ? "qgemm.jit_vnni" : "qgemm.reference";
+    std::string k = gemm_ ? "qgemm.jit_vnni" : onednn_ ? "qgemm.onednn" : "qgemm.reference";
     if (spec_.xScalePerRow)
       k += "+rowscale";
-    if (!gemm_)
+    if (!gemm_ && !onednn_)
       return isIdentity(epilogue_) ? k : k + "+epilogue";
     if (residual_ >= 0)
       k += "+residual";
     if (fused_)
-      k += "+epilogue";
+      k += columnExtras_.empty() ? "+epilogue" : "+epilogue.columns";
+    if (gelu_ != onednn::U8S8Gelu::None)
+      k += "+gelu";
     if (post_)
       k += post_->hasJit() ? "+post.jit" : "+post.interpreter";
-    if (requant_)
+    if (scratch_)
       k += "+requant";
     return k;
   }
@@ -388,12 +465,16 @@ private:
   std::vector<float> wScale_, bias_;
   int residual_ = -1; ///< index into spec_.extras added by the GEMM
   std::unique_ptr<x86::ProgramEpilogue> fused_;
+  std::vector<int> columnExtras_; ///< extras fused_ reads per column, in its input order
+  onednn::U8S8Gelu gelu_ = onednn::U8S8Gelu::None; ///< oneDNN's eltwise post-op
   std::unique_ptr<ElementwiseApplier> post_;
-  std::unique_ptr<x86::QuantizeKernel> requant_; ///< f32 scratch -> u8/s8 after post_
+  bool scratch_ = false; ///< the GEMM writes f32 into a scratch, requantized after
+  std::unique_ptr<x86::QuantizeKernel> requant_; ///< the scratch's requantize (AVX-512)
   float outScale_ = 1;
   int32_t outZp_ = 0;
   std::unique_ptr<x86::PackedU8S8> packed_;
   std::unique_ptr<x86::GemmU8S8> gemm_;
+  std::unique_ptr<onednn::MatMulU8S8> onednn_;
 };
 
 Status QLinearStep::run(const ExecContext &ctx) const {
@@ -435,7 +516,7 @@ Status QLinearStep::run(const ExecContext &ctx) const {
     return Status::error(at + ": the input scale must have one element, got " +
                          shapeString(ctx.shape(spec_.xScale)));
   }
-  if (!gemm_)
+  if (!gemm_ && !onednn_)
     return runReference(ctx, a, av.ld, m, xScale, c, cv.ld);
 
   std::vector<float> rowScales;
@@ -451,27 +532,42 @@ Status QLinearStep::run(const ExecContext &ctx) const {
                                 residualCopy);
         !s.ok())
       return s;
-  std::vector<float> scratch;
-  if (requant_)
-    scratch.resize(size_t(m * n));
-  try {
-    if (requant_)
-      gemm_->run(a, m, av.ld, scratch.data(), n, residual, ldr, xScale);
-    else
-      gemm_->run(a, m, av.ld, c, cv.ld, residual, ldr, xScale);
-  } catch (const std::exception &e) {
-    return Status::error(at + ": " + e.what());
-  }
-  if (!post_)
-    return Status();
-  if (!requant_)
-    return post_->apply(ctx, at);
-  if (Status s = post_->apply(ctx, at, scratch.data()); !s.ok())
+  std::vector<const float *> columns;
+  if (Status s = columnPointers(ctx, spec_.extras, columnExtras_, n, at, columns); !s.ok())
     return s;
+  std::vector<float> scratch;
+  if (scratch_)
+    scratch.resize(size_t(m * n));
+  void *gemmOut = scratch_ ? scratch.data() : c;
+  const int64_t gemmLd = scratch_ ? n : cv.ld;
+  if (gemm_) {
+    try {
+      gemm_->run(a, m, av.ld, gemmOut, gemmLd, residual, ldr, xScale, columns.data());
+    } catch (const std::exception &e) {
+      return Status::error(at + ": " + e.what());
+    }
+  } else if (onednn::Status s = onednn_->run(a, m, av.ld, gemmOut, gemmLd, residual, ldr);
+             !s.ok()) {
+    return Status::error(at + ": " + s.message());
+  }
+  if (post_)
+    if (Status s = post_->apply(ctx, at, scratch_ ? scratch.data() : nullptr); !s.ok())
+      return s;
+  if (!scratch_)
+    return Status();
   auto *bytes = static_cast<uint8_t *>(c);
+  const int32_t lo = outType_ == DType::U8 ? 0 : -128, hi = lo + 255;
 #pragma omp parallel for schedule(static) if (m * n > 65536)
-  for (int64_t r = 0; r < m; ++r)
-    requant_->run(scratch.data() + r * n, bytes + r * cv.ld, n, outScale_, outZp_);
+  for (int64_t r = 0; r < m; ++r) {
+    if (requant_) {
+      requant_->run(scratch.data() + r * n, bytes + r * cv.ld, n, outScale_, outZp_);
+      continue;
+    }
+    for (int64_t j = 0; j < n; ++j) {
+      const int32_t q = x86::quantizeScalar(scratch[r * n + j], outScale_, outZp_, lo, hi);
+      bytes[r * cv.ld + j] = outType_ == DType::U8 ? uint8_t(q) : uint8_t(int8_t(q));
+    }
+  }
   return Status();
 }
 
@@ -565,6 +661,32 @@ StepPtr makeQuantizePerRow(TensorId in, TensorId out, TensorId scaleOut,
   return std::make_unique<QuantizePerRowStep>(in, out, scaleOut, options);
 }
 
+/// A weight packed at compile time: "" when this runtime can use it, else why.
+static std::string checkPackedWeight(const QLinearSpec &spec) {
+  if (!spec.packed)
+    return "";
+  const PackedWeightLayout &p = *spec.packed;
+  if (std::string why = p.check(); !why.empty())
+    return "malformed packed weight: " + why;
+  if (p.k != spec.k || p.n != spec.n || !spec.colsum)
+    return "packed weight for K = " + std::to_string(p.k) + ", N = " + std::to_string(p.n) +
+           " does not match K = " + std::to_string(spec.k) + ", N = " + std::to_string(spec.n) +
+           (spec.colsum ? "" : " or has no column sums");
+  if (p.isa == PackIsa::Amx) {
+    std::string why;
+    const bool amx = x86::amxUsable(&why);
+    return "the weight is packed for AMX (octet-pack-weights{isa=amx}), " +
+           (amx ? std::string("but the qlinear step has no AMX kernel yet (AVX-512 VNNI or its "
+                              "reference loop only)")
+                : "which this host cannot run: " + why) +
+           "; compile with isa=avx512_vnni";
+  }
+  if (p.nr != x86::gemmU8S8PanelWidth(p.n))
+    return "the weight is packed in " + std::to_string(p.nr) + "-column panels, GemmU8S8 takes " +
+           std::to_string(x86::gemmU8S8PanelWidth(p.n)) + " for N = " + std::to_string(p.n);
+  return "";
+}
+
 StepPtr makeQLinear(const QLinearSpec &spec, DType outType, const KernelOptions &options,
                     std::string &error) {
   const std::string at = "qlinear";
@@ -577,6 +699,10 @@ StepPtr makeQLinear(const QLinearSpec &spec, DType outType, const KernelOptions 
   }
   if (spec.input < 0 || spec.output < 0 || spec.xScale < 0 || spec.xZeroPoint < 0) {
     error = at + ": input, result, input scale or input zero point tensor id missing";
+    return nullptr;
+  }
+  if (std::string why = checkPackedWeight(spec); !why.empty()) {
+    error = at + ": " + why;
     return nullptr;
   }
   if (outType != DType::F32 && outType != DType::U8 && outType != DType::I8) {
@@ -604,27 +730,54 @@ StepPtr makeQLinear(const QLinearSpec &spec, DType outType, const KernelOptions 
       return nullptr;
     }
   auto step = std::make_unique<QLinearStep>(spec, outType);
-  // GemmU8S8 takes the activation's zero point (its column-sum compensation)
-  // and the output's scale and zero point at construction: it is used when
-  // they are plan-time constants. The activation scale may be a run-time
-  // value (per row, or per tensor through the per-row path).
+  // Both GEMMs take the activation's zero point (column-sum compensation) and
+  // the output's scale and zero point at construction: they are used when
+  // those are plan-time constants. GemmU8S8 also takes a run-time activation
+  // scale (per row, or per tensor through the per-row path); oneDNN 2.6 takes
+  // only a constant per-tensor one (MatMulU8S8.h).
   const bool outConst = outType == DType::F32 ||
                         (spec.outScaleConst && (spec.outZeroPoint < 0 || spec.outZeroPointConst));
-  if (spec.xZeroPointConst && outConst && hostHasAvx512(options) &&
-      options.gemm != KernelOptions::Gemm::OneDnn && x86::GemmU8S8::hostSupported() &&
-      spec.k <= x86::kMaxU8S8K) {
-    int32_t outZp = 0;
-    if (outType == DType::U8 && spec.outZeroPointConst)
-      outZp = *static_cast<const uint8_t *>(spec.outZeroPointConst);
-    else if (outType == DType::I8 && spec.outZeroPointConst)
-      outZp = *static_cast<const int8_t *>(spec.outZeroPointConst);
-    try {
-      step->useVnni(options, *spec.xZeroPointConst,
-                    spec.outScaleConst ? *spec.outScaleConst : 1.0f, outZp);
-    } catch (const std::exception &e) {
-      error = at + ": " + e.what();
+  int32_t outZp = 0;
+  if (outType == DType::U8 && spec.outZeroPointConst)
+    outZp = *static_cast<const uint8_t *>(spec.outZeroPointConst);
+  else if (outType == DType::I8 && spec.outZeroPointConst)
+    outZp = *static_cast<const int8_t *>(spec.outZeroPointConst);
+  const float outScale = spec.outScaleConst ? *spec.outScaleConst : 1.0f;
+  const bool jitAvailable = hostHasAvx512(options) && x86::GemmU8S8::hostSupported();
+  std::string oneDnnLimit; // why oneDNN cannot take this qlinear
+  if (spec.xScalePerRow)
+    oneDnnLimit = "per-row (dynamic, per-token) activation scales";
+  else if (!spec.xScaleConst)
+    oneDnnLimit = "a run-time activation scale";
+  else if (!spec.xZeroPointConst || !outConst)
+    oneDnnLimit = "a run-time zero point or output scale";
+  else if (spec.k > onednn::MatMulU8S8::kMaxK)
+    oneDnnLimit = "K above " + std::to_string(onednn::MatMulU8S8::kMaxK);
+  const bool wantOneDnn =
+      options.gemm == KernelOptions::Gemm::OneDnn ||
+      (options.gemm == KernelOptions::Gemm::Auto &&
+       onednn::preferOneDnnU8S8(jitAvailable, spec.xScalePerRow || !spec.xScaleConst));
+  try {
+    if (wantOneDnn && oneDnnLimit.empty()) {
+      std::string why = step->useOneDnn(options, *spec.xZeroPointConst, outScale, outZp);
+      // Forced: oneDNN's refusal is the answer. Auto (no JIT GEMM here): the
+      // exact reference loop.
+      if (!why.empty() && options.gemm == KernelOptions::Gemm::OneDnn) {
+        error = at + ": oneDNN (--gemm onednn) cannot run it: " + why;
+        return nullptr;
+      }
+      if (!why.empty())
+        step = std::make_unique<QLinearStep>(spec, outType);
+    } else if (options.gemm == KernelOptions::Gemm::OneDnn) {
+      error = at + ": oneDNN 2.6's int8 matmul (--gemm onednn) cannot express " + oneDnnLimit +
+              "; use --gemm auto or jit";
       return nullptr;
+    } else if (jitAvailable && spec.xZeroPointConst && outConst && spec.k <= x86::kMaxU8S8K) {
+      step->useVnni(options, *spec.xZeroPointConst, outScale, outZp);
     }
+  } catch (const std::exception &e) {
+    error = at + ": " + e.what();
+    return nullptr;
   }
   return step;
 }

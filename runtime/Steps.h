@@ -21,11 +21,12 @@
 #ifndef OCTET_RUNTIME_STEPS_H
 #define OCTET_RUNTIME_STEPS_H
 
-#include "compiler/codegen/WeightLayout.h"
+#include "compiler/codegen/PackedWeights.h"
 #include "runtime/ElementwiseProgram.h"
 #include "runtime/Plan.h"
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -85,17 +86,28 @@ struct LinearSpec {
   int64_t k = 0, n = 0;
   const float *bias = nullptr; ///< [N] or null, kept alive by the Plan
   std::vector<TensorId> extras;
+  /// extraPerColumn[i]: extras[i] is one f32 value per output column (as
+  /// QLinearSpec's): the JIT GEMM fuses a program reading it.
+  std::vector<bool> extraPerColumn;
   ElementwiseProgram epilogue;
 };
 StepPtr makeLinear(const LinearSpec &spec, const KernelOptions &options, std::string &error);
 
 /// y = LayerNorm(x (+ residual)) · gamma + beta over the last dim (length n);
 /// `sum` (optional) receives x + residual. gamma, beta: constants [n].
+/// octet.layer_norm_quantize: `quantized` (u8/i8, x's shape) receives y
+/// quantized as makeQuantize (per tensor, plan-time qScale / qZeroPoint) or,
+/// with `rowScale` (f32 [..., 1]), as makeQuantizePerRow, bit for bit; `output`
+/// may then be -1 (y is not written).
 struct LayerNormSpec {
   TensorId x = -1, residual = -1, output = -1, sum = -1;
   const float *gamma = nullptr, *beta = nullptr;
   int64_t n = 0;
   float epsilon = 1e-5f;
+  TensorId quantized = -1, rowScale = -1;
+  DType quantizedType = DType::U8; ///< U8 or I8 (per row: U8)
+  float qScale = 1;
+  int32_t qZeroPoint = 0;
 };
 StepPtr makeLayerNorm(const LayerNormSpec &spec, const KernelOptions &options, std::string &error);
 
@@ -156,6 +168,11 @@ struct QLinearSpec {
   TensorId input = -1, output = -1;
   const int8_t *weight = nullptr; ///< read only at build time (copied / packed)
   WeightLayout layout = WeightLayout::KN;
+  /// Set when octet-pack-weights packed the weight at compile time: `weight`
+  /// holds the kernel's panels (packed->bytes()) and `colsum` its column sums
+  /// [N] (read only at build time); `layout` is then unused.
+  std::optional<PackedWeightLayout> packed;
+  const int32_t *colsum = nullptr;
   int64_t k = 0, n = 0;
   const float *bias = nullptr;   ///< [N] or null (copied)
   const float *wScale = nullptr; ///< [wScaleCount] (copied)
@@ -167,6 +184,10 @@ struct QLinearSpec {
   const float *outScaleConst = nullptr;
   const void *outZeroPointConst = nullptr; ///< u8 or i8, the output's type
   std::vector<TensorId> extras;
+  /// extraPerColumn[i]: extras[i] is one f32 value per output column, the
+  /// same for every row (shape [N], or [1, .., 1, N]): the VNNI GEMM fuses a
+  /// program reading it (x86::ProgramEpilogue's per-column inputs).
+  std::vector<bool> extraPerColumn;
   ElementwiseProgram epilogue;
 };
 StepPtr makeQLinear(const QLinearSpec &spec, DType outType, const KernelOptions &options,

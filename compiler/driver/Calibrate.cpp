@@ -50,6 +50,7 @@ struct Observation {
   std::string what; ///< "linear #3 'octet.linear' at model.onnx:/l0/MatMul", for messages
   int64_t k = 0;
   std::vector<float> absMax;
+  std::vector<float> channelMin, channelMax; ///< signed extremes per channel (SmoothQuant's range)
   float min = std::numeric_limits<float>::infinity();
   float max = -std::numeric_limits<float>::infinity();
   double percentileLoSum = 0, percentileHiSum = 0;
@@ -92,6 +93,8 @@ void observe(Observation &obs, const rt::RunTensor &t, double percentile, const 
         return;
       }
       obs.absMax[size_t(j)] = std::max(obs.absMax[size_t(j)], std::fabs(v));
+      obs.channelMin[size_t(j)] = std::min(obs.channelMin[size_t(j)], v);
+      obs.channelMax[size_t(j)] = std::max(obs.channelMax[size_t(j)], v);
       lo = std::min(lo, v);
       hi = std::max(hi, v);
     }
@@ -145,6 +148,8 @@ rt::Status octet::calibrateModule(ModuleOp module, const CompileOptions &options
     if (ShapedType::isDynamic(obs.k))
       return rt::Status::error(obs.what + ": its weight's input-feature dim is dynamic");
     obs.absMax.assign(size_t(obs.k), 0.0f);
+    obs.channelMin.assign(size_t(obs.k), std::numeric_limits<float>::infinity());
+    obs.channelMax.assign(size_t(obs.k), -std::numeric_limits<float>::infinity());
   }
 
   // The instrumented clone: every GEMM input becomes an extra result.
@@ -257,6 +262,11 @@ rt::Status octet::calibrateModule(ModuleOp module, const CompileOptions &options
                                        ArrayRef<float>(obs.absMax)));
     entries.set("input_min", FloatAttr::get(f32, lo));
     entries.set("input_max", FloatAttr::get(f32, hi));
+    auto channels = RankedTensorType::get({obs.k}, f32);
+    entries.set("input_channel_min",
+                DenseElementsAttr::get(channels, ArrayRef<float>(obs.channelMin)));
+    entries.set("input_channel_max",
+                DenseElementsAttr::get(channels, ArrayRef<float>(obs.channelMax)));
     op->setAttr("octet.calib", entries.getDictionary(ctx));
   }
   if (summary) {

@@ -47,7 +47,7 @@ struct CompileOptions {
   /// (50, 100]: the mean over batches of each batch's (100-P)th / Pth percentile.
   double calibrationPercentile = 0;
   bool smoothquant = true;       ///< static only
-  double smoothquantAlpha = 0.5; ///< in [0, 1]
+  double smoothquantAlpha = 0.7; ///< in [0, 1]; why 0.7: docs/decisions.md
   /// Calibration progress lines ("calibrate: batch 3/16 (1.2 s)"); none when unset.
   std::function<void(const std::string &line)> progress;
 };

@@ -42,6 +42,16 @@ namespace rt = octet::rt;
 
 namespace {
 
+/// A GEMM extra with one f32 value per output column, the same for every row:
+/// static [.., N] with every other dim 1 (the kernels load it like the bias).
+bool isPerColumnVector(Type type, int64_t n) {
+  auto ranked = dyn_cast<RankedTensorType>(type);
+  if (!ranked || !ranked.hasStaticShape() || ranked.getRank() < 1 ||
+      !ranked.getElementType().isF32() || ranked.getShape().back() != n)
+    return false;
+  return llvm::all_of(ranked.getShape().drop_back(), [](int64_t d) { return d == 1; });
+}
+
 /// The ONNX node name(s) a location names; "" when it has none.
 std::string locationName(Location loc) {
   if (auto name = dyn_cast<NameLoc>(loc))
@@ -1025,6 +1035,7 @@ LogicalResult PlanWalker::visitLinear(Operation *op) {
     if (failed(contiguous))
       return failure();
     spec.extras.push_back(*contiguous);
+    spec.extraPerColumn.push_back(isPerColumnVector(extra.getType(), spec.n));
   }
   if (fused) {
     FailureOr<rt::ElementwiseProgram> program = octet::programFromRegion(op->getRegion(0));
@@ -1049,12 +1060,17 @@ LogicalResult PlanWalker::visitLayerNorm(Operation *op) {
     input = ln.getInput(), gamma = ln.getGamma(), beta = ln.getBeta();
     axis = ln.getAxis();
     epsilon = ln.getEpsilon().convertToFloat();
-  } else {
-    auto aln = cast<octet::AddLayerNormOp>(op);
+  } else if (auto aln = dyn_cast<octet::AddLayerNormOp>(op)) {
     input = aln.getInput(), residual = aln.getResidual(), gamma = aln.getGamma(),
     beta = aln.getBeta();
     axis = aln.getAxis();
     epsilon = aln.getEpsilon().convertToFloat();
+  } else {
+    auto lnq = cast<octet::LayerNormQuantizeOp>(op);
+    input = lnq.getInput(), residual = lnq.getResidual(), gamma = lnq.getGamma(),
+    beta = lnq.getBeta();
+    axis = lnq.getAxis();
+    epsilon = lnq.getEpsilon().convertToFloat();
   }
   auto type = cast<RankedTensorType>(input.getType());
   if (axis != type.getRank() - 1)
@@ -1095,16 +1111,36 @@ LogicalResult PlanWalker::visitLayerNorm(Operation *op) {
       return failure();
     spec.residual = *r;
   }
-  FailureOr<std::vector<ScalarId>> shape = resultShape(op, op->getResult(0));
-  if (failed(shape))
-    return failure();
-  FailureOr<TensorId> out = resultTensor(op, op->getResult(0), *shape);
-  if (failed(out))
-    return failure();
-  spec.output = *out;
+  // octet.layer_norm_quantize: y only where something reads it; the
+  // per-tensor scale and zero point are plan-time constants (the kernel's).
+  auto lnq = dyn_cast<octet::LayerNormQuantizeOp>(op);
+  if (lnq) {
+    auto qType = cast<RankedTensorType>(lnq.getQuantized().getType());
+    spec.quantizedType = qType.getElementType().isUnsignedInteger(8) ? DType::U8 : DType::I8;
+    if (Value scale = lnq.getScale()) {
+      FailureOr<const void *> s = constantBytes(op, scale);
+      FailureOr<const void *> z = constantBytes(op, lnq.getZeroPoint());
+      if (failed(s) || failed(z))
+        return failure();
+      spec.qScale = *static_cast<const float *>(*s);
+      spec.qZeroPoint = spec.quantizedType == DType::U8 ? *static_cast<const uint8_t *>(*z)
+                                                        : *static_cast<const int8_t *>(*z);
+    }
+  }
+  for (auto [i, result] : llvm::enumerate(op->getResults())) {
+    if (i == 0 && lnq && result.use_empty())
+      continue;
+    FailureOr<std::vector<ScalarId>> shape = resultShape(op, result);
+    if (failed(shape))
+      return failure();
+    FailureOr<TensorId> out = resultTensor(op, result, *shape);
+    if (failed(out))
+      return failure();
+    (i == 0 ? spec.output : i == 1 ? spec.quantized : spec.rowScale) = *out;
+  }
   std::string error;
   rt::StepPtr step = rt::makeLayerNorm(spec, options_, error);
-  return addStep(op, std::move(step), "layer_norm", error);
+  return addStep(op, std::move(step), lnq ? "layer_norm_quantize" : "layer_norm", error);
 }
 
 LogicalResult PlanWalker::visitQuant(Operation *op) {
@@ -1143,7 +1179,6 @@ LogicalResult PlanWalker::visitQuant(Operation *op) {
 LogicalResult PlanWalker::visitQLinear(octet::QLinearOp op) {
   rt::QLinearSpec spec;
   bool transposeWeight = op.getTransposeWeight();
-  auto weightType = cast<RankedTensorType>(op.getWeight().getType());
   if (!op.getWeight().getDefiningOp<octet::ConstantOp>() ||
       (op.getBias() && !op.getBias().getDefiningOp<octet::ConstantOp>()) ||
       !op.getWeightScale().getDefiningOp<octet::ConstantOp>())
@@ -1159,8 +1194,16 @@ LogicalResult PlanWalker::visitQLinear(octet::QLinearOp op) {
     return failure();
   spec.weight = static_cast<const int8_t *>(*w);
   spec.layout = transposeWeight ? octet::WeightLayout::NK : octet::WeightLayout::KN;
-  spec.k = weightType.getDimSize(transposeWeight ? 1 : 0);
-  spec.n = weightType.getDimSize(transposeWeight ? 0 : 1);
+  spec.k = op.getK();
+  spec.n = op.getN();
+  // Packed by octet-pack-weights: the panels and column sums go to the kernel as they are.
+  std::vector<int32_t> colsum;
+  if (op.getPacked()) {
+    spec.packed = op.getPackedLayout();
+    auto sums = op.getPackedColsum().getValues<int32_t>();
+    colsum.assign(sums.begin(), sums.end());
+    spec.colsum = colsum.data();
+  }
   if (op.getBias()) {
     FailureOr<const void *> b = constantBytes(op, op.getBias());
     if (failed(b))
@@ -1212,6 +1255,7 @@ LogicalResult PlanWalker::visitQLinear(octet::QLinearOp op) {
     if (failed(t))
       return failure();
     spec.extras.push_back(*t);
+    spec.extraPerColumn.push_back(isPerColumnVector(extra.getType(), spec.n));
   }
   // The identity epilogue (`octet.yield %acc`) needs no program.
   Block &body = op.getEpilogue().front();
@@ -1268,6 +1312,8 @@ LogicalResult PlanWalker::visit(Operation *op) {
     return visitQLinear(cast<octet::QLinearOp>(op));
   if (auto perRow = dyn_cast<octet::QuantizePerRowOp>(op))
     return visitQuantizePerRow(perRow);
+  if (isa<octet::LayerNormQuantizeOp>(op))
+    return visitLayerNorm(op);
   if (isa<octet::DynamicQuantizeOp, octet::MatMulIntegerOp>(op))
     return op->emitError() << op->getName()
                            << " is not supported by the runtime yet (dynamically quantized "

@@ -140,8 +140,6 @@ bool parseGenerateSpec(const std::string &samples, GenerateSpec &spec, std::stri
   return true;
 }
 
-namespace {
-
 void setElement(HostTensor &t, int64_t i, double v) {
   uint8_t *p = t.bytes.data() + size_t(i) * rt::dtypeBytes(t.dtype);
   switch (t.dtype) {
@@ -172,6 +170,8 @@ void setElement(HostTensor &t, int64_t i, double v) {
     break;
   }
 }
+
+namespace {
 
 bool nameHas(const std::string &name, const char *part) {
   std::string lower = name;

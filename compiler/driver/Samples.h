@@ -44,6 +44,9 @@ struct GenerateSpec {
 };
 /// True when `samples` starts with "generate:"; then parses it into `spec`
 /// (false with `error` when malformed).
+/// Element i of `t` (any dtype) = v, converted as a C cast would.
+void setElement(io::HostTensor &t, int64_t i, double v);
+
 bool isGenerateSpec(const std::string &samples);
 bool parseGenerateSpec(const std::string &samples, GenerateSpec &spec, std::string &error);
 

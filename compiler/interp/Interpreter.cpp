@@ -288,10 +288,13 @@ private:
   FailureOr<HostTensor> concat(ConcatOp op);
   FailureOr<HostTensor> slice(SliceOp op);
   FailureOr<HostTensor> gather(GatherOp op);
-  FailureOr<HostTensor> quantize(Operation *op, Value input, Value scale, Value zeroPoint,
-                                 std::optional<uint64_t> axis, bool dequantize);
+  FailureOr<HostTensor> quantize(Operation *op, const HostTensor &x, Value scale, Value zeroPoint,
+                                 std::optional<uint64_t> axis, bool dequantize, Type resultType);
   LogicalResult dynamicQuantize(DynamicQuantizeOp op);
   LogicalResult quantizePerRow(QuantizePerRowOp op);
+  FailureOr<HostTensor> addLayerNorm(Operation *op, Value input, Value residual, Value gamma,
+                                     Value beta, int64_t axis, double epsilon);
+  LogicalResult layerNormQuantize(LayerNormQuantizeOp op);
   FailureOr<HostTensor> matmulInteger(MatMulIntegerOp op);
   FailureOr<HostTensor> qlinear(QLinearOp op);
 
@@ -1099,9 +1102,9 @@ FailureOr<HostTensor> Interpreter::gather(GatherOp op) {
 
 /// quantize: saturate(round(x / scale) + zp); dequantize: (x - zp) · scale.
 /// Both in float32 arithmetic, as ONNX Runtime computes them.
-FailureOr<HostTensor> Interpreter::quantize(Operation *op, Value inputValue, Value scaleValue, Value zpValue,
-                                            std::optional<uint64_t> axis, bool dequantize) {
-  const HostTensor &x = in(inputValue), &scale = in(scaleValue);
+FailureOr<HostTensor> Interpreter::quantize(Operation *op, const HostTensor &x, Value scaleValue, Value zpValue,
+                                            std::optional<uint64_t> axis, bool dequantize, Type resultType) {
+  const HostTensor &scale = in(scaleValue);
   const HostTensor *zp = zpValue ? &in(zpValue) : nullptr;
   int64_t rank = x.shape.size();
   // A 0-D (or one-element) scale is per tensor; a 1-D one runs along `axis`.
@@ -1119,7 +1122,6 @@ FailureOr<HostTensor> Interpreter::quantize(Operation *op, Value inputValue, Val
   FailureOr<Access> zpAccess = zp ? paramAccess(*zp) : FailureOr<Access>(Access{0, SmallVector<int64_t>(rank, 0)});
   if (failed(scaleAccess) || failed(zpAccess))
     return failure();
-  Type resultType = elementTypeOf(op->getResult(0));
   HostTensor r = HostTensor::zeros(resultType, x.shape);
   forEachIndex(x.shape, {contiguous(x.shape), *scaleAccess, *zpAccess},
                [&](ArrayRef<int64_t> o) {
@@ -1132,6 +1134,52 @@ FailureOr<HostTensor> Interpreter::quantize(Operation *op, Value inputValue, Val
                                                    double(std::nearbyint(float(x.floats[o[0]]) / s)) + z);
                });
   return r;
+}
+
+/// layer_norm(input), or add_layer_norm's layer_norm(input + residual) with
+/// the sum rounded first, as the unfused Add is.
+FailureOr<HostTensor> Interpreter::addLayerNorm(Operation *op, Value input, Value residual, Value gamma,
+                                                Value beta, int64_t axis, double epsilon) {
+  const HostTensor &x = in(input);
+  if (!residual)
+    return layerNorm(op, x, gamma, beta, axis, epsilon);
+  const HostTensor &res = in(residual);
+  Type type = x.elementType;
+  FailureOr<HostTensor> sum = elementwise(op, type, {&x, &res}, [&](HostTensor &r, int64_t o, ArrayRef<int64_t> i) {
+    r.floats[o] = roundToFloat(type, x.floats[i[0]] + res.floats[i[1]]);
+    return success();
+  });
+  if (failed(sum))
+    return failure();
+  if (sum->shape != x.shape)
+    return op->emitError() << "residual " << shapeString(res.shape) << " widens the input " << shapeString(x.shape);
+  return layerNorm(op, *sum, gamma, beta, axis, epsilon);
+}
+
+static void quantizeRows(const HostTensor &x, HostTensor &q, HostTensor &s);
+
+/// octet.layer_norm_quantize: the LayerNorm, then octet.quantize (per tensor)
+/// or octet.quantize_per_row of its f32 result, exactly as the unfused ops.
+LogicalResult Interpreter::layerNormQuantize(LayerNormQuantizeOp op) {
+  FailureOr<HostTensor> y = addLayerNorm(op, op.getInput(), op.getResidual(), op.getGamma(), op.getBeta(),
+                                         op.getAxis(), op.getEpsilon().convertToDouble());
+  if (failed(y))
+    return failure();
+  if (op.getScale()) {
+    FailureOr<HostTensor> q = quantize(op, *y, op.getScale(), op.getZeroPoint(), std::nullopt, false,
+                                         elementTypeOf(op.getQuantized()));
+    if (failed(q) || failed(define(op, op.getQuantized(), std::move(q))))
+      return failure();
+  } else {
+    SmallVector<int64_t> scaleShape(y->shape);
+    scaleShape.back() = 1;
+    HostTensor q = HostTensor::zeros(elementTypeOf(op.getQuantized()), y->shape);
+    HostTensor s = HostTensor::zeros(elementTypeOf(op.getRowScale()), scaleShape);
+    quantizeRows(*y, q, s);
+    if (failed(define(op, op.getQuantized(), std::move(q))) || failed(define(op, op.getRowScale(), std::move(s))))
+      return failure();
+  }
+  return define(op, op.getResult(), std::move(*y));
 }
 
 /// ONNX DynamicQuantizeLinear, with ONNX Runtime's scale of 1 for all-zero input.
@@ -1159,15 +1207,8 @@ LogicalResult Interpreter::dynamicQuantize(DynamicQuantizeOp op) {
 
 /// octet.quantize_per_row: per row s = absmax / 127 in f32 (1 for a zero
 /// row), q = saturate(round_half_even(x / s)) + 128; NaN gives 128.
-LogicalResult Interpreter::quantizePerRow(QuantizePerRowOp op) {
-  const HostTensor &x = in(op.getInput());
-  if (x.shape.empty())
-    return op.emitError() << "quantize_per_row needs an input of rank >= 1";
+static void quantizeRows(const HostTensor &x, HostTensor &q, HostTensor &s) {
   int64_t k = x.shape.back();
-  SmallVector<int64_t> scaleShape(x.shape);
-  scaleShape.back() = 1;
-  HostTensor q = HostTensor::zeros(elementTypeOf(op.getResult()), x.shape);
-  HostTensor s = HostTensor::zeros(elementTypeOf(op.getScale()), scaleShape);
   for (int64_t row = 0, rows = s.numElements(); row < rows; ++row) {
     float absMax = 0.0f;
     for (int64_t j = 0; j < k; ++j)
@@ -1179,6 +1220,17 @@ LogicalResult Interpreter::quantizePerRow(QuantizePerRowOp op) {
       q.ints[row * k + j] = std::isnan(v) ? 128 : int64_t(std::clamp(v, -127.0f, 127.0f)) + 128;
     }
   }
+}
+
+LogicalResult Interpreter::quantizePerRow(QuantizePerRowOp op) {
+  const HostTensor &x = in(op.getInput());
+  if (x.shape.empty())
+    return op.emitError() << "quantize_per_row needs an input of rank >= 1";
+  SmallVector<int64_t> scaleShape(x.shape);
+  scaleShape.back() = 1;
+  HostTensor q = HostTensor::zeros(elementTypeOf(op.getResult()), x.shape);
+  HostTensor s = HostTensor::zeros(elementTypeOf(op.getScale()), scaleShape);
+  quantizeRows(x, q, s);
   if (failed(define(op, op.getResult(), std::move(q))))
     return failure();
   return define(op, op.getScale(), std::move(s));
@@ -1217,13 +1269,31 @@ FailureOr<HostTensor> Interpreter::qlinear(QLinearOp op) {
   const HostTensor &x = in(op.getInput()), &w = in(op.getWeight());
   const HostTensor &xScale = in(op.getInputScale()), &xZp = in(op.getInputZeroPoint());
   const HostTensor &wScale = in(op.getWeightScale());
-  if (x.shape.empty() || w.shape.size() != 2)
-    return op.emitError() << "qlinear needs an input of rank >= 1 and a 2-D weight";
+  // A packed weight (octet-pack-weights) is read through its layout, and its
+  // sum uses the stored column sums as the kernels do (Σ x·w - zp·colsum), so
+  // a wrong byte or sum shows here.
+  const bool packed = bool(op.getPacked());
+  if (x.shape.empty() || w.shape.size() != (packed ? 1u : 2u))
+    return op.emitError() << "qlinear needs an input of rank >= 1 and a 2-D (or packed 1-D) weight";
   bool transposed = op.getTransposeWeight();
-  int64_t k = x.shape.back(), n = w.shape[transposed ? 0 : 1];
-  if (w.shape[transposed ? 1 : 0] != k)
+  int64_t k = x.shape.back(), n = packed ? op.getN() : w.shape[transposed ? 0 : 1];
+  if ((packed ? op.getK() : w.shape[transposed ? 1 : 0]) != k)
     return op.emitError() << "qlinear input " << shapeString(x.shape) << " does not match weight "
                           << shapeString(w.shape);
+  std::vector<int64_t> unpacked, colsum;
+  if (packed) {
+    PackedWeightLayout layout = op.getPackedLayout();
+    if (w.numElements() != layout.bytes())
+      return op.emitError() << "qlinear packed weight has " << w.numElements() << " bytes, its layout "
+                            << layout.bytes();
+    unpacked.resize(size_t(k * n));
+    for (int64_t p = 0; p < k; ++p)
+      for (int64_t j = 0; j < n; ++j)
+        unpacked[p * n + j] = w.ints[layout.offset(p, j)];
+    for (int32_t sum : op.getPackedColsum().getValues<int32_t>())
+      colsum.push_back(sum);
+  }
+  const std::vector<int64_t> &weight = packed ? unpacked : w.ints;
   if (wScale.numElements() != n)
     return op.emitError() << "qlinear weight_scale has " << wScale.numElements() << " entries for " << n
                           << " output channels";
@@ -1248,8 +1318,14 @@ FailureOr<HostTensor> Interpreter::qlinear(QLinearOp op) {
     for (int64_t j = 0; j < n; ++j) {
       float inputScale = float(xScale.floats[perRow ? m : 0]);
       int64_t sum = 0;
-      for (int64_t p = 0; p < k; ++p)
-        sum += (x.ints[m * k + p] - zp) * w.ints[transposed ? j * k + p : p * n + j];
+      if (packed) {
+        for (int64_t p = 0; p < k; ++p)
+          sum += x.ints[m * k + p] * weight[p * n + j];
+        sum -= zp * colsum[j];
+      } else {
+        for (int64_t p = 0; p < k; ++p)
+          sum += (x.ints[m * k + p] - zp) * weight[transposed ? j * k + p : p * n + j];
+      }
       float scale = inputScale * float(wScale.floats[j]);
       float value = scale * float(int32_t(sum));
       if (bias)
@@ -1366,6 +1442,8 @@ LogicalResult Interpreter::execute(Operation *op) {
     return dynamicQuantize(dq);
   if (auto q = dyn_cast<QuantizePerRowOp>(op))
     return quantizePerRow(q);
+  if (auto lnq = dyn_cast<LayerNormQuantizeOp>(op))
+    return layerNormQuantize(lnq);
   if (op->getNumResults() != 1)
     return op->emitError() << "'" << op->getName() << "' is not supported by the interpreter";
   Value result = op->getResult(0);
@@ -1421,20 +1499,9 @@ LogicalResult Interpreter::execute(Operation *op) {
             return layerNorm(op, in(l.getInput()), l.getGamma(), l.getBeta(), l.getAxis(),
                              l.getEpsilon().convertToDouble());
           })
-          .Case([&](AddLayerNormOp l) -> FailureOr<HostTensor> {
-            // The sum is rounded first, as the unfused Add is.
-            const HostTensor &x = in(l.getInput()), &res = in(l.getResidual());
-            FailureOr<HostTensor> sum =
-                elementwise(op, resultType, {&x, &res}, [&](HostTensor &r, int64_t o, ArrayRef<int64_t> i) {
-                  r.floats[o] = roundToFloat(resultType, x.floats[i[0]] + res.floats[i[1]]);
-                  return success();
-                });
-            if (failed(sum))
-              return failure();
-            if (sum->shape != x.shape)
-              return op->emitError() << "residual " << shapeString(res.shape) << " widens the input "
-                                     << shapeString(x.shape);
-            return layerNorm(op, *sum, l.getGamma(), l.getBeta(), l.getAxis(), l.getEpsilon().convertToDouble());
+          .Case([&](AddLayerNormOp l) {
+            return addLayerNorm(op, l.getInput(), l.getResidual(), l.getGamma(), l.getBeta(), l.getAxis(),
+                                l.getEpsilon().convertToDouble());
           })
           .Case([&](GeluOp g) { return gelu(g); })
           .Case([&](AttentionOp a) { return attention(a); })
@@ -1445,10 +1512,10 @@ LogicalResult Interpreter::execute(Operation *op) {
           .Case([&](SliceOp s) { return slice(s); })
           .Case([&](GatherOp g) { return gather(g); })
           .Case([&](QuantizeOp q) {
-            return quantize(op, q.getInput(), q.getScale(), q.getZeroPoint(), q.getAxis(), false);
+            return quantize(op, in(q.getInput()), q.getScale(), q.getZeroPoint(), q.getAxis(), false, resultType);
           })
           .Case([&](DequantizeOp q) {
-            return quantize(op, q.getInput(), q.getScale(), q.getZeroPoint(), q.getAxis(), true);
+            return quantize(op, in(q.getInput()), q.getScale(), q.getZeroPoint(), q.getAxis(), true, resultType);
           })
           .Case([&](MatMulIntegerOp m) { return matmulInteger(m); })
           .Case([&](QLinearOp q) { return qlinear(q); })

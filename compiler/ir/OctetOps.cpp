@@ -264,9 +264,13 @@ static std::optional<ValueDim> operandDimEqualTo(OpResult result, int64_t dim,
       .Case<MatMulOp, MatMulIntegerOp>([&](auto op) {
         return matmulSourceOfDim(op.getLhs(), op.getRhs(), resultRank, dim, resolveDepth);
       })
-      .Case<LinearOp, FusedLinearOp, QLinearOp>([&](auto op) {
-        return dim == resultRank - 1 ? ValueDim{op.getWeight(), op.getOutputFeatureDim()}
-                                     : ValueDim{op.getInput(), dim};
+      .Case<LinearOp, FusedLinearOp, QLinearOp>([&](auto op) -> std::optional<ValueDim> {
+        if (dim != resultRank - 1)
+          return ValueDim{op.getInput(), dim};
+        if constexpr (std::is_same_v<decltype(op), QLinearOp>)
+          if (op.getPacked()) // N is static, and the packed weight has no N dim
+            return std::nullopt;
+        return ValueDim{op.getWeight(), op.getOutputFeatureDim()};
       })
       .Case<ReduceMeanOp, ReduceSumOp, ReduceMaxOp, ReduceMinOp>(
           [&](auto op) -> std::optional<ValueDim> {
@@ -1753,6 +1757,48 @@ LogicalResult QuantizePerRowOp::verify() {
   return success();
 }
 
+/// The LayerNorm part as octet.layer_norm's, over the last dim; the quantized
+/// part as octet.quantize's per tensor, or octet.quantize_per_row's.
+LogicalResult LayerNormQuantizeOp::verify() {
+  auto input = getInput().getType();
+  if (failed(verifyNorm(*this, input, getAxis(), getEpsilon(), getGamma(), getBeta())))
+    return failure();
+  if (static_cast<int64_t>(getAxis()) != input.getRank() - 1)
+    return emitOpError("normalizes over the last dim only (axis ")
+           << input.getRank() - 1 << "), got axis " << getAxis();
+  if (Value residual = getResidual(); residual && residual.getType() != input)
+    return emitOpError("residual type ") << residual.getType() << " must equal the input type "
+                                         << input;
+  auto quantized = getQuantized().getType();
+  if (quantized.getShape() != input.getShape())
+    return emitOpError("quantized shape ") << shapeStr(quantized.getShape())
+                                           << " must equal the input shape "
+                                           << shapeStr(input.getShape());
+  if (Value scale = getScale()) {
+    if (!getZeroPoint())
+      return emitOpError("a per-tensor scale needs a zero point");
+    if (getRowScale())
+      return emitOpError("has a per-tensor scale operand and a per-row scale result");
+    if (!tensorOf(scale).hasStaticShape() || tensorOf(scale).getNumElements() != 1)
+      return emitOpError("scale must be per tensor (one element), got ") << scale.getType();
+    return verifyQuantParams(*this, input, scale, getZeroPoint(), quantized.getElementType(),
+                             std::nullopt);
+  }
+  if (getZeroPoint())
+    return emitOpError("a zero point needs a scale");
+  if (!getRowScale())
+    return emitOpError("needs a scale operand (per tensor) or a row_scale result (per row)");
+  if (!quantized.getElementType().isUnsignedInteger(8))
+    return emitOpError("per-row quantization produces ui8 (zero point 128), got ")
+           << quantized.getElementType();
+  SmallVector<int64_t> expected = perRowScaleShape(input);
+  if (getRowScale().getType().getShape() != ArrayRef<int64_t>(expected))
+    return emitOpError("row_scale shape ") << shapeStr(getRowScale().getType().getShape())
+                                           << " must be the input's leading dims and 1: "
+                                           << shapeStr(expected);
+  return success();
+}
+
 LogicalResult MatMulIntegerOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc,
                                                 Adaptor adaptor, SmallVectorImpl<Type> &types) {
   SmallVector<int64_t> shape;
@@ -1798,15 +1844,71 @@ LogicalResult MatMulIntegerOp::verify() {
 
 /// The linear's K, N and bias checks with the element types of the INT8 GEMM:
 /// ui8 input, i8 weight, f32 bias.
+PackedWeightLayout QLinearOp::getPackedLayout() {
+  DictionaryAttr packed = getPacked();
+  auto integer = [&](StringRef name) { return packed.getAs<IntegerAttr>(name).getInt(); };
+  return PackedWeightLayout{*parsePackIsa(packed.getAs<StringAttr>("isa").getValue().str()),
+                            integer("k"), integer("n"), int(integer("nr"))};
+}
+
+DenseIntElementsAttr QLinearOp::getPackedColsum() {
+  return getPacked().getAs<DenseIntElementsAttr>("colsum");
+}
+
+int64_t QLinearOp::getK() {
+  return getPacked() ? getPackedLayout().k : getWeight().getType().getDimSize(getInputFeatureDim());
+}
+
+int64_t QLinearOp::getN() {
+  return getPacked() ? getPackedLayout().n
+                     : getWeight().getType().getDimSize(getOutputFeatureDim());
+}
+
+/// octet.packed (docs/pack-weights.md): well-formed fields, a 1-D i8 weight
+/// of exactly the layout's bytes, N column sums, no transpose_weight.
+static LogicalResult verifyPackedWeight(QLinearOp op) {
+  DictionaryAttr packed = op.getPacked();
+  if (!packed)
+    return op.emitOpError("a 1-D weight must be packed: it needs an '")
+           << QLinearOp::kPackedAttrName << "' attribute";
+  auto isa = packed.getAs<StringAttr>("isa");
+  if (!isa || !parsePackIsa(isa.getValue().str()))
+    return op.emitOpError("'") << QLinearOp::kPackedAttrName
+                               << "' needs isa = \"avx512_vnni\" or \"amx\", got " << packed;
+  for (StringRef name : {"nr", "k", "n"})
+    if (!packed.getAs<IntegerAttr>(name))
+      return op.emitOpError("'") << QLinearOp::kPackedAttrName << "' needs an integer " << name
+                                 << ", got " << packed;
+  PackedWeightLayout layout = op.getPackedLayout();
+  if (std::string why = layout.check(); !why.empty())
+    return op.emitOpError("'") << QLinearOp::kPackedAttrName << "': " << why;
+  auto colsum = packed.getAs<DenseIntElementsAttr>("colsum");
+  if (!colsum || !colsum.getElementType().isInteger(32) ||
+      colsum.getType().getShape() != ArrayRef<int64_t>{layout.n})
+    return op.emitOpError("'") << QLinearOp::kPackedAttrName << "' needs colsum : tensor<"
+                               << layout.n << "xi32>, got " << packed;
+  auto weight = op.getWeight().getType();
+  if (weight.getRank() != 1 || weight.getDimSize(0) != layout.bytes())
+    return op.emitOpError("packed weight must be tensor<")
+           << layout.bytes() << "xi8> (" << isa.getValue() << " panels of " << layout.nr
+           << " columns for K = " << layout.k << ", N = " << layout.n << "), got " << weight;
+  if (op.getTransposeWeight())
+    return op.emitOpError("a packed weight takes no transpose_weight");
+  return success();
+}
+
 LogicalResult QLinearOp::verify() {
   auto input = getInput().getType(), weight = getWeight().getType();
-  if (input.getRank() < 1 || weight.getRank() != 2)
-    return emitOpError("needs an input of rank >= 1 and a 2-D weight, got ")
+  if (input.getRank() < 1 || (weight.getRank() != 2 && weight.getRank() != 1))
+    return emitOpError("needs an input of rank >= 1 and a 2-D (or packed 1-D) weight, got ")
            << input << " and " << weight;
-  StringRef kName = getTransposeWeight() ? "columns" : "rows";
-  StringRef nName = getTransposeWeight() ? "rows" : "columns";
-  int64_t k = input.getShape().back(), n = weight.getDimSize(getOutputFeatureDim());
-  int64_t weightK = weight.getDimSize(getInputFeatureDim());
+  if ((weight.getRank() == 1 || getPacked()) && failed(verifyPackedWeight(*this)))
+    return failure();
+  bool packed = weight.getRank() == 1;
+  StringRef kName = packed ? "packed K" : getTransposeWeight() ? "columns" : "rows";
+  StringRef nName = packed ? "packed N" : getTransposeWeight() ? "rows" : "columns";
+  int64_t k = input.getShape().back(), n = getN();
+  int64_t weightK = getK();
   if (!dimsCompatible(k, weightK))
     return emitOpError("input's last dim ")
            << k << " does not match the weight's " << kName << " " << weightK;

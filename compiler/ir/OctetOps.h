@@ -2,6 +2,7 @@
 #ifndef OCTET_COMPILER_IR_OCTETOPS_H
 #define OCTET_COMPILER_IR_OCTETOPS_H
 
+#include "compiler/codegen/PackedWeights.h"
 #include "compiler/ir/OctetDialect.h"
 #include "mlir/Bytecode/BytecodeOpInterface.h"
 #include "mlir/IR/BuiltinTypes.h"

@@ -450,6 +450,48 @@ def Octet_AddLayerNormOp : Octet_Op<"add_layer_norm",
   let hasVerifier = 1;
 }
 
+def Octet_LayerNormQuantizeOp : Octet_Op<"layer_norm_quantize",
+    [Pure, AttrSizedOperandSegments, AllTypesMatch<["input", "result"]>]> {
+  let summary = "(residual +) LayerNorm over the last dim, then quantize: one pass writes u8/i8";
+  let description = [{
+    `y = layer_norm(input (+ residual))` exactly as `octet.layer_norm` /
+    `octet.add_layer_norm` compute it (the sum rounded to f32 first), then the
+    quantized `y` as the op it replaces computes it:
+
+    - with `scale(%s, %zp)` (0-D f32 and a 0-D u8/i8 zero point):
+      `octet.quantize %y, %s, %zp` (per tensor);
+    - without: `octet.quantize_per_row %y`, whose per-row scale is the third
+      result (the quantized result is then u8, zero point 128).
+
+    The first result is `y` itself; it is materialized only when something
+    reads it (BERT's residual), so a fused LayerNorm whose f32 result is dead
+    writes nothing but the bytes. Normalizes over the last dim only.
+    `octet-fuse-elementwise` forms it.
+
+    ```mlir
+    %y, %q = octet.layer_norm_quantize %x residual(%r : tensor<?x?x768xf32>), %g, %b
+               axis = 2 epsilon = 1.0e-12 scale(%s, %zp : tensor<f32>, tensor<ui8>)
+               : tensor<?x?x768xf32>, tensor<768xf32>, tensor<768xf32> -> tensor<?x?x768xui8>
+    %y2, %q2, %rs = octet.layer_norm_quantize %x, %g, %b axis = 2 epsilon = 1.0e-12
+               : tensor<?x?x768xf32>, tensor<768xf32>, tensor<768xf32>
+               -> tensor<?x?x768xui8>, tensor<?x?x1xf32>
+    ```
+  }];
+  let arguments = (ins Octet_F32Tensor:$input, Optional<Octet_F32Tensor>:$residual,
+                       Octet_F32Tensor:$gamma, Optional<Octet_F32Tensor>:$beta,
+                       Octet_Axis:$axis, F32Attr:$epsilon,
+                       Optional<Octet_F32Tensor>:$scale, Optional<Octet_QuantTensor>:$zero_point);
+  let results = (outs Octet_F32Tensor:$result, Octet_QuantTensor:$quantized,
+                      Optional<Octet_F32Tensor>:$row_scale);
+  let assemblyFormat = [{
+    $input (`residual` `(` $residual^ `:` type($residual) `)`)? `,` $gamma (`,` $beta^)?
+    `axis` `=` $axis `epsilon` `=` $epsilon
+    (`scale` `(` $scale^ `,` $zero_point `:` type($scale) `,` type($zero_point) `)`)? attr-dict
+    `:` type($input) `,` type($gamma) (`,` type($beta)^)? `->` type($quantized) (`,` type($row_scale)^)?
+  }];
+  let hasVerifier = 1;
+}
+
 def Octet_GeluOp : Octet_Op<"gelu", [Pure, SameOperandsAndResultType]> {
   let summary = "GELU activation, exact (erf) or tanh-approximated";
   let description = [{
@@ -763,6 +805,13 @@ def Octet_QLinearOp : Octet_Op<"qlinear",
     `octet-eliminate-qdq` forms it from the QDQ form of ONNX Runtime's
     static quantization; `octet-quantize` from FP32 linears.
 
+    Packed weight (`octet-pack-weights`, docs/pack-weights.md): `weight` may
+    instead be a 1-D `i8` tensor holding a GEMM kernel's packed panels, with
+    the attribute `octet.packed = {isa = "avx512_vnni" | "amx", nr, k, n,
+    colsum = dense<...> : tensor<Nxi32>}` saying how (`nr`: columns per
+    panel; `colsum[n] = Σ_k w[k, n]`, the u8·s8 compensation); no
+    `transpose_weight` then. The values computed are the same.
+
     ```mlir
     %y = octet.qlinear %x, %w, %b scales(%xs, %xzp, %ws : tensor<f32>, tensor<ui8>, tensor<3072xf32>) {
     ^bb0(%acc: f32):
@@ -798,7 +847,19 @@ def Octet_QLinearOp : Octet_Op<"qlinear",
     (`extra` `(` $extra^ `:` type($extra) `)`)? $epilogue attr-dict
     `:` type($input) `,` type($weight) (`,` type($bias)^)? `->` type($result)
   }];
-  let extraClassDeclaration = Octet_LinearFeatureDims;
+  let extraClassDeclaration = Octet_LinearFeatureDims # [{
+    /// `octet.packed` (octet-pack-weights): the weight is a kernel's packed panels.
+    static constexpr ::llvm::StringLiteral kPackedAttrName = "octet.packed";
+    ::mlir::DictionaryAttr getPacked() {
+      return (*this)->getAttrOfType<::mlir::DictionaryAttr>(kPackedAttrName);
+    }
+    /// The packed layout and column sums of a verified op with `octet.packed`.
+    ::octet::PackedWeightLayout getPackedLayout();
+    ::mlir::DenseIntElementsAttr getPackedColsum();
+    /// K and N, from the weight's type or from `octet.packed`.
+    int64_t getK();
+    int64_t getN();
+  }];
   let hasVerifier = 1;
   let hasRegionVerifier = 1;
 }

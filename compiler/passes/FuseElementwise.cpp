@@ -10,6 +10,10 @@
 // group; their values then never need a tensor. Casts, integer and boolean
 // ops, ops with regions and reductions stay outside.
 //
+// First, a LayerNorm whose result is quantized (the GEMM input of an INT8
+// encoder) becomes one octet.layer_norm_quantize, so the quantized bytes are
+// written by the LayerNorm's own pass over the row instead of a second pass.
+//
 //===----------------------------------------------------------------------===//
 #include "compiler/passes/Passes.h"
 #include "compiler/passes/ScalarOps.h"
@@ -133,8 +137,95 @@ bool fuseGroup(ArrayRef<Operation *> group) {
   return true;
 }
 
+/// A constant of one element, or null.
+Value oneElementConstant(Value v) {
+  DenseElementsAttr attr;
+  return v && matchPattern(v, m_Constant(&attr)) && attr.getType().getNumElements() == 1 ? v
+                                                                                         : Value();
+}
+
+/// The LayerNorm (f32, over the last dim) that produces `x`, or null.
+Operation *layerNormProducer(Value x) {
+  Operation *ln = x.getDefiningOp();
+  if (!isa_and_nonnull<LayerNormOp, AddLayerNormOp>(ln))
+    return nullptr;
+  auto type = tensorOf(x);
+  uint64_t axis = isa<LayerNormOp>(ln) ? cast<LayerNormOp>(ln).getAxis()
+                                       : cast<AddLayerNormOp>(ln).getAxis();
+  return type.getElementType().isF32() && int64_t(axis) == type.getRank() - 1 ? ln : nullptr;
+}
+
+/// Replaces `ln` and its quantize `q` (octet.quantize per tensor with a
+/// constant scale and zero point, or octet.quantize_per_row) by one
+/// octet.layer_norm_quantize at `ln`. Returns false, changing nothing, when
+/// `q` does not qualify: a per-axis or run-time scale stays a separate step.
+bool fuseLayerNormQuantize(Operation *ln, Operation *q) {
+  Value scale, zeroPoint;
+  if (auto quantize = dyn_cast<QuantizeOp>(q)) {
+    scale = oneElementConstant(quantize.getScale());
+    zeroPoint = quantize.getZeroPoint();
+    if (!scale || (quantize.getAxis() && tensorOf(scale).getRank() != 0) ||
+        (zeroPoint && !oneElementConstant(zeroPoint)))
+      return false;
+  }
+  // The constants must be defined before the LayerNorm, where the fused op goes.
+  for (Value c : {scale, zeroPoint})
+    if (Operation *def = c ? c.getDefiningOp() : nullptr;
+        def && def->getBlock() == ln->getBlock() && ln->isBeforeInBlock(def))
+      def->moveBefore(ln);
+  OpBuilder builder(ln);
+  if (scale && !zeroPoint) { // ONNX's default zero point: 0 of the quantized type
+    auto zpType = RankedTensorType::get(tensorOf(scale).getShape(),
+                                        tensorOf(q->getResult(0)).getElementType());
+    Attribute zero = builder.getZeroAttr(zpType.getElementType());
+    zeroPoint = ConstantOp::create(builder, q->getLoc(), DenseElementsAttr::get(zpType, zero));
+  }
+  Value input, residual, gamma, beta;
+  uint64_t axis;
+  APFloat epsilon(0.0f);
+  if (auto l = dyn_cast<LayerNormOp>(ln)) {
+    input = l.getInput(), gamma = l.getGamma(), beta = l.getBeta();
+    axis = l.getAxis(), epsilon = l.getEpsilon();
+  } else {
+    auto a = cast<AddLayerNormOp>(ln);
+    input = a.getInput(), residual = a.getResidual(), gamma = a.getGamma(), beta = a.getBeta();
+    axis = a.getAxis(), epsilon = a.getEpsilon();
+  }
+  Type rowScaleType = scale ? Type() : q->getResult(1).getType();
+  auto fused = LayerNormQuantizeOp::create(
+      builder, builder.getFusedLoc({ln->getLoc(), q->getLoc()}), ln->getResult(0).getType(),
+      q->getResult(0).getType(), rowScaleType, input, residual, gamma, beta, axis, epsilon, scale,
+      zeroPoint);
+  q->getResult(0).replaceAllUsesWith(fused.getQuantized());
+  if (!scale)
+    q->getResult(1).replaceAllUsesWith(fused.getRowScale());
+  q->erase();
+  ln->getResult(0).replaceAllUsesWith(fused.getResult());
+  ln->erase();
+  return true;
+}
+
 struct OctetFuseElementwisePass : octet::impl::OctetFuseElementwiseBase<OctetFuseElementwisePass> {
+  using OctetFuseElementwiseBase::OctetFuseElementwiseBase;
+
   void runOnOperation() override {
+    // The first qualifying quantize of each LayerNorm joins it (octet-quantize
+    // shares one quantize per input anyway).
+    SmallVector<std::pair<Operation *, Operation *>> pairs;
+    DenseSet<Operation *> paired;
+    getOperation().walk([&](Operation *q) {
+      if (!layerNormQuantize || !isa<QuantizeOp, QuantizePerRowOp>(q))
+        return;
+      Operation *ln = layerNormProducer(q->getOperand(0));
+      if (ln && ln->getBlock() == q->getBlock() && !paired.contains(ln) &&
+          (isa<QuantizePerRowOp>(q) || oneElementConstant(q->getOperand(1))) &&
+          paired.insert(ln).second)
+        pairs.emplace_back(ln, q);
+    });
+    for (auto [ln, q] : pairs)
+      if (fuseLayerNormQuantize(ln, q))
+        ++numLayerNormQuantize;
+
     for (Block &block : getOperation().getBody()) {
       DenseSet<Operation *> taken;
       SmallVector<SmallVector<Operation *>> groups;

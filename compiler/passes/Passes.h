@@ -6,6 +6,8 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/Pass.h"
 
+#include <string>
+
 namespace octet {
 #define GEN_PASS_DECL
 #include "compiler/passes/Passes.h.inc"
@@ -25,11 +27,18 @@ struct Int8PipelineOptions {
   enum class Mode { Static, Dynamic };
   Mode mode = Mode::Static;
   bool smoothquant = true; ///< static mode only
-  double alpha = 0.5;      ///< SmoothQuant's migration strength
+  double alpha = 0.7;      ///< SmoothQuant's migration strength (docs/decisions.md)
+  /// octet-pack-weights's isa: "avx512_vnni", "amx", "none" (no packing), or
+  /// "host" (defaultPackIsa()).
+  std::string packIsa = "host";
 };
+/// The layout the runtime's qlinear kernel takes on this host: "avx512_vnni"
+/// with AVX-512 VNNI (AMX hosts too: the qlinear step has no AMX kernel yet),
+/// else "none" (the reference loop reads unpacked weights as well).
+std::string defaultPackIsa();
 /// The INT8 lowering that follows recognition (and, for static mode,
 /// calibration: the linears carry octet.calib): [smoothquant], quantize,
-/// eliminate-qdq, cleanup, fuse-elementwise, plan-memory.
+/// eliminate-qdq, cleanup, fuse-elementwise, [pack-weights], plan-memory.
 void buildInt8LoweringPipeline(mlir::OpPassManager &pm, const Int8PipelineOptions &options);
 /// Registers the pipelines with the pass registry (for octet-opt).
 void registerOctetPipelines();

@@ -164,6 +164,11 @@ def OctetFuseElementwise : Pass<"octet-fuse-elementwise", "::mlir::func::FuncOp"
       1 / (1 + e^-x), `pow` as `math.powf`): the same float operations in
       the same order, only composite ops round after each step. A lone op
       (a `gelu`, which has its own kernel, included) stays as it is.
+    - LayerNorm + quantize (first): an `octet.quantize` (per tensor,
+      constant scale and zero point) or `octet.quantize_per_row` of a
+      `layer_norm` / `add_layer_norm` over the last dim becomes one
+      `octet.layer_norm_quantize`; its f32 result replaces the LayerNorm's
+      for any other reader (docs/int8-quantization.md).
 
     Before:
     ```mlir
@@ -186,9 +191,16 @@ def OctetFuseElementwise : Pass<"octet-fuse-elementwise", "::mlir::func::FuncOp"
   }];
   let dependentDialects = ["::octet::OctetDialect", "::mlir::arith::ArithDialect",
                            "::mlir::math::MathDialect"];
+  let options = [
+    Option<"layerNormQuantize", "layer-norm-quantize", "bool", "true",
+           "Fuse a LayerNorm with the quantize of its result (false: keep them apart, "
+           "e.g. to compare the fused kernel with the unfused steps)">,
+  ];
   let statistics = [
     Statistic<"numGroups", "groups", "octet.fused ops formed">,
     Statistic<"numFusedOps", "fused-ops", "Pointwise ops moved into them">,
+    Statistic<"numLayerNormQuantize", "layer-norm-quantize",
+              "LayerNorm + quantize pairs made one octet.layer_norm_quantize">,
   ];
 }
 
@@ -425,6 +437,54 @@ def OctetEliminateQdq : Pass<"octet-eliminate-qdq", "::mlir::func::FuncOp"> {
   let statistics = [
     Statistic<"numGemms", "gemms", "GEMMs turned into octet.qlinear">,
     Statistic<"numCancelled", "cancelled", "quantize(dequantize) pairs cancelled">,
+  ];
+}
+
+def OctetPackWeights : Pass<"octet-pack-weights", "::mlir::func::FuncOp"> {
+  let summary = "INT8 weights into the GEMM kernel's blocked layout, with the u8·s8 column sums";
+  let description = [{
+    Each `octet.qlinear` whose weight is a constant 2-D `i8` tensor gets, in
+    its place, a 1-D `i8` constant of the packed panels of the kernel named by
+    `isa` (a resource blob `<name>.packed` when the weight was one) and the
+    attribute `octet.packed = {isa, nr, k, n, colsum}` with the
+    compensation `colsum[n] = Σ_k w[k, n]` (i32): the runtime uses both as
+    they are, so no packing is left for plan build. `transpose_weight` goes
+    (the packed layout says where each element is). Layouts
+    (compiler/codegen/PackedWeights.h, shared with the kernels):
+    `avx512_vnni` = GemmU8S8's `[N/nr][K/4][nr][4]` panels (nr 32 or 48 by
+    GemmU8S8's rule), `amx` = GemmU8S8Amx's 32-column panels of 1 KiB B
+    tiles. A weight shared by several qlinears is packed once. Left alone:
+    a weight that is not a constant (the runtime refuses it), one already
+    packed, and K past the s32 overflow bound of u8·s8 sums. An unknown
+    `isa` fails the pass. docs/pack-weights.md.
+
+    Before:
+    ```mlir
+    %w = octet.constant dense<[[1, -2, 3], [4, 5, -6]]> : tensor<2x3xi8>
+    %y = octet.qlinear %x, %w scales(%xs, %xzp, %ws : tensor<f32>, tensor<ui8>, tensor<3xf32>) {
+    ^bb0(%acc: f32):
+      octet.yield %acc : f32
+    } : tensor<?x2xui8>, tensor<2x3xi8> -> tensor<?x3xf32>
+    ```
+    After (`isa=avx512_vnni`: one 32-column panel, K padded to 4):
+    ```mlir
+    %w = octet.constant dense<[1, 4, 0, 0, -2, 5, 0, 0, 3, -6, 0, 0, 0, ...]> : tensor<128xi8>
+    %y = octet.qlinear %x, %w scales(%xs, %xzp, %ws : tensor<f32>, tensor<ui8>, tensor<3xf32>) {
+    ^bb0(%acc: f32):
+      octet.yield %acc : f32
+    } {octet.packed = {colsum = dense<[5, 3, -3]> : tensor<3xi32>, isa = "avx512_vnni",
+                       k = 2 : i64, n = 3 : i64, nr = 32 : i64}}
+      : tensor<?x2xui8>, tensor<128xi8> -> tensor<?x3xf32>
+    ```
+  }];
+  let options = [
+    Option<"isa", "isa", "std::string", /*default=*/"\"avx512_vnni\"",
+           "The kernel whose layout to pack for: 'avx512_vnni' (vpdpbusd) or 'amx' (tdpbusd)">,
+  ];
+  let dependentDialects = ["::octet::OctetDialect"];
+  let statistics = [
+    Statistic<"numPacked", "packed-weights", "Weight constants packed">,
+    Statistic<"numQLinears", "packed-qlinears", "octet.qlinear ops given a packed weight">,
   ];
 }
 

@@ -1,5 +1,6 @@
 //===- Pipeline.cpp - the standard pass pipelines -------------------------===//
 #include "compiler/passes/Passes.h"
+#include "compiler/codegen/x86/KernelGenerator.h"
 
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassOptions.h"
@@ -29,6 +30,11 @@ struct Int8LoweringOptions : PassPipelineOptions<Int8LoweringOptions> {
                            llvm::cl::init(true)};
   Option<double> alpha{*this, "alpha", llvm::cl::desc("SmoothQuant's migration strength"),
                        llvm::cl::init(0.5)};
+  Option<std::string> packIsa{
+      *this, "pack-isa",
+      llvm::cl::desc("octet-pack-weights's isa: avx512_vnni, amx, none, or host (the "
+                     "runtime's qlinear kernel on this host)"),
+      llvm::cl::init("host")};
 };
 } // namespace
 
@@ -52,7 +58,14 @@ void octet::buildInt8LoweringPipeline(OpPassManager &pm, const Int8PipelineOptio
   fn.addPass(createOctetEliminateQdq());
   fn.addPass(createOctetCleanup());
   fn.addPass(createOctetFuseElementwise());
+  std::string packIsa = options.packIsa == "host" ? defaultPackIsa() : options.packIsa;
+  if (packIsa != "none")
+    fn.addPass(createOctetPackWeights(OctetPackWeightsOptions{packIsa}));
   fn.addPass(createOctetPlanMemory());
+}
+
+std::string octet::defaultPackIsa() {
+  return x86::CpuFeatures::host().supports(x86::Isa::Avx512Vnni) ? "avx512_vnni" : "none";
 }
 
 void octet::registerOctetPipelines() {
@@ -64,12 +77,13 @@ void octet::registerOctetPipelines() {
   PassPipelineRegistration<Int8LoweringOptions>(
       "octet-int8-lowering",
       "The INT8 lowering after recognition (and calibration for mode=static): [smoothquant], "
-      "quantize, eliminate-qdq, cleanup, fuse-elementwise, plan-memory",
+      "quantize, eliminate-qdq, cleanup, fuse-elementwise, [pack-weights], plan-memory",
       [](OpPassManager &pm, const Int8LoweringOptions &textual) {
         Int8PipelineOptions options;
         options.mode = textual.mode;
         options.smoothquant = textual.smoothquant;
         options.alpha = textual.alpha;
+        options.packIsa = textual.packIsa;
         buildInt8LoweringPipeline(pm, options);
       });
 }

@@ -11,6 +11,17 @@ using namespace mlir;
 
 namespace octet {
 
+std::optional<LinearView> LinearView::of(Operation *op) {
+  if (auto linear = dyn_cast_or_null<LinearOp>(op))
+    return LinearView{op, linear.getInput(), linear.getWeight(), linear.getBias(), ValueRange{},
+                      linear.getTransposeWeight()};
+  if (auto fused = dyn_cast_or_null<FusedLinearOp>(op))
+    return LinearView{op, fused.getInput(), fused.getWeight(), fused.getBias(), fused.getExtra(),
+                      fused.getTransposeWeight()};
+  return std::nullopt;
+}
+
+
 std::optional<std::vector<float>> readF32Constant(Value v) {
   auto constant = v ? v.getDefiningOp<ConstantOp>() : ConstantOp();
   if (!constant)
@@ -71,6 +82,31 @@ FailureOr<Calibration> parseCalibration(Operation *op, int64_t k, StringRef pass
   }
   if (calib.min && calib.max && *calib.min > *calib.max)
     return fail("input_min > input_max");
+  for (auto [name, slot] : {std::pair{"input_channel_min", &calib.channelMin},
+                            std::pair{"input_channel_max", &calib.channelMax}}) {
+    Attribute attr = dict.get(name);
+    if (!attr)
+      continue;
+    auto values = dyn_cast<DenseElementsAttr>(attr);
+    if (!values || !values.getElementType().isF32() ||
+        cast<ShapedType>(values.getType()).getRank() != 1 || values.getNumElements() != k)
+      return fail(Twine(name) + " must be a dense 1-D f32 tensor of K = " + Twine(k) +
+                  " elements");
+    slot->emplace();
+    for (float v : values.getValues<float>()) {
+      if (!std::isfinite(v))
+        return fail(Twine(name) + " must hold finite values");
+      (*slot)->push_back(v);
+    }
+  }
+  if (calib.channelMin.has_value() != calib.channelMax.has_value())
+    return fail("input_channel_min and input_channel_max come together");
+  if (calib.channelMin)
+    for (int64_t j = 0; j < k; ++j)
+      if ((*calib.channelMin)[j] > (*calib.channelMax)[j] ||
+          std::max(-(*calib.channelMin)[j], (*calib.channelMax)[j]) > calib.absMax[j])
+        return fail("channel " + Twine(j) +
+                    ": input_channel_min/max disagree with each other or with input_absmax");
   return calib;
 }
 

@@ -16,6 +16,28 @@
 
 namespace octet {
 
+/// octet.linear or octet.fused_linear seen as one GEMM X·W (+ b): the weight
+/// is operand 1 and the bias, when present, operand 2 in both.
+struct LinearView {
+  mlir::Operation *op;
+  mlir::Value input, weight, bias;
+  mlir::ValueRange extra; ///< fused_linear's extra operands (none for linear)
+  bool transposed;
+
+  static std::optional<LinearView> of(mlir::Operation *op);
+  mlir::RankedTensorType weightType() const {
+    return mlir::cast<mlir::RankedTensorType>(weight.getType());
+  }
+  /// K (input features) and N (output features).
+  int64_t k() const { return weightType().getDimSize(transposed ? 1 : 0); }
+  int64_t n() const { return weightType().getDimSize(transposed ? 0 : 1); }
+  /// Flat index of W[input channel j, output channel c] in the stored layout.
+  int64_t index(int64_t j, int64_t c) const { return transposed ? c * k() + j : j * n() + c; }
+  mlir::OpOperand &weightOperand() const { return op->getOpOperand(1); }
+  mlir::OpOperand &biasOperand() const { return op->getOpOperand(2); }
+};
+
+
 /// The elements of an f32 constant of static shape (dense, splat or
 /// resource blob), or nothing (not a constant, not f32, an elided blob).
 std::optional<std::vector<float>> readF32Constant(mlir::Value v);
@@ -26,6 +48,9 @@ struct Calibration {
   mlir::DictionaryAttr dict;
   std::vector<float> absMax;     // per input channel: max |X[..., j]|
   std::optional<float> min, max; // the per-tensor range
+  // Optional signed extremes per input channel: with them the range of X/s
+  // after smoothing is exact instead of a bound from absMax.
+  std::optional<std::vector<float>> channelMin, channelMax;
 };
 inline constexpr llvm::StringLiteral kCalibAttr = "octet.calib";
 

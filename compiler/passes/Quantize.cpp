@@ -31,28 +31,7 @@ namespace {
 
 constexpr StringLiteral kPassName = "octet-quantize";
 
-/// The GEMM operands of octet.linear and octet.fused_linear.
-struct Linear {
-  Operation *op;
-  Value input, weight, bias;
-  ValueRange extra;
-  bool transposed;
-
-  static std::optional<Linear> of(Operation *op) {
-    if (auto linear = dyn_cast_or_null<LinearOp>(op))
-      return Linear{op, linear.getInput(), linear.getWeight(), linear.getBias(), ValueRange{},
-                    linear.getTransposeWeight()};
-    if (auto fused = dyn_cast_or_null<FusedLinearOp>(op))
-      return Linear{op, fused.getInput(), fused.getWeight(), fused.getBias(), fused.getExtra(),
-                    fused.getTransposeWeight()};
-    return std::nullopt;
-  }
-  RankedTensorType weightType() const { return cast<RankedTensorType>(weight.getType()); }
-  int64_t k() const { return weightType().getDimSize(transposed ? 1 : 0); }
-  int64_t n() const { return weightType().getDimSize(transposed ? 0 : 1); }
-  /// Flat index of W[input channel j, output channel c] in the stored layout.
-  int64_t index(int64_t j, int64_t c) const { return transposed ? c * k() + j : j * n() + c; }
-};
+using Linear = LinearView;
 
 /// A weight quantized symmetrically per output channel.
 struct QuantizedWeight {

@@ -67,58 +67,45 @@ void replaceConstant(OpOperand &operand, ArrayRef<float> values) {
 // Linears
 //===----------------------------------------------------------------------===//
 
-/// octet.linear or octet.fused_linear: the same GEMM operands. The weight is
-/// operand 1 and the bias, when present, operand 2 in both.
-struct Gemm {
-  Operation *op;
-  Value input, weight, bias;
-  bool transposed;
-
-  static std::optional<Gemm> of(Operation *op) {
-    if (auto linear = dyn_cast_or_null<LinearOp>(op))
-      return Gemm{op, linear.getInput(), linear.getWeight(), linear.getBias(),
-                  linear.getTransposeWeight()};
-    if (auto fused = dyn_cast_or_null<FusedLinearOp>(op))
-      return Gemm{op, fused.getInput(), fused.getWeight(), fused.getBias(),
-                  fused.getTransposeWeight()};
-    return std::nullopt;
-  }
-  RankedTensorType weightType() const { return cast<RankedTensorType>(weight.getType()); }
-  /// K (input features) and N (output features).
-  int64_t k() const { return weightType().getDimSize(transposed ? 1 : 0); }
-  int64_t n() const { return weightType().getDimSize(transposed ? 0 : 1); }
-  /// Flat index of W[input channel j, output channel c] in the stored layout.
-  int64_t index(int64_t j, int64_t c) const { return transposed ? c * k() + j : j * n() + c; }
-  OpOperand &weightOperand() const { return op->getOpOperand(1); }
-  OpOperand &biasOperand() const { return op->getOpOperand(2); }
-};
+using Gemm = LinearView;
 
 /// The calibration of X/s: channel maxima divide exactly; the per-tensor
 /// range can only be bounded, channel by channel, by what both statistics
 /// say about it (documented in docs/int8.md).
 DictionaryAttr smoothedCalibration(const Calibration &calib, ArrayRef<float> s) {
   MLIRContext *ctx = calib.dict.getContext();
-  std::vector<float> absMax(s.size());
+  const size_t k = s.size();
+  std::vector<float> absMax(k), channelMin(k), channelMax(k);
   float lo = std::numeric_limits<float>::infinity(), hi = -lo;
-  for (size_t j = 0; j < s.size(); ++j) {
+  for (size_t j = 0; j < k; ++j) {
     absMax[j] = calib.absMax[j] / s[j];
-    float channelLo = -calib.absMax[j], channelHi = calib.absMax[j];
+    // Channel j's values lie in [chmin, chmax] (or ±absmax without them) and
+    // in the per-tensor [min, max]; X/s divides them by s_j > 0.
+    float channelLo = calib.channelMin ? (*calib.channelMin)[j] : -calib.absMax[j];
+    float channelHi = calib.channelMax ? (*calib.channelMax)[j] : calib.absMax[j];
     if (calib.min)
       channelLo = std::max(channelLo, *calib.min);
     if (calib.max)
       channelHi = std::min(channelHi, *calib.max);
     lo = std::min(lo, channelLo / s[j]);
     hi = std::max(hi, channelHi / s[j]);
+    if (calib.channelMin) {
+      channelMin[j] = (*calib.channelMin)[j] / s[j];
+      channelMax[j] = (*calib.channelMax)[j] / s[j];
+    }
   }
   NamedAttrList entries(calib.dict);
   Type f32 = Float32Type::get(ctx);
-  entries.set("input_absmax",
-              DenseElementsAttr::get(RankedTensorType::get({int64_t(s.size())}, f32),
-                                     ArrayRef<float>(absMax)));
+  auto channels = RankedTensorType::get({int64_t(k)}, f32);
+  entries.set("input_absmax", DenseElementsAttr::get(channels, ArrayRef<float>(absMax)));
   if (calib.min)
     entries.set("input_min", FloatAttr::get(f32, lo));
   if (calib.max)
     entries.set("input_max", FloatAttr::get(f32, hi));
+  if (calib.channelMin) {
+    entries.set("input_channel_min", DenseElementsAttr::get(channels, ArrayRef<float>(channelMin)));
+    entries.set("input_channel_max", DenseElementsAttr::get(channels, ArrayRef<float>(channelMax)));
+  }
   return entries.getDictionary(ctx);
 }
 

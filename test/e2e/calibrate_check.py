@@ -6,6 +6,7 @@ A tiny model whose linears read the model input x directly (x·W1 + b1 and x·W2
 (one channel with outliers). Every `octet.calib` in the written IR must hold:
 
   input_absmax[j] == max over all batches and rows of |x[..., j]|   (exactly, f32)
+  input_channel_min[j] / input_channel_max[j] == min / max of x[..., j]  (exactly)
   input_min / input_max == min / max of x over all batches          (exactly)
   with --percentile P: input_min / input_max == mean over batches of
       numpy.percentile(batch, 100 - P) / numpy.percentile(batch, P)  (to 1e-6 relative)
@@ -64,8 +65,10 @@ def make_samples(folder):
     return batches
 
 
-CALIB = re.compile(r"octet\.calib = \{input_absmax = dense<\[([^\]]*)\]> : tensor<(\d+)xf32>, "
-                   r"input_max = ([^ ]+) : f32, input_min = ([^ ]+) : f32\}")
+DENSE = r"dense<(\[[^\]]*\]|[^>\[]+)> : tensor<(\d+)xf32>"
+CALIB = re.compile(r"octet\.calib = \{input_absmax = " + DENSE + r", input_channel_max = " + DENSE +
+                   r", input_channel_min = " + DENSE + r", input_max = ([^ ]+) : f32, "
+                   r"input_min = ([^ ]+) : f32\}")
 
 
 def f32_hex(text):
@@ -73,6 +76,13 @@ def f32_hex(text):
     if text.startswith("0x"):
         return float(np.frombuffer(int(text, 16).to_bytes(4, "little"), np.float32)[0])
     return float(np.float32(text))
+
+
+def dense_values(text, size):
+    """The K values of a printed dense<...> (a list, or one splat value)."""
+    if text.startswith("["):
+        return np.array([f32_hex(v.strip()) for v in text[1:-1].split(",")], np.float32)
+    return np.full(size, f32_hex(text.strip()), np.float32)
 
 
 def main():
@@ -132,15 +142,20 @@ def main():
     else:
         want_min, want_max = float(every.min()), float(every.max())
     ok = True
-    for absmax_text, size, max_text, min_text in found:
-        absmax = np.array([f32_hex(v.strip()) for v in absmax_text.split(",")], np.float32)
+    for absmax_text, size, chmax_text, _, chmin_text, _, max_text, min_text in found:
         got_min, got_max = f32_hex(min_text), f32_hex(max_text)
-        if int(size) != K or absmax.shape != (K,):
+        if int(size) != K:
             print("FAIL: input_absmax has %s elements, expected %d" % (size, K))
             ok = False
             continue
+        absmax = dense_values(absmax_text, K)
         if not np.array_equal(absmax, want_absmax):
             print("FAIL: input_absmax %s, numpy %s" % (absmax, want_absmax))
+            ok = False
+        chmin, chmax = dense_values(chmin_text, K), dense_values(chmax_text, K)
+        if not np.array_equal(chmin, every.min(axis=0)) or not np.array_equal(chmax, every.max(axis=0)):
+            print("FAIL: input_channel_min/max %s / %s, numpy %s / %s" % (
+                chmin, chmax, every.min(axis=0), every.max(axis=0)))
             ok = False
         tol = 1e-6 * max(1.0, abs(want_max), abs(want_min)) if args.percentile else 0.0
         if abs(got_min - want_min) > tol or abs(got_max - want_max) > tol:

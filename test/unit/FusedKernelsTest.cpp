@@ -6,6 +6,8 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/codegen/x86/FusedKernels.h"
 
+#include "GuardedBuffer.h"
+
 #include <gtest/gtest.h>
 
 #include <sys/mman.h>
@@ -17,6 +19,7 @@
 #include <vector>
 
 using namespace octet::x86;
+using octet::test::Guarded;
 
 namespace {
 
@@ -27,28 +30,6 @@ namespace {
 const int64_t kNs[] = {1, 7, 16, 17, 64, 100, 768};
 const int64_t kMs[] = {1, 3, 37};
 
-/// `count` elements of T whose end touches an inaccessible page.
-template <typename T> class Guarded {
-public:
-  explicit Guarded(size_t count) : count_(count) {
-    page_ = size_t(sysconf(_SC_PAGESIZE));
-    dataPages_ = (count * sizeof(T) + page_ - 1) / page_;
-    base_ = static_cast<char *>(mmap(nullptr, (dataPages_ + 1) * page_,
-                                     PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
-    mprotect(base_ + dataPages_ * page_, page_, PROT_NONE);
-    data_ = reinterpret_cast<T *>(base_ + dataPages_ * page_) - count;
-  }
-  ~Guarded() { munmap(base_, (dataPages_ + 1) * page_); }
-  Guarded(const Guarded &) = delete;
-  T *data() { return data_; }
-  T &operator[](size_t i) { return data_[i]; }
-  size_t size() const { return count_; }
-
-private:
-  size_t count_, page_, dataPages_;
-  char *base_;
-  T *data_;
-};
 
 void fill(Guarded<float> &b, std::mt19937 &rng, float lo, float hi) {
   std::uniform_real_distribution<float> d(lo, hi);

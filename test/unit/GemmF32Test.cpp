@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/codegen/x86/GemmF32.h"
+#include "compiler/codegen/x86/ProgramEpilogue.h"
 
 #include "test/unit/TestData.h"
 #include "test/unit/ThreadCount.h"
@@ -21,6 +22,7 @@
 #include <random>
 #include <sstream>
 #include <tuple>
+#include <type_traits>
 
 using namespace octet::x86;
 
@@ -71,13 +73,16 @@ struct Problem {
   }
 
   /// Runs `gemm` into a fresh C (canaries in its padding and past its end) and
-  /// checks every element against the reference passed through `f`.
+  /// checks every element against the reference passed through `f` (f(ref),
+  /// or f(ref, column) for a program with per-column inputs `columns`; one
+  /// more rounding of the result is allowed for it).
   template <typename F>
-  void check(const GemmF32 &gemm, bool withBias, bool withResidual, F f,
-             const std::string &what) const {
+  void check(const GemmF32 &gemm, bool withBias, bool withResidual, F f, const std::string &what,
+             const float *const *columns = nullptr) const {
     const int64_t guard = 64;
     std::vector<float> c(m * ldc + guard, canary());
-    gemm.run(a.data(), m, lda, c.data(), ldc, withResidual ? residual.data() : nullptr, ldr);
+    gemm.run(a.data(), m, lda, c.data(), ldc, withResidual ? residual.data() : nullptr, ldr,
+             columns);
     int failures = 0;
     for (int64_t i = 0; i < m; ++i) {
       for (int64_t j = 0; j < n; ++j) {
@@ -86,11 +91,15 @@ struct Problem {
           ref += bias[j], mag += std::fabs(bias[j]);
         if (withResidual)
           ref += residual[i * ldr + j], mag += std::fabs(residual[i * ldr + j]);
-        double tol = std::ldexp(1.0, -23) * (k + 2) * mag + 1e-30;
+        double want, tol = std::ldexp(1.0, -23) * (k + 2) * mag + 1e-30;
+        if constexpr (std::is_invocable_v<F, double, int64_t>)
+          want = f(ref, j), tol += std::ldexp(1.0, -23) * std::fabs(want);
+        else
+          want = f(ref);
         float got = c[i * ldc + j];
-        if (!(std::fabs(got - f(ref)) <= tol) && failures++ < 5)
-          ADD_FAILURE() << what << ": C[" << i << "][" << j << "] = " << got << ", want "
-                        << f(ref) << " +- " << tol;
+        if (!(std::fabs(got - want) <= tol) && failures++ < 5)
+          ADD_FAILURE() << what << ": C[" << i << "][" << j << "] = " << got << ", want " << want
+                        << " +- " << tol;
       }
       int64_t padEnd = i + 1 < m ? ldc : ldc + guard;
       for (int64_t j = n; j < padEnd; ++j)
@@ -192,7 +201,8 @@ public:
   int scratchZmmCount() const override { return scratch_; }
   std::vector<float> constants() const override { return {0.5f, 1.25f}; }
   void emit(Xbyak::CodeGenerator &gen, const Xbyak::Zmm &acc,
-            const std::vector<Xbyak::Zmm> &scratch, const Xbyak::Label &constants) const override {
+            const std::vector<Xbyak::Zmm> &scratch, const Xbyak::Label &constants,
+            const ColumnInput &) const override {
     for (const Xbyak::Zmm &s : scratch)
       gen.vbroadcastss(s, gen.ptr[gen.rip + constants]);
     gen.vfmadd213ps(acc, scratch.back(), gen.ptr_b[gen.rip + constants + 4]);
@@ -218,6 +228,37 @@ TEST(GemmF32, ElementwiseEpilogueGetsItsScratch) {
       p.check(gemm, true, true, [](double x) { return x * 0.5 + 1.25; },
               "affine scratch " + std::to_string(scratch));
     }
+  }
+}
+
+// Per-column program inputs (`acc * in1 + in2`, [N] each): loaded per
+// accumulator from the panel's first column, like the bias, over N tails
+// (100 = 2 x 48 + 4; 17) and every row count.
+TEST(GemmF32, ElementwiseEpilogueReadsColumnInputs) {
+  SKIP_WITHOUT_AVX512();
+  using Op = octet::rt::ElementwiseProgram::Op;
+  octet::rt::ElementwiseProgram program;
+  program.numInputs = 3;
+  program.instrs = {{Op::Input, 0, -1, 0}, {Op::Input, 1, -1, 0}, {Op::Mul, 0, 1, 0},
+                    {Op::Input, 2, -1, 0}, {Op::Add, 2, 3, 0}};
+  std::string error;
+  auto epilogue = ProgramEpilogue::create(program, error, {false, true, true});
+  ASSERT_TRUE(epilogue) << error;
+  for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{31, 100, 64}, {13, 17, 9}}) {
+    Problem p(m, n, k);
+    std::vector<float> in1(n), in2 = octet::test::randomFloats(n, 7);
+    for (int64_t j = 0; j < n; ++j)
+      in1[j] = std::ldexp(1.0f, -int(j % 3)); // exact products: the reference's error bound holds
+    const float *columns[] = {in1.data(), in2.data()};
+    PackedWeights packed = packB(p.bNK.data(), k, n, WeightLayout::NK);
+    GemmF32Epilogue e;
+    e.residual = true;
+    e.elementwise = epilogue.get();
+    GemmF32 gemm(n, k, packed.data(), e, p.bias.data());
+    ThreadCount scope(2);
+    p.check(gemm, true, true, [&](double x, int64_t j) { return x * in1[j] + in2[j]; },
+            "columns M " + std::to_string(m) + " N " + std::to_string(n), columns);
+    EXPECT_THROW(p.check(gemm, true, true, identity, "no columns"), std::invalid_argument);
   }
 }
 

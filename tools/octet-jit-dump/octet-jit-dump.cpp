@@ -102,9 +102,10 @@ static std::unique_ptr<KernelGenerator> makeKernel() {
   case Kernel::GemmU8S8: {
     GemmU8S8VnniConfig config;
     config.mr = mr, config.nr = nr, config.columns = columns ? int(columns) : int(nr);
-    config.kTailBytes = kTail, config.compensation = compensation;
-    config.bias = bias, config.residual = residual, config.output = output;
-    config.outScale = outScale, config.outZeroPoint = outZeroPoint;
+    config.kTailBytes = kTail, config.epilogue.compensation = compensation;
+    config.epilogue.bias = bias, config.epilogue.residual = residual;
+    config.epilogue.output = output;
+    config.epilogue.outScale = outScale, config.epilogue.outZeroPoint = outZeroPoint;
     return std::make_unique<GemmU8S8Vnni>(config); // throws on a shape it rejects
   }
   case Kernel::GemmU8S8Amx: {

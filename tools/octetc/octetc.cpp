@@ -122,8 +122,8 @@ static cl::opt<std::string> runCalib(
     cl::value_desc("DIR|generate:SPEC"), cl::sub(runCommand), cl::cat(octetcCategory));
 static cl::opt<double> runSmoothAlpha(
     "smoothquant-alpha",
-    cl::desc("SmoothQuant's migration strength in [0, 1] for --int8=static (default 0.5)"),
-    cl::init(0.5), cl::sub(runCommand), cl::cat(octetcCategory));
+    cl::desc("SmoothQuant's migration strength in [0, 1] for --int8=static (default 0.7)"),
+    cl::init(0.7), cl::sub(runCommand), cl::cat(octetcCategory));
 static cl::opt<bool> runNoSmooth("no-smoothquant",
                                  cl::desc("--int8=static without SmoothQuant"),
                                  cl::sub(runCommand), cl::cat(octetcCategory));
@@ -324,35 +324,8 @@ HostTensor makeInput(const rt::IoInfo &io, const std::map<std::string, int64_t> 
     for (double &v : values)
       v = double(uniform(rng));
   }
-  for (int64_t i = 0; i < n; ++i) {
-    double v = values[size_t(i)];
-    uint8_t *p = t.bytes.data() + size_t(i) * elementSize;
-    switch (io.dtype) {
-    case rt::DType::F32: {
-      float f = float(v);
-      std::memcpy(p, &f, 4);
-      break;
-    }
-    case rt::DType::F64:
-      std::memcpy(p, &v, 8);
-      break;
-    case rt::DType::I64: {
-      int64_t x = int64_t(v);
-      std::memcpy(p, &x, 8);
-      break;
-    }
-    case rt::DType::I32: {
-      int32_t x = int32_t(v);
-      std::memcpy(p, &x, 4);
-      break;
-    }
-    case rt::DType::Bool:
-      *p = v != 0;
-      break;
-    default:
-      *p = uint8_t(int64_t(v));
-    }
-  }
+  for (int64_t i = 0; i < n; ++i)
+    octet::setElement(t, i, values[size_t(i)]);
   return t;
 }
 

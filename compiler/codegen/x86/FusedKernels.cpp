@@ -16,6 +16,7 @@ namespace {
 constexpr int kLanes = 16;
 constexpr int kVecBytes = kLanes * sizeof(float);
 constexpr uint8_t kCmpEqOq = 0x00;
+constexpr uint8_t kCmpUnordQ = 0x03; // either operand NaN
 
 std::vector<Zmm> zmmRange(int first, int last) {
   std::vector<Zmm> r;
@@ -115,30 +116,120 @@ void RowKernel::emitRowLoop(const Xbyak::Address &rowCount, const std::function<
 // LayerNormKernel
 //===----------------------------------------------------------------------===//
 
+namespace {
+std::string layerNormName(const LayerNormQuantize &q) {
+  using Mode = LayerNormQuantize::Mode;
+  if (q.mode == Mode::None)
+    return "layernorm";
+  std::string name = q.mode == Mode::PerRow ? "layernorm_quantize_per_row"
+                                            : q.signedOutput ? "layernorm_quantize_s8"
+                                                             : "layernorm_quantize_u8";
+  return q.writeY ? name + "_y" : name;
+}
+} // namespace
+
 LayerNormKernel::LayerNormKernel(int64_t n, std::vector<RowSource> sources, bool writeSum,
-                                 float epsilon)
-    : RowKernel("layernorm", n), sources_(std::move(sources)), writeSum_(writeSum),
-      epsilon_(epsilon) {
+                                 float epsilon, LayerNormQuantize quantize)
+    : RowKernel(layerNormName(quantize), n), sources_(std::move(sources)), writeSum_(writeSum),
+      epsilon_(epsilon), quant_(quantize) {
   if (sources_.empty() || sources_.size() > 3)
     throw std::invalid_argument("layernorm: 1 to 3 sources");
+  if (quant_.mode == LayerNormQuantize::Mode::None) {
+    if (!quant_.writeY)
+      throw std::invalid_argument("layernorm: nothing to write");
+    return;
+  }
+  if (sources_.size() > 2 || std::count(sources_.begin(), sources_.end(), RowSource::Gathered))
+    throw std::invalid_argument("layernorm: quantizing takes 1 or 2 dense sources");
+  const int32_t lo = quant_.signedOutput ? -128 : 0;
+  if (quant_.mode == LayerNormQuantize::Mode::PerTensor &&
+      (quant_.zeroPoint < lo || quant_.zeroPoint > lo + 255 || !(quant_.scale > 0) ||
+       !std::isfinite(quant_.scale)))
+    throw std::invalid_argument("layernorm: quantization scale " + std::to_string(quant_.scale) +
+                                " must be finite and > 0, zero point " +
+                                std::to_string(quant_.zeroPoint) + " in the output's range");
+  if (quant_.mode == LayerNormQuantize::Mode::PerRow && quant_.signedOutput)
+    throw std::invalid_argument("layernorm: per-row quantization writes u8");
 }
 
 void LayerNormKernel::generate() {
   const int numSources = int(sources_.size());
   auto field = [&](size_t offset) { return qword[rArgs + int(offset)]; };
   auto srcField = [&](int i) { return field(offsetof(LayerNormArgs, src) + i * sizeof(float *)); };
-  // x lives in its input row when that is all there is, else in sum or y.
+  using Mode = LayerNormQuantize::Mode;
+  const Mode mode = quant_.mode;
+  // x lives in its input row when that is all there is, else in sum or y;
+  // with neither, every pass sums the sources again.
   const bool singleRow = numSources == 1 && sources_[0] == RowSource::Dense && !writeSum_;
+  const bool buffered = singleRow || writeSum_ || quant_.writeY;
   const Xbyak::Reg64 rBuf = singleRow ? rSrc[0] : writeSum_ ? rSum : rY;
   auto zeroAccumulators = [&] {
     for (int u = 0; u < kUnroll; ++u)
       vxorps(acc(u), acc(u), acc(u));
   };
+  auto sumSources = [&](int u, int disp, bool tail) {
+    load(val(u), ptr[rSrc[0] + rCol + disp], tail);
+    for (int i = 1; i < numSources; ++i) {
+      if (tail) {
+        load(tmp(u), ptr[rSrc[i] + rCol + disp], tail);
+        vaddps(val(u), val(u), tmp(u));
+      } else {
+        vaddps(val(u), val(u), ptr[rSrc[i] + rCol + disp]);
+      }
+    }
+  };
+  auto loadX = [&](int u, int disp, bool tail) {
+    if (buffered)
+      load(val(u), ptr[rBuf + rCol + disp], tail);
+    else
+      sumSources(u, disp, tail);
+  };
+  // y = (x - mean) · rstd · gamma + beta, the same instructions in every pass.
+  auto normalize = [&](int u, int disp, bool tail) {
+    loadX(u, disp, tail);
+    vsubps(val(u), val(u), zMean);
+    vmulps(val(u), val(u), zRstd);
+    if (tail) {
+      load(tmp(u), ptr[rGamma + rCol + disp], tail);
+      vmulps(val(u), val(u), tmp(u));
+      load(tmp(u), ptr[rBeta + rCol + disp], tail);
+      vaddps(val(u), val(u), tmp(u));
+    } else {
+      vmulps(val(u), val(u), ptr[rGamma + rCol + disp]);
+      vaddps(val(u), val(u), ptr[rBeta + rCol + disp]);
+    }
+  };
+  // q = saturate(RNE(y / divisor) + zp) as QuantizeKernel: clamping y / divisor
+  // to [lo - zp, hi - zp] before rounding equals saturating after (integer
+  // bounds); NaN lanes become 0, i.e. zp.
+  auto quantize = [&](int u, int disp, bool tail, const Xbyak::Operand &divisor, float lo,
+                      float hi, int32_t zp, bool toSigned) {
+    const Zmm v = val(u);
+    vdivps(v, v, divisor); // the division the formula names, not a reciprocal
+    vcmpps(kNan, v, v, kCmpUnordQ);
+    vmaxps(v, v, constants_.f32(lo));
+    vminps(v, v, constants_.f32(hi));
+    vxorps(v | kNan, v, v);
+    vcvtps2dq(v, v); // MXCSR's default rounding: to nearest even
+    vpaddd(v, v, constants_.bits(uint32_t(zp)));
+    mov(rTmp, rCol);
+    shr(rTmp, 2); // float offset -> byte offset
+    const Xbyak::Address dst = xword[rQ + rTmp + disp / 4];
+    if (toSigned)
+      vpmovsdb(tail ? dst | kTail : dst, v);
+    else
+      vpmovusdb(tail ? dst | kTail : dst, v);
+  };
 
   emitRowLoop(
       field(offsetof(LayerNormArgs, rows)),
       [&] {
-        mov(rY, field(offsetof(LayerNormArgs, y)));
+        if (quant_.writeY)
+          mov(rY, field(offsetof(LayerNormArgs, y)));
+        if (mode != Mode::None)
+          mov(rQ, field(offsetof(LayerNormArgs, q)));
+        if (mode == Mode::PerRow)
+          mov(rRowScale, field(offsetof(LayerNormArgs, rowScale)));
         if (writeSum_)
           mov(rSum, field(offsetof(LayerNormArgs, sum)));
         mov(rGamma, field(offsetof(LayerNormArgs, gamma)));
@@ -163,16 +254,8 @@ void LayerNormKernel::generate() {
         // Pass 1: x = sum of the sources, and the mean.
         zeroAccumulators();
         forEachVector([&](int u, int disp, bool tail) {
-          load(val(u), ptr[rSrc[0] + rCol + disp], tail);
-          for (int i = 1; i < numSources; ++i) {
-            if (tail) {
-              load(tmp(u), ptr[rSrc[i] + rCol + disp], tail);
-              vaddps(val(u), val(u), tmp(u));
-            } else {
-              vaddps(val(u), val(u), ptr[rSrc[i] + rCol + disp]);
-            }
-          }
-          if (!singleRow)
+          sumSources(u, disp, tail);
+          if (!singleRow && buffered)
             store(ptr[rBuf + rCol + disp], val(u), tail);
           accumulate(acc(u), val(u), tail, false);
         });
@@ -182,7 +265,7 @@ void LayerNormKernel::generate() {
         // Pass 2: variance about the mean.
         zeroAccumulators();
         forEachVector([&](int u, int disp, bool tail) {
-          load(val(u), ptr[rBuf + rCol + disp], tail);
+          loadX(u, disp, tail);
           vsubps(val(u), val(u), zMean);
           vfmadd231ps(tail ? acc(u) | kTail : acc(u), val(u), val(u));
         });
@@ -191,29 +274,52 @@ void LayerNormKernel::generate() {
         vaddps(zRstd, zRstd, constants_.f32(epsilon_));
         math_.rsqrt(zRstd, zRstd);
 
-        // Pass 3: normalize, scale, shift.
+        // Pass 3: normalize, scale, shift; per tensor also quantize, per row
+        // take the absmax (vmaxps(acc, |y|, acc) returns acc for a NaN |y|).
+        if (mode == Mode::PerRow)
+          zeroAccumulators();
+        const int32_t lo = quant_.signedOutput ? -128 : 0;
+        const float scale = quant_.scale;
         forEachVector([&](int u, int disp, bool tail) {
-          load(val(u), ptr[rBuf + rCol + disp], tail);
-          vsubps(val(u), val(u), zMean);
-          vmulps(val(u), val(u), zRstd);
-          if (tail) {
-            load(tmp(u), ptr[rGamma + rCol + disp], tail);
-            vmulps(val(u), val(u), tmp(u));
-            load(tmp(u), ptr[rBeta + rCol + disp], tail);
-            vaddps(val(u), val(u), tmp(u));
-          } else {
-            vmulps(val(u), val(u), ptr[rGamma + rCol + disp]);
-            vaddps(val(u), val(u), ptr[rBeta + rCol + disp]);
+          normalize(u, disp, tail);
+          if (quant_.writeY)
+            store(ptr[rY + rCol + disp], val(u), tail);
+          if (mode == Mode::PerTensor) {
+            quantize(u, disp, tail, constants_.f32(scale), float(lo - quant_.zeroPoint),
+                     float(lo + 255 - quant_.zeroPoint), quant_.zeroPoint, quant_.signedOutput);
+          } else if (mode == Mode::PerRow) {
+            vandps(tmp(u), val(u), constants_.bits(0x7fffffffu));
+            vmaxps(tail ? acc(u) | kTail : acc(u), tmp(u), acc(u));
           }
-          store(ptr[rY + rCol + disp], val(u), tail);
         });
+
+        if (mode == Mode::PerRow) {
+          // s = absmax / 127, or 1 when the absmax is 0 (no NaN is left).
+          reduceAccumulators(zRowScale, true);
+          vcmpps(kNan, zRowScale, constants_.f32(0.0f), kCmpEqOq);
+          vdivps(zRowScale, zRowScale, constants_.f32(127.0f));
+          vblendmps(zRowScale | kNan, zRowScale, constants_.f32(1.0f));
+          vmovss(dword[rRowScale], Xbyak::Xmm(zRowScale.getIdx()));
+          // Pass 4: y again (its stored bits when there are some), quantized.
+          forEachVector([&](int u, int disp, bool tail) {
+            if (quant_.writeY)
+              load(val(u), ptr[rY + rCol + disp], tail);
+            else
+              normalize(u, disp, tail);
+            quantize(u, disp, tail, zRowScale, -127.0f, 127.0f, 128, false);
+          });
+          add(rRowScale, 4);
+        }
 
         for (int i = 0; i < numSources; ++i)
           if (sources_[i] == RowSource::Dense)
             add(rSrc[i], rowBytes_);
-        add(rY, rowBytes_);
+        if (quant_.writeY)
+          add(rY, rowBytes_);
         if (writeSum_)
           add(rSum, rowBytes_);
+        if (mode != Mode::None)
+          add(rQ, int32_t(n_));
       });
 }
 
@@ -233,7 +339,12 @@ void LayerNormKernel::run(const LayerNormArgs &args) {
     }
     if (a.sum)
       a.sum += first * n_;
-    a.y += first * n_;
+    if (a.y)
+      a.y += first * n_;
+    if (a.q)
+      a.q = static_cast<uint8_t *>(a.q) + first * n_;
+    if (a.rowScale)
+      a.rowScale += first;
     a.rows = std::min(block, args.rows - first);
     fn(&a);
   }

@@ -65,9 +65,26 @@ struct LayerNormArgs {
   const float *src[3] = {};     ///< summed inputs (x, residual, or embedding tables)
   const int64_t *index[3] = {}; ///< per Gathered source: the row ids, M of them
   float *sum = nullptr;         ///< optional: the sum of the sources, M x N
-  float *y = nullptr;           ///< M x N
+  float *y = nullptr;           ///< M x N (unused without LayerNormQuantize::writeY)
   const float *gamma = nullptr, *beta = nullptr;
   int64_t rows = 0;
+  void *q = nullptr;            ///< LayerNormQuantize: M x N u8 / s8
+  float *rowScale = nullptr;    ///< LayerNormQuantize::PerRow: M scales
+};
+
+/// The quantized output of a LayerNormKernel (octet.layer_norm_quantize), from
+/// the f32 y exactly as the unfused quantize kernels (QuantizeKernels.h) compute it:
+///  - PerTensor: q = saturate(RNE(y / scale) + zeroPoint), u8 or s8;
+///  - PerRow: s = absmax(y) / 127 (1 for 0, NaN skipped), q = clamp(RNE(y / s),
+///    -127, 127) + 128 (NaN: 128); a fourth pass recomputes y (or rereads it
+///    when stored) after the row's absmax is known.
+struct LayerNormQuantize {
+  enum class Mode { None, PerTensor, PerRow };
+  Mode mode = Mode::None;
+  bool signedOutput = false; ///< PerTensor: s8 instead of u8
+  float scale = 1;           ///< PerTensor
+  int32_t zeroPoint = 0;     ///< PerTensor, in the output type's range
+  bool writeY = true;        ///< false: only q (and the row scales) are written
 };
 
 /// y = (x - mean) / sqrt(var + eps) * gamma + beta over rows of N, where x is
@@ -75,10 +92,13 @@ struct LayerNormArgs {
 /// LayerNorm (2 Dense, optionally writing x), embedding + LayerNorm (3
 /// Gathered: word, position, token type). Two passes for mean then variance
 /// (no E[x^2] - mean^2 cancellation), a third to normalize; x is kept in `sum`
-/// or `y` between passes when it is not a single input row.
+/// or `y` between passes when it is not a single input row (without y or sum
+/// to keep it in, each pass sums the sources again: the same bits).
+/// With a LayerNormQuantize (Dense sources only) y is also quantized.
 class LayerNormKernel : public RowKernel {
 public:
-  LayerNormKernel(int64_t n, std::vector<RowSource> sources, bool writeSum, float epsilon);
+  LayerNormKernel(int64_t n, std::vector<RowSource> sources, bool writeSum, float epsilon,
+                  LayerNormQuantize quantize = {});
   void run(const LayerNormArgs &args);
 
 protected:
@@ -88,9 +108,13 @@ private:
   std::vector<RowSource> sources_;
   bool writeSum_;
   float epsilon_;
+  LayerNormQuantize quant_;
   const Xbyak::Reg64 rArgs = rdi, rY = r14, rSum = r15, rGamma = rdx, rBeta = rcx, rTmp = rsi;
   const Xbyak::Reg64 rSrc[3] = {r8, r9, r10}, rIdx[3] = {r11, r12, r13};
-  const Xbyak::Zmm zMean = zmm12, zRstd = zmm13;
+  // Quantizing needs Dense sources, so the index registers are free for these.
+  const Xbyak::Reg64 rQ = r11, rRowScale = r12;
+  const Xbyak::Zmm zMean = zmm12, zRstd = zmm13, zRowScale = zmm15; // pool: free after rsqrt
+  const Xbyak::Opmask kNan = k4;
 };
 
 /// y[m] = softmax(scale * x[m] + mask[m / rowsPerMask]) over rows of N.

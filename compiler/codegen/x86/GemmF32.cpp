@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cassert>
+#include <stdexcept>
+#include <string>
 
 namespace octet::x86 {
 
@@ -23,6 +25,20 @@ PackedWeights packB(const float *b, int64_t k, int64_t n, WeightLayout layout) {
   return packed;
 }
 
+PackedWeights padColumnInputs(const EpilogueEmitter *elementwise, int64_t n, int64_t paddedN,
+                              const float *const *columns) {
+  const int count = elementwise ? elementwise->columnInputCount() : 0;
+  PackedWeights padded(size_t(count * paddedN), 0.0f);
+  for (int c = 0; c < count; ++c) {
+    if (!columns || !columns[c])
+      throw std::invalid_argument("run: the epilogue reads " + std::to_string(count) +
+                                  " per-column inputs: input " + std::to_string(c) +
+                                  " is missing");
+    std::copy(columns[c], columns[c] + n, padded.begin() + c * paddedN);
+  }
+  return padded;
+}
+
 GemmF32::GemmF32(int64_t n, int64_t k, const float *packedB, GemmF32Epilogue epilogue,
                  const float *bias)
     : n_(n), k_(k), packedB_(packedB), bias_(bias), epilogue_(epilogue),
@@ -33,8 +49,13 @@ GemmF32::GemmF32(int64_t n, int64_t k, const float *packedB, GemmF32Epilogue epi
   const int tailColumns = n % nr_ ? n % nr_ : nr_;
   for (int rows = 1; rows <= mr_; ++rows)
     for (int columns : {nr_, tailColumns}) {
-      GemmF32Avx512Config config{rows, nr_, columns, bias != nullptr, epilogue.residual,
-                                 epilogue.elementwise};
+      GemmF32Avx512Config config{rows,
+                                 nr_,
+                                 columns,
+                                 bias != nullptr,
+                                 epilogue.residual,
+                                 epilogue.elementwise,
+                                 panels_ * nr_ * int64_t(sizeof(float))};
       kernels_.push_back(std::make_unique<GemmF32Avx512>(config));
       kernelFns_.push_back(kernels_.back()->entry<GemmF32KernelFn>());
     }
@@ -45,10 +66,12 @@ int64_t GemmF32::mc(int64_t m) const {
 }
 
 void GemmF32::run(const float *a, int64_t m, int64_t lda, float *c, int64_t ldc,
-                  const float *residual, int64_t ldr) const {
+                  const float *residual, int64_t ldr, const float *const *columns) const {
   assert((!epilogue_.residual || residual) && "epilogue needs a residual");
   if (m <= 0)
     return;
+  const PackedWeights columnInputs =
+      padColumnInputs(epilogue_.elementwise, n_, panels_ * nr_, columns);
   const int64_t mBlock = mc(m), mBlocks = ceilDiv(m, mBlock);
   const int64_t kBlocks = std::max<int64_t>(1, ceilDiv(k_, kc_));
 #pragma omp parallel for collapse(2) schedule(static) if (mBlocks * panels_ > 1)
@@ -70,7 +93,8 @@ void GemmF32::run(const float *a, int64_t m, int64_t lda, float *c, int64_t ldc,
                            ldr,
                            std::min(kc_, k_ - k0),
                            kb > 0,
-                           kb == kBlocks - 1};
+                           kb == kBlocks - 1,
+                           columnInputs.empty() ? nullptr : columnInputs.data() + col};
           kernel(int(std::min<int64_t>(mr_, rowEnd - row)), tailPanel)(&args);
         }
       }

@@ -52,6 +52,13 @@ using PackedWeights = std::vector<float, CacheLineAllocator<float>>;
 /// Packs B into ceil(N/NR) panels of [K][NR] (columns past N are zero).
 PackedWeights packB(const float *b, int64_t k, int64_t n, WeightLayout layout);
 
+/// The per-column inputs of `elementwise` for one GEMM run, copied into rows
+/// of `paddedN` floats (whole panels, zero padded: the kernels read whole
+/// vectors): `columns[c]` points at input c's N floats. Throws
+/// std::invalid_argument when one is missing.
+PackedWeights padColumnInputs(const EpilogueEmitter *elementwise, int64_t n, int64_t paddedN,
+                              const float *const *columns);
+
 struct GemmF32Epilogue {
   bool residual = false; ///< run() gets a residual [M, N] to add
   const EpilogueEmitter *elementwise = nullptr; ///< must outlive the GemmF32
@@ -65,9 +72,11 @@ public:
           const float *bias = nullptr);
 
   /// Strides are in floats. `residual` (stride ldr) is read only when the
-  /// epilogue asked for it. Threads: OpenMP's current team size.
+  /// epilogue asked for it; `columns`: one [N] pointer per per-column input
+  /// of the elementwise program. Threads: OpenMP's current team size.
   void run(const float *a, int64_t m, int64_t lda, float *c, int64_t ldc,
-           const float *residual = nullptr, int64_t ldr = 0) const;
+           const float *residual = nullptr, int64_t ldr = 0,
+           const float *const *columns = nullptr) const;
 
   int mr() const { return mr_; }
   int nr() const { return nr_; }

@@ -10,7 +10,10 @@ using namespace Xbyak;
 namespace {
 std::string kernelName(const GemmF32Avx512Config &c) {
   return "gemm_f32_avx512_m" + std::to_string(c.mr) + "n" + std::to_string(c.nr) + "c" +
-         std::to_string(c.columns) + gemmEpilogueSuffix(c.bias, c.residual, c.elementwise);
+         std::to_string(c.columns) + gemmEpilogueSuffix(c.bias, c.residual, c.elementwise) +
+         (c.elementwise && c.elementwise->columnInputCount()
+              ? "_columns" + std::to_string(c.elementwise->columnInputCount())
+              : "");
 }
 
 [[maybe_unused]] int scratchNeeded(const EpilogueEmitter *e) {
@@ -67,8 +70,12 @@ void GemmF32Avx512::generate() {
     loadRows(offsetof(GemmF32Args, residual), offsetof(GemmF32Args, ldr), sizeof(float));
     addRows();
   }
-  if (config_.elementwise)
+  if (config_.elementwise && config_.elementwise->columnInputCount() > 0) {
+    mov(regColumns_, ptr[regArgs_ + offsetof(GemmF32Args, columns)]);
+    emitElementwise(*config_.elementwise, &regColumns_, config_.columnStride);
+  } else if (config_.elementwise) {
     emitElementwise(*config_.elementwise);
+  }
   L(noEpilogue);
   loadRows(offsetof(GemmF32Args, c), offsetof(GemmF32Args, ldc), sizeof(float));
   forEachRow([&](int i) {

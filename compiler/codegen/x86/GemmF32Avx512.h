@@ -23,6 +23,8 @@ struct GemmF32Avx512Config {
   bool bias = false;
   bool residual = false;
   const EpilogueEmitter *elementwise = nullptr;
+  /// Bytes between the program's per-column inputs (NR-padded rows of floats).
+  int64_t columnStride = 0;
 };
 
 /// Run-time arguments, passed by pointer (System V: rdi). Strides in floats.
@@ -36,6 +38,7 @@ struct GemmF32Args {
   int64_t k;          ///< K block length, >= 0
   int64_t accumulate; ///< nonzero: add the C already stored (K blocks > 0)
   int64_t last;       ///< nonzero: last K block, apply the epilogue
+  const float *columns; ///< the program's per-column inputs at the panel's first column
 };
 using GemmF32KernelFn = void (*)(const GemmF32Args *);
 
@@ -51,6 +54,7 @@ private:
 
   GemmF32Avx512Config config_;
   const Xbyak::Reg64 regBias_ = r12;
+  const Xbyak::Reg64 regColumns_ = r13;
 };
 
 } // namespace octet::x86

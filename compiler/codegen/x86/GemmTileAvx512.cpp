@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <stdexcept>
 
 namespace octet::x86 {
 using namespace Xbyak;
@@ -112,12 +113,19 @@ void GemmTileAvx512::addRows() {
   });
 }
 
-void GemmTileAvx512::emitElementwise(const EpilogueEmitter &e) {
+void GemmTileAvx512::emitElementwise(const EpilogueEmitter &e, const Reg64 *columns,
+                                     int64_t columnStride) {
+  if (e.columnInputCount() > 0 && !columns)
+    throw std::logic_error(name() + ": the epilogue reads per-column inputs the GEMM lacks");
   std::vector<Zmm> scratch;
   for (int r = accCount_; r < accCount_ + e.scratchZmmCount(); ++r)
     scratch.push_back(Zmm(r));
-  for (int r = 0; r < accCount_; ++r)
-    e.emit(*this, Zmm(r), scratch, constants_);
+  for (int r = 0; r < accCount_; ++r) {
+    const int vec = r % vectors(); // accumulators are row-major
+    e.emit(*this, Zmm(r), scratch, constants_, [&](int c) {
+      return zword[*columns + int(c * columnStride + vec * 64)];
+    });
+  }
 }
 
 void GemmTileAvx512::emitElementwiseConstants(const EpilogueEmitter &e) {

@@ -15,6 +15,8 @@
 #include "compiler/codegen/x86/KernelGenerator.h"
 
 #include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -34,16 +36,24 @@ namespace octet::x86 {
 ///  - it may read its constants, which the GEMM lays out 64-byte aligned after
 ///    the kernel's code, as `ptr[rip + constants + 4 * i]` (`ptr_b` for a
 ///    {1to16} broadcast of one float, `zword` for a 16-float vector).
+///  - it may read its `columnInputCount()` per-column inputs (f32 vectors of
+///    N, one value per column and the same for every row, like the bias):
+///    `column(c)` addresses the 16 floats of input c for `acc`'s columns; the
+///    GEMM pads them to whole panels, so whole-vector loads never fault.
 /// emit() is called once per accumulator and per generated kernel, so it must
 /// be stateless; labels it needs are its own, local to one call.
 class EpilogueEmitter {
 public:
+  /// The 16 floats of per-column input c for the accumulator being emitted.
+  using ColumnInput = std::function<Xbyak::Address(int c)>;
+
   virtual ~EpilogueEmitter() = default;
   virtual int scratchZmmCount() const = 0;
+  virtual int columnInputCount() const { return 0; }
   virtual std::vector<float> constants() const { return {}; }
   virtual void emit(Xbyak::CodeGenerator &gen, const Xbyak::Zmm &acc,
-                    const std::vector<Xbyak::Zmm> &scratch,
-                    const Xbyak::Label &constants) const = 0;
+                    const std::vector<Xbyak::Zmm> &scratch, const Xbyak::Label &constants,
+                    const ColumnInput &column) const = 0;
 };
 
 /// The kernel-name suffix of a GEMM epilogue: "_bias", "_residual", "_elementwise".
@@ -95,7 +105,10 @@ protected:
   /// Adds the f32 rows at regRow_ to the accumulators (masked on the N tail).
   void addRows();
   /// Applies `e` to every accumulator, with the zmm past them as scratch.
-  void emitElementwise(const EpilogueEmitter &e);
+  /// Its per-column inputs (if any) are NR-padded rows of floats `columnStride`
+  /// bytes apart from `columns`, which points at the tile's first column.
+  void emitElementwise(const EpilogueEmitter &e, const Xbyak::Reg64 *columns = nullptr,
+                       int64_t columnStride = 0);
   /// Lays out `e`'s constants after the code, 64-byte aligned, at constants_.
   void emitElementwiseConstants(const EpilogueEmitter &e);
 

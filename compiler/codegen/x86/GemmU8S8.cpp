@@ -28,25 +28,30 @@ void checkShape(int64_t n, int64_t k) {
 
 int gemmU8S8PanelWidth(int64_t n) { return gemm_blocking::panelWidth(n); }
 
+std::string checkGemmU8S8Params(const GemmU8S8Params &p, int64_t n) {
+  if (p.aZeroPoint < 0 || p.aZeroPoint > 255)
+    return "activation zero point must be in 0..255, got " + std::to_string(p.aZeroPoint);
+  if (!p.xScalePerRow && !std::isfinite(p.xScale))
+    return "activation scale must be finite";
+  if (p.wScale.size() != 1 && int64_t(p.wScale.size()) != n)
+    return "weight scales: need 1 or N = " + std::to_string(n) + ", got " +
+           std::to_string(p.wScale.size());
+  for (size_t j = 0; j < p.wScale.size(); ++j)
+    if (!std::isfinite(p.wScale[j]))
+      return "weight scale " + std::to_string(j) + " is not finite";
+  return "";
+}
+
 PackedU8S8 packU8S8(const int8_t *b, int64_t k, int64_t n, WeightLayout layout) {
   checkShape(n, k);
   if (!b)
     reject("packU8S8: null weight");
   PackedU8S8 packed;
   packed.n = n, packed.k = k, packed.nr = gemmU8S8PanelWidth(n);
-  const int64_t nr = packed.nr, k4 = ceilDiv(k, 4);
-  packed.data.assign(roundUp(n, nr) * k4 * 4, 0);
-  packed.colsum.assign(n, 0);
-  for (int64_t col = 0; col < n; ++col) {
-    int8_t *panel = packed.data.data() + (col / nr) * k4 * nr * 4;
-    int32_t sum = 0;
-    for (int64_t kk = 0; kk < k; ++kk) {
-      int8_t v = layout == WeightLayout::KN ? b[kk * n + col] : b[col * k + kk];
-      panel[((kk / 4) * nr + col % nr) * 4 + kk % 4] = v;
-      sum += v;
-    }
-    packed.colsum[col] = sum;
-  }
+  const PackedWeightLayout to = packedWeightLayout(PackIsa::Avx512Vnni, k, n, packed.nr);
+  packed.data.resize(to.bytes());
+  packed.colsum.resize(n);
+  packWeight(to, b, layout, packed.data.data(), packed.colsum.data());
   return packed;
 }
 
@@ -60,16 +65,8 @@ GemmU8S8::GemmU8S8(const PackedU8S8 &packed, GemmU8S8Params params)
       int64_t(packed.colsum.size()) != n_)
     reject("packed weights are not packU8S8's layout for N " + std::to_string(n_) + ", K " +
            std::to_string(k_));
-  if (params_.aZeroPoint < 0 || params_.aZeroPoint > 255)
-    reject("activation zero point must be in 0..255, got " + std::to_string(params_.aZeroPoint));
-  if (!params_.xScalePerRow && !std::isfinite(params_.xScale))
-    reject("activation scale must be finite");
-  if (params_.wScale.size() != 1 && int64_t(params_.wScale.size()) != n_)
-    reject("weight scales: need 1 or N = " + std::to_string(n_) + ", got " +
-           std::to_string(params_.wScale.size()));
-  for (size_t j = 0; j < params_.wScale.size(); ++j)
-    if (!std::isfinite(params_.wScale[j]))
-      reject("weight scale " + std::to_string(j) + " is not finite");
+  if (std::string why = checkGemmU8S8Params(params_, n_); !why.empty())
+    reject(why);
   if (!hostSupported())
     reject("the host lacks AVX-512 VNNI (F/BW/VL/DQ + VNNI); use another INT8 provider");
 
@@ -99,14 +96,16 @@ GemmU8S8::GemmU8S8(const PackedU8S8 &packed, GemmU8S8Params params)
       GemmU8S8VnniConfig config;
       config.mr = rows, config.nr = nr_, config.columns = columns;
       config.kTailBytes = int(k_ % 4);
-      config.compensation = params_.aZeroPoint != 0;
-      config.xScalePerRow = params_.xScalePerRow;
-      config.bias = params_.bias != nullptr;
-      config.residual = params_.residual;
-      config.elementwise = params_.elementwise;
-      config.output = params_.output;
-      config.outScale = params_.outScale;
-      config.outZeroPoint = params_.outZeroPoint;
+      GemmU8S8EpilogueConfig &e = config.epilogue;
+      e.compensation = params_.aZeroPoint != 0;
+      e.xScalePerRow = params_.xScalePerRow;
+      e.bias = params_.bias != nullptr;
+      e.residual = params_.residual;
+      e.elementwise = params_.elementwise;
+      e.columnStride = padded * int64_t(sizeof(float));
+      e.output = params_.output;
+      e.outScale = params_.outScale;
+      e.outZeroPoint = params_.outZeroPoint;
       kernels_.push_back(std::make_unique<GemmU8S8Vnni>(config));
       kernelFns_.push_back(kernels_.back()->entry<GemmU8S8KernelFn>());
     }
@@ -117,7 +116,8 @@ int64_t GemmU8S8::mc(int64_t m) const {
 }
 
 void GemmU8S8::run(const uint8_t *a, int64_t m, int64_t lda, void *c, int64_t ldc,
-                   const float *residual, int64_t ldr, const float *xScale) const {
+                   const float *residual, int64_t ldr, const float *xScale,
+                   const float *const *columns) const {
   if (m < 0)
     reject("run: M must be >= 0, got " + std::to_string(m));
   if (m == 0)
@@ -132,6 +132,8 @@ void GemmU8S8::run(const uint8_t *a, int64_t m, int64_t lda, void *c, int64_t ld
     reject("run: the GEMM takes per-row activation scales: need M of them");
   if (params_.residual && (!residual || ldr < n_))
     reject("run: the epilogue adds a residual: need one with ldr >= N " + std::to_string(n_));
+
+  const auto columnInputs = padColumnInputs(params_.elementwise, n_, panels_ * nr_, columns);
 
   const int64_t mBlock = mc(m), mBlocks = ceilDiv(m, mBlock);
   const int64_t kBlocks = ceilDiv(k_, kc_);
@@ -168,7 +170,8 @@ void GemmU8S8::run(const uint8_t *a, int64_t m, int64_t lda, void *c, int64_t ld
                               len % 4,
                               kb > 0,
                               kb == kBlocks - 1,
-                              params_.xScalePerRow ? xScale + row : nullptr};
+                              params_.xScalePerRow ? xScale + row : nullptr,
+                              columnInputs.empty() ? nullptr : columnInputs.data() + col};
             kernel(int(std::min<int64_t>(mr_, rowEnd - row)), tailPanel)(&args);
           }
         }

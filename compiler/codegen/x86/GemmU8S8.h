@@ -11,6 +11,8 @@
 // out: f32, or u8 / s8 = saturate(RNE(v / out_scale) + out_zero_point).
 // x_scale: one per tensor (folded into the per-column scale at construction)
 // or one per row of A (run()'s xScale; the kernel forms f32(x_scale[m] * w_scale[n])).
+// program: the elementwise epilogue; besides the accumulator it may read
+// per-column vectors ([N] f32, run()'s `columns`), loaded like the bias.
 // N and K are fixed (B is a constant weight); M is known only at run time.
 //
 // Packed layout: ceil(N / NR) panels of [ceil(K / 4)][NR][4] s8, element
@@ -36,12 +38,13 @@
 #ifndef OCTET_COMPILER_CODEGEN_X86_GEMMU8S8_H
 #define OCTET_COMPILER_CODEGEN_X86_GEMMU8S8_H
 
-#include "compiler/codegen/WeightLayout.h"
+#include "compiler/codegen/PackedWeights.h"
 #include "compiler/codegen/x86/GemmF32.h"
 #include "compiler/codegen/x86/GemmU8S8Vnni.h"
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace octet::x86 {
@@ -49,8 +52,7 @@ namespace octet::x86 {
 /// The panel width packU8S8 and GemmU8S8 use for N columns.
 int gemmU8S8PanelWidth(int64_t n);
 
-/// Largest K whose s32 sums cannot overflow: K * 255 * 128 < 2^31.
-constexpr int64_t kMaxU8S8K = (int64_t(1) << 31) / (255 * 128) - 1;
+using octet::kMaxU8S8K; // PackedWeights.h
 
 struct PackedU8S8 {
   int64_t n = 0, k = 0;
@@ -78,6 +80,10 @@ struct GemmU8S8Params {
   int32_t outZeroPoint = 0; ///< u8/s8 output
 };
 
+/// The GemmU8S8Params checks shared by GemmU8S8 and GemmU8S8AmxDriver: ""
+/// or what is wrong.
+std::string checkGemmU8S8Params(const GemmU8S8Params &params, int64_t n);
+
 class GemmU8S8 {
 public:
   /// Host support: AVX-512 F/BW/VL/DQ and VNNI.
@@ -90,11 +96,12 @@ public:
 
   /// lda in bytes (>= K), ldc in elements of the output type (>= N), ldr in
   /// floats (>= N). A rows are read for exactly K bytes. `xScale`: M per-row
-  /// A scales (only with GemmU8S8Params::xScalePerRow). Throws
+  /// A scales (only with GemmU8S8Params::xScalePerRow). `columns`: one [N]
+  /// f32 pointer per per-column input of the program. Throws
   /// std::invalid_argument on bad arguments. Threads: OpenMP's team size.
   void run(const uint8_t *a, int64_t m, int64_t lda, void *c, int64_t ldc,
-           const float *residual = nullptr, int64_t ldr = 0,
-           const float *xScale = nullptr) const;
+           const float *residual = nullptr, int64_t ldr = 0, const float *xScale = nullptr,
+           const float *const *columns = nullptr) const;
 
   int mr() const { return mr_; }
   int nr() const { return nr_; }

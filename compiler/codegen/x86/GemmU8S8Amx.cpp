@@ -38,9 +38,8 @@ constexpr int kRowTileStageBytes = 16 * kAmxKChunk;
 // Packing
 
 int64_t amxPackedOffset(int64_t k, int64_t n, int64_t kTotal) {
-  const int64_t k64 = ceilDiv(kTotal, kAmxKChunk);
-  return ((n / kAmxPanel * k64 + k / kAmxKChunk) * 2 + n % kAmxPanel / 16) * kAmxBTileBytes +
-         k % kAmxKChunk / 4 * 64 + n % 16 * 4 + k % 4;
+  // The offset does not depend on the total N.
+  return packedWeightLayout(PackIsa::Amx, kTotal, n + 1, kAmxPanel).offset(k, n);
 }
 
 PackedU8S8Amx packU8S8Amx(const int8_t *b, int64_t k, int64_t n, WeightLayout layout) {
@@ -49,17 +48,10 @@ PackedU8S8Amx packU8S8Amx(const int8_t *b, int64_t k, int64_t n, WeightLayout la
     reject("packU8S8Amx: null weight");
   PackedU8S8Amx packed;
   packed.n = n, packed.k = k;
-  packed.data.assign(ceilDiv(n, kAmxPanel) * ceilDiv(k, kAmxKChunk) * kChunkBBytes, 0);
-  packed.colsum.assign(n, 0);
-  for (int64_t col = 0; col < n; ++col) {
-    int32_t sum = 0;
-    for (int64_t kk = 0; kk < k; ++kk) {
-      const int8_t v = layout == WeightLayout::KN ? b[kk * n + col] : b[col * k + kk];
-      packed.data[amxPackedOffset(kk, col, k)] = v;
-      sum += v;
-    }
-    packed.colsum[col] = sum;
-  }
+  const PackedWeightLayout to = packedWeightLayout(PackIsa::Amx, k, n, kAmxPanel);
+  packed.data.resize(to.bytes());
+  packed.colsum.resize(n);
+  packWeight(to, b, layout, packed.data.data(), packed.colsum.data());
   return packed;
 }
 
@@ -159,6 +151,10 @@ void GemmU8S8Amx::rowEpilogue() {
   mov(regScale_, ptr[regArgs_ + offsetof(GemmU8S8AmxArgs, scale)]);
   if (e.bias)
     mov(regBias_, ptr[regArgs_ + offsetof(GemmU8S8AmxArgs, bias)]);
+  if (e.xScalePerRow)
+    mov(regRowScale_, ptr[regArgs_ + offsetof(GemmU8S8AmxArgs, xScale)]);
+  if (e.elementwise && e.elementwise->columnInputCount() > 0)
+    mov(regColumns_, ptr[regArgs_ + offsetof(GemmU8S8AmxArgs, columns)]);
   mov(regC_, ptr[regArgs_ + offsetof(GemmU8S8AmxArgs, c)]);
   mov(regLdc_, ptr[regArgs_ + offsetof(GemmU8S8AmxArgs, ldc)]);
   scaleToBytes(regLdc_, e.output == QuantOutput::F32 ? 4 : 1);
@@ -179,9 +175,19 @@ void GemmU8S8Amx::rowEpilogue() {
     vmovdqa32(acc(0, j), zword[regSums_ + j * 64]);
   emitU8S8Epilogue(
       [&](ColumnArray array) {
-        return array == ColumnArray::Comp    ? regComp_
-               : array == ColumnArray::Scale ? regScale_
-                                             : regBias_;
+        switch (array) {
+        case ColumnArray::Comp:
+          return regComp_;
+        case ColumnArray::Scale:
+          return regScale_;
+        case ColumnArray::Bias:
+          return regBias_;
+        case ColumnArray::RowScales:
+          return regRowScale_;
+        case ColumnArray::Inputs:
+          break;
+        }
+        return regColumns_;
       },
       [&] { mov(regRow_, regResidual_); });
   emitU8S8Store([&] { mov(regRow_, regC_); });
@@ -189,6 +195,8 @@ void GemmU8S8Amx::rowEpilogue() {
   add(regC_, regLdc_);
   if (e.residual)
     add(regResidual_, regLdr_);
+  if (e.xScalePerRow)
+    add(regRowScale_, int(sizeof(float)));
   dec(regRowsLeft_.cvt32());
   jnz(row, T_NEAR);
 }
@@ -294,20 +302,6 @@ void emulateGemmU8S8AmxTiles(const GemmU8S8AmxConfig &config, const GemmU8S8AmxA
 // ---------------------------------------------------------------------------
 // Driver
 
-std::string checkGemmU8S8Params(const GemmU8S8Params &p, int64_t n) {
-  if (p.aZeroPoint < 0 || p.aZeroPoint > 255)
-    return "activation zero point must be in 0..255, got " + std::to_string(p.aZeroPoint);
-  if (!std::isfinite(p.xScale))
-    return "activation scale must be finite";
-  if (p.wScale.size() != 1 && int64_t(p.wScale.size()) != n)
-    return "weight scales: need 1 or N = " + std::to_string(n) + ", got " +
-           std::to_string(p.wScale.size());
-  for (size_t j = 0; j < p.wScale.size(); ++j)
-    if (!std::isfinite(p.wScale[j]))
-      return "weight scale " + std::to_string(j) + " is not finite";
-  return "";
-}
-
 GemmU8S8AmxDriver::GemmU8S8AmxDriver(const PackedU8S8Amx &packed, GemmU8S8Params params)
     : n_(packed.n), k_(packed.k), packed_(packed), params_(std::move(params)) {
   checkShape(n_, k_);
@@ -326,7 +320,8 @@ GemmU8S8AmxDriver::GemmU8S8AmxDriver(const PackedU8S8Amx &packed, GemmU8S8Params
   bias_.assign(padded, 0.0f);
   for (int64_t j = 0; j < n_; ++j) {
     comp_[j] = params_.aZeroPoint * packed.colsum[j];
-    scale_[j] = params_.xScale * params_.wScale[params_.wScale.size() == 1 ? 0 : j];
+    const float w = params_.wScale[params_.wScale.size() == 1 ? 0 : j];
+    scale_[j] = params_.xScalePerRow ? w : params_.xScale * w;
     if (params_.bias)
       bias_[j] = params_.bias[j];
   }
@@ -345,6 +340,8 @@ GemmU8S8AmxDriver::GemmU8S8AmxDriver(const PackedU8S8Amx &packed, GemmU8S8Params
       config.columns = tail ? tailColumns : kAmxPanel;
       config.kTailBytes = int(k_ % kAmxKChunk);
       config.epilogue.compensation = params_.aZeroPoint != 0;
+      config.epilogue.xScalePerRow = params_.xScalePerRow;
+      config.epilogue.columnStride = padded * int64_t(sizeof(float));
       config.epilogue.bias = params_.bias != nullptr;
       config.epilogue.residual = params_.residual;
       config.epilogue.elementwise = params_.elementwise;
@@ -360,6 +357,7 @@ GemmU8S8AmxDriver::GemmU8S8AmxDriver(const PackedU8S8Amx &packed, GemmU8S8Params
 template <typename Call>
 AmxRunStats GemmU8S8AmxDriver::runWith(const uint8_t *a, int64_t m, int64_t lda, void *c,
                                        int64_t ldc, const float *residual, int64_t ldr,
+                                       const float *xScale, const float *const *columns,
                                        Call call) const {
   if (m < 0)
     reject("run: M must be >= 0, got " + std::to_string(m));
@@ -374,6 +372,14 @@ AmxRunStats GemmU8S8AmxDriver::runWith(const uint8_t *a, int64_t m, int64_t lda,
     reject("run: ldc " + std::to_string(ldc) + " < N " + std::to_string(n_));
   if (params_.residual && (!residual || ldr < n_))
     reject("run: the epilogue adds a residual: need one with ldr >= N " + std::to_string(n_));
+  if (params_.xScalePerRow && !xScale)
+    reject("run: the GEMM takes per-row activation scales: need M of them");
+  std::vector<float, CacheLineAllocator<float>> columnInputs;
+  try {
+    columnInputs = padColumnInputs(params_.elementwise, n_, panels_ * kAmxPanel, columns);
+  } catch (const std::invalid_argument &e) {
+    reject(e.what());
+  }
 
   const int64_t mBlocks = ceilDiv(m, int64_t(kAmxBlockRows)), work = mBlocks * panels_;
   const int elementBytes = params_.output == QuantOutput::F32 ? 4 : 1;
@@ -413,7 +419,9 @@ AmxRunStats GemmU8S8AmxDriver::runWith(const uint8_t *a, int64_t m, int64_t lda,
                              kChunks_,
                              !(loaded && *loaded == config),
                              w + 1 == end,
-                             0};
+                             0,
+                             params_.xScalePerRow ? xScale + row : nullptr,
+                             columnInputs.empty() ? nullptr : columnInputs.data() + col};
         loaded = config;
         mine.calls += 1, mine.configLoads += args.configure != 0, mine.releases += args.release;
         call(kernel, kernelFns_[(rows - 1) * 2 + tailPanel], args);
@@ -436,23 +444,26 @@ AmxRunStats GemmU8S8AmxDriver::runWith(const uint8_t *a, int64_t m, int64_t lda,
 }
 
 AmxRunStats GemmU8S8AmxDriver::run(const uint8_t *a, int64_t m, int64_t lda, void *c, int64_t ldc,
-                                   const float *residual, int64_t ldr) const {
+                                   const float *residual, int64_t ldr, const float *xScale,
+                                   const float *const *columns) const {
   std::string why;
   if (!amxUsable(&why))
     throw std::runtime_error("GemmU8S8Amx: cannot run on this host: " + why);
   return runWith(
-      a, m, lda, c, ldc, residual, ldr,
+      a, m, lda, c, ldc, residual, ldr, xScale, columns,
       [](const GemmU8S8Amx &, GemmU8S8AmxKernelFn fn, const GemmU8S8AmxArgs &args) { fn(&args); });
 }
 
 AmxRunStats GemmU8S8AmxDriver::runEmulated(const uint8_t *a, int64_t m, int64_t lda, void *c,
-                                           int64_t ldc, const float *residual, int64_t ldr) const {
+                                           int64_t ldc, const float *residual, int64_t ldr,
+                                           const float *xScale,
+                                           const float *const *columns) const {
   if (!CpuFeatures::host().supports(Isa::Avx512))
     throw std::runtime_error("GemmU8S8Amx: the emulated run executes the AVX-512 epilogue; the "
                              "host lacks AVX-512 (host has: " +
                              CpuFeatures::host().describe() + ")");
   return runWith(
-      a, m, lda, c, ldc, residual, ldr,
+      a, m, lda, c, ldc, residual, ldr, xScale, columns,
       [](const GemmU8S8Amx &kernel, GemmU8S8AmxKernelFn fn, const GemmU8S8AmxArgs &args) {
         thread_local AmxTileEmulator amx; // tile state is per thread, as on the CPU
         emulateGemmU8S8AmxTiles(kernel.config(), args, amx);

@@ -106,6 +106,8 @@ struct GemmU8S8AmxArgs {
   int64_t configure; ///< nonzero: ldtilecfg first (the thread's loaded configuration differs)
   int64_t release;   ///< nonzero: tilerelease once the sums are stored (the thread's last call)
   int64_t sumsReady; ///< nonzero: no tile code; `sums` already holds them (emulation)
+  const float *xScale;  ///< per-row x scales of the call's first row (xScalePerRow)
+  const float *columns; ///< the program's per-column inputs at the panel's first column
 };
 using GemmU8S8AmxKernelFn = void (*)(const GemmU8S8AmxArgs *);
 
@@ -134,6 +136,7 @@ private:
   const Xbyak::Reg64 regSums_ = rax, regRowsLeft_ = r8;
   const Xbyak::Reg64 regComp_ = rsi, regScale_ = rdx, regBias_ = rcx;
   const Xbyak::Reg64 regResidual_ = r13, regLdr_ = r14, regC_ = r15, regLdc_ = r12;
+  const Xbyak::Reg64 regColumns_ = r9, regRowScale_ = r10;
   const Xbyak::Opmask kKTail_ = k2;
 };
 
@@ -160,11 +163,14 @@ public:
   /// Runs on AMX; throws std::runtime_error saying why when !amxUsable().
   /// Arguments as GemmU8S8::run (throws std::invalid_argument on bad ones).
   AmxRunStats run(const uint8_t *a, int64_t m, int64_t lda, void *c, int64_t ldc,
-                  const float *residual = nullptr, int64_t ldr = 0) const;
+                  const float *residual = nullptr, int64_t ldr = 0,
+                  const float *xScale = nullptr, const float *const *columns = nullptr) const;
   /// The same loop nest and calls, with the tile part in AmxTileEmulator and
   /// the epilogue in the generated code (sumsReady): needs AVX-512 only.
   AmxRunStats runEmulated(const uint8_t *a, int64_t m, int64_t lda, void *c, int64_t ldc,
-                          const float *residual = nullptr, int64_t ldr = 0) const;
+                          const float *residual = nullptr, int64_t ldr = 0,
+                          const float *xScale = nullptr,
+                          const float *const *columns = nullptr) const;
 
   int64_t n() const { return n_; }
   int64_t k() const { return k_; }
@@ -175,7 +181,8 @@ public:
 private:
   template <typename Call>
   AmxRunStats runWith(const uint8_t *a, int64_t m, int64_t lda, void *c, int64_t ldc,
-                      const float *residual, int64_t ldr, Call call) const;
+                      const float *residual, int64_t ldr, const float *xScale,
+                      const float *const *columns, Call call) const;
 
   int64_t n_, k_, panels_, kChunks_;
   const PackedU8S8Amx &packed_;
@@ -185,10 +192,6 @@ private:
   std::vector<std::unique_ptr<GemmU8S8Amx>> kernels_; // [rows - 1][tail panel], null if unused
   std::vector<GemmU8S8AmxKernelFn> kernelFns_;
 };
-
-/// The GemmU8S8Params checks (shared with GemmU8S8, which should call it):
-/// "" or what is wrong.
-std::string checkGemmU8S8Params(const GemmU8S8Params &params, int64_t n);
 
 } // namespace octet::x86
 

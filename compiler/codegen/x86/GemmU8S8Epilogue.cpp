@@ -20,7 +20,23 @@ enum OwnConstant { kOutScale, kClampLow, kClampHigh, kOutZeroPoint, kZero, kOwnC
 constexpr float kClamp = 16777216.0f;
 } // namespace
 
+const char *quantOutputName(QuantOutput output) {
+  switch (output) {
+  case QuantOutput::F32:
+    return "f32";
+  case QuantOutput::U8:
+    return "u8";
+  case QuantOutput::S8:
+    return "s8";
+  }
+  return "unknown";
+}
+
 std::string checkGemmU8S8Epilogue(const GemmU8S8EpilogueConfig &c) {
+  const int columns = c.elementwise ? c.elementwise->columnInputCount() : 0;
+  if (columns > 0 && c.columnStride < 64)
+    return "the elementwise program reads " + std::to_string(columns) +
+           " per-column inputs but no column stride was given";
   if (c.output == QuantOutput::F32)
     return "";
   if (!(c.outScale > 0) || !std::isfinite(c.outScale))
@@ -33,9 +49,10 @@ std::string checkGemmU8S8Epilogue(const GemmU8S8EpilogueConfig &c) {
 }
 
 std::string gemmU8S8EpilogueSuffix(const GemmU8S8EpilogueConfig &c) {
-  return (c.compensation ? "_comp" : "") +
-         gemmEpilogueSuffix(c.bias, c.residual, c.elementwise != nullptr) + "_" +
-         quantOutputName(c.output);
+  const int columns = c.elementwise ? c.elementwise->columnInputCount() : 0;
+  return std::string(c.compensation ? "_comp" : "") + (c.xScalePerRow ? "_rowscale" : "") +
+         gemmEpilogueSuffix(c.bias, c.residual, c.elementwise != nullptr) +
+         (columns ? "_columns" + std::to_string(columns) : "") + "_" + quantOutputName(c.output);
 }
 
 GemmU8S8EpilogueAvx512::GemmU8S8EpilogueAvx512(std::string name, Isa isa, size_t maxCodeBytes,
@@ -63,11 +80,25 @@ void GemmU8S8EpilogueAvx512::emitU8S8Epilogue(const ColumnPointer &column,
         vpsubd(acc(i, j), acc(i, j), zword[comp + j * 64]);
   }
   const Reg64 scale = column(ColumnArray::Scale);
-  for (int i = 0; i < mr_; ++i)
-    for (int j = 0; j < v; ++j) {
-      vcvtdq2ps(acc(i, j), acc(i, j));
-      vmulps(acc(i, j), acc(i, j), zword[scale + j * 64]);
+  if (epilogue_.xScalePerRow) {
+    // f32(x_scale[m] * w_scale[n]) first, then times the sum: the reference's
+    // two roundings. zA_ and zB(0) are free once the dot products are done.
+    const Reg64 rowScales = column(ColumnArray::RowScales);
+    for (int i = 0; i < mr_; ++i) {
+      vbroadcastss(zA_, dword[rowScales + i * 4]);
+      for (int j = 0; j < v; ++j) {
+        vcvtdq2ps(acc(i, j), acc(i, j));
+        vmulps(zB(0), zA_, zword[scale + j * 64]);
+        vmulps(acc(i, j), acc(i, j), zB(0));
+      }
     }
+  } else {
+    for (int i = 0; i < mr_; ++i)
+      for (int j = 0; j < v; ++j) {
+        vcvtdq2ps(acc(i, j), acc(i, j));
+        vmulps(acc(i, j), acc(i, j), zword[scale + j * 64]);
+      }
+  }
   if (epilogue_.bias) {
     const Reg64 bias = column(ColumnArray::Bias);
     for (int i = 0; i < mr_; ++i)
@@ -79,8 +110,14 @@ void GemmU8S8EpilogueAvx512::emitU8S8Epilogue(const ColumnPointer &column,
     pointAtResidualRows();
     addRows();
   }
-  if (epilogue_.elementwise)
-    emitElementwise(*epilogue_.elementwise);
+  if (epilogue_.elementwise) {
+    if (epilogue_.elementwise->columnInputCount() > 0) {
+      const Reg64 inputs = column(ColumnArray::Inputs);
+      emitElementwise(*epilogue_.elementwise, &inputs, epilogue_.columnStride);
+    } else {
+      emitElementwise(*epilogue_.elementwise);
+    }
+  }
   if (epilogue_.output == QuantOutput::F32)
     return;
   // Requantize: RNE(v / out_scale) + out_zp, saturated. A power-of-two scale

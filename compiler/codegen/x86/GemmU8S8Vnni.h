@@ -14,15 +14,8 @@
 // suppressed on masked bytes), so A rows are never read past their K bytes;
 // B's packing pads the group with zeros.
 //
-// Epilogue on the last K block, per accumulator (16 columns):
-//   s32: acc - comp[n]          (comp = a_zero_point * colsum_B[n], exact)
-//   f32: cvt * scale[n]         (scale = x_scale * w_scale[n]; per-row x scale:
-//                                cvt * f32(x_scale[m] * w_scale[n]), the
-//                                product formed in the kernel)
-//        + bias[n]              (optional)
-//        + residual[m, n]       (optional, f32)
-//        elementwise program    (optional, EpilogueEmitter: GELU, ...)
-//   out: f32 store, or u8/s8: RNE(v * (1/out_scale)) + out_zp, saturated.
+// Epilogue on the last K block: GemmU8S8Epilogue.h (comp, scale or per-row
+// scale, bias, residual, program with per-column inputs, f32 or u8/s8 store).
 // Earlier K blocks leave s32 partial sums in a per-thread buffer (`partial`,
 // rows of NR s32) that the next block adds back.
 //
@@ -30,15 +23,11 @@
 #ifndef OCTET_COMPILER_CODEGEN_X86_GEMMU8S8VNNI_H
 #define OCTET_COMPILER_CODEGEN_X86_GEMMU8S8VNNI_H
 
-#include "compiler/codegen/x86/GemmTileAvx512.h"
+#include "compiler/codegen/x86/GemmU8S8Epilogue.h"
 
 #include <cstdint>
 
 namespace octet::x86 {
-
-/// What a quantized GEMM writes.
-enum class QuantOutput { F32, U8, S8 };
-const char *quantOutputName(QuantOutput output);
 
 /// What one generated kernel computes (its cache key).
 struct GemmU8S8VnniConfig {
@@ -46,14 +35,7 @@ struct GemmU8S8VnniConfig {
   int nr = 48;               ///< panel width: 16, 32, 48 or 64
   int columns = 48;          ///< valid columns of the panel (< nr only for the last one)
   int kTailBytes = 0;        ///< K % 4: bytes of the masked last K group (0: none)
-  bool compensation = false; ///< subtract comp[n] (a_zero_point != 0)
-  bool xScalePerRow = false; ///< scale[n] is w_scale[n]; x_scale[m] comes per row (args.xScale)
-  bool bias = false;
-  bool residual = false;
-  const EpilogueEmitter *elementwise = nullptr;
-  QuantOutput output = QuantOutput::F32;
-  float outScale = 1.0f;    ///< u8/s8 output: real value of one step
-  int32_t outZeroPoint = 0; ///< u8/s8 output: 0..255 / -128..127
+  GemmU8S8EpilogueConfig epilogue;
 };
 
 /// Run-time arguments, passed by pointer (System V: rdi). Strides in elements.
@@ -72,10 +54,11 @@ struct GemmU8S8Args {
   int64_t accumulate; ///< nonzero: add `partial` (K blocks > 0)
   int64_t last;       ///< nonzero: last K block: epilogue and store C; else store `partial`
   const float *xScale; ///< per-row x scale of the tile's first row (xScalePerRow), one per row
+  const float *columns; ///< the program's per-column inputs at the panel's first column
 };
 using GemmU8S8KernelFn = void (*)(const GemmU8S8Args *);
 
-class GemmU8S8Vnni : public GemmTileAvx512 {
+class GemmU8S8Vnni : public GemmU8S8EpilogueAvx512 {
 public:
   /// Throws std::invalid_argument for a configuration it cannot generate.
   explicit GemmU8S8Vnni(const GemmU8S8VnniConfig &config);
@@ -87,15 +70,13 @@ private:
   void kStep(int step) override { dotGroup(step, false); }
   /// One K group; `tailGroup`: the masked last group of kTailBytes.
   void dotGroup(int step, bool tailGroup);
-  void epilogue();
-  void storeC();
-  Xbyak::Address constant(int index) const; // own table, {1to16}
+  static size_t argsOffset(ColumnArray array);
 
   GemmU8S8VnniConfig config_;
-  Xbyak::Label ownConstants_;
-  const Xbyak::Reg64 regVec_ = r12; // comp / scale / bias
-  const Xbyak::Reg64 regXs_ = r13;  // per-row x scales
-  const Xbyak::Opmask kKTail_ = k2; // K tail bytes (K loop only)
+  const Xbyak::Reg64 regVec_ = r12;     // comp / scale / bias
+  const Xbyak::Reg64 regXs_ = r13;      // per-row x scales
+  const Xbyak::Reg64 regColumns_ = r14; // the program's per-column inputs
+  const Xbyak::Opmask kKTail_ = k2;     // K tail bytes (K loop only)
 };
 
 } // namespace octet::x86

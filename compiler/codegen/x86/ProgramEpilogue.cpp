@@ -316,15 +316,22 @@ void ProgramLowering::emit(Xbyak::CodeGenerator &gen, ConstantTable &constants, 
 }
 
 std::unique_ptr<ProgramEpilogue> ProgramEpilogue::create(const rt::ElementwiseProgram &program,
-                                                         std::string &error) {
-  for (size_t i = 0; i < program.instrs.size(); ++i)
-    if (program.instrs[i].op == Op::Input && program.instrs[i].a != 0) {
-      error = "instruction %" + std::to_string(i) + " reads input " +
-              std::to_string(program.instrs[i].a) +
-              "; a GEMM epilogue sees only the accumulator (input 0)";
+                                                         std::string &error,
+                                                         const std::vector<bool> &perColumn) {
+  std::unique_ptr<ProgramEpilogue> e(new ProgramEpilogue());
+  e->columnOf_.assign(size_t(std::max(program.numInputs, 1)), -1);
+  for (size_t i = 1; i < e->columnOf_.size(); ++i)
+    if (i < perColumn.size() && perColumn[i])
+      e->columnOf_[i] = e->columnInputs_++;
+  for (size_t i = 0; i < program.instrs.size(); ++i) {
+    const int input = program.instrs[i].a;
+    if (program.instrs[i].op == Op::Input && input != 0 &&
+        (input < 0 || input >= int(e->columnOf_.size()) || e->columnOf_[input] < 0)) {
+      error = "instruction %" + std::to_string(i) + " reads input " + std::to_string(input) +
+              "; a GEMM epilogue sees only the accumulator (input 0) and per-column vectors";
       return nullptr;
     }
-  std::unique_ptr<ProgramEpilogue> e(new ProgramEpilogue());
+  }
   error = e->lowering_.plan(program, true, kMaxEpilogueScratch + 1);
   if (!error.empty())
     return nullptr;
@@ -335,7 +342,8 @@ std::unique_ptr<ProgramEpilogue> ProgramEpilogue::create(const rt::ElementwisePr
   std::vector<Zmm> scratch;
   for (int r = 0; r < e->scratch_; ++r)
     scratch.push_back(Zmm(1 + r));
-  for (uint32_t bits : e->emitWith(dry, Zmm(0), scratch, label)) {
+  auto column = [&](int c) { return dry.zword[dry.rax + c * 64]; };
+  for (uint32_t bits : e->emitWith(dry, Zmm(0), scratch, label, column)) {
     float f;
     std::memcpy(&f, &bits, sizeof f);
     e->constants_.push_back(f);
@@ -346,25 +354,29 @@ std::unique_ptr<ProgramEpilogue> ProgramEpilogue::create(const rt::ElementwisePr
 
 std::vector<uint32_t> ProgramEpilogue::emitWith(Xbyak::CodeGenerator &gen, const Zmm &acc,
                                                 const std::vector<Zmm> &scratch,
-                                                const Xbyak::Label &label) const {
+                                                const Xbyak::Label &label,
+                                                const ColumnInput &column) const {
   if (int(scratch.size()) < scratch_)
     throw std::logic_error("ProgramEpilogue: fewer scratch registers than asked for");
   const int valueCount = lowering_.extraValueRegisters();
   std::vector<Zmm> values(scratch.begin(), scratch.begin() + valueCount);
   std::vector<Zmm> temps(scratch.begin() + valueCount, scratch.begin() + scratch_);
-  // The GEMM kernel uses only k1 (GemmF32Avx512.h).
+  // The GEMM kernels use only k1 (GemmTileAvx512.h).
   std::vector<Opmask> masks = {Xbyak::util::k2, Xbyak::util::k3};
   ConstantTable table(gen, label);
-  lowering_.emit(gen, table, acc, values, temps, masks, [](int input, const Zmm &) {
-    throw std::logic_error("ProgramEpilogue: input " + std::to_string(input) +
-                           " is not the accumulator");
+  lowering_.emit(gen, table, acc, values, temps, masks, [&](int input, const Zmm &dst) {
+    if (input <= 0 || input >= int(columnOf_.size()) || columnOf_[input] < 0)
+      throw std::logic_error("ProgramEpilogue: input " + std::to_string(input) +
+                             " is neither the accumulator nor a per-column vector");
+    gen.vmovups(dst, column(columnOf_[input]));
   });
   return table.values();
 }
 
 void ProgramEpilogue::emit(Xbyak::CodeGenerator &gen, const Zmm &acc,
-                           const std::vector<Zmm> &scratch, const Xbyak::Label &constants) const {
-  std::vector<uint32_t> used = emitWith(gen, acc, scratch, constants);
+                           const std::vector<Zmm> &scratch, const Xbyak::Label &constants,
+                           const ColumnInput &column) const {
+  std::vector<uint32_t> used = emitWith(gen, acc, scratch, constants, column);
   // Same program, same code path: the table must be the one constants() gave.
   if (used.size() != constants_.size())
     throw std::logic_error("ProgramEpilogue: constant table differs from the dry run");

@@ -13,8 +13,10 @@
 //    without a vector form (log, pow with an exponent other than
 //    -1, -0.5, 0.5, 1, 2, 3), is rejected with a message: callers then run
 //    ElementwiseProgram::evaluate instead.
-//  - ProgramEpilogue: an EpilogueEmitter for GemmF32 (see GemmF32Avx512.h):
-//    input 0 is the accumulator, the program may read no other input. At most
+//  - ProgramEpilogue: an EpilogueEmitter for the GEMMs (GemmF32Avx512.h,
+//    GemmU8S8Epilogue.h): input 0 is the accumulator; the program may read
+//    other inputs only where they are per-column vectors (one value per
+//    column, loaded per accumulator like the bias). At most
 //    kMaxEpilogueScratch scratch zmm, so that the GEMM keeps at least 5 rows
 //    (NR = 48) of accumulators.
 //
@@ -80,25 +82,31 @@ constexpr int kMaxEpilogueScratch = 16;
 
 class ProgramEpilogue : public EpilogueEmitter {
 public:
-  /// Null with `error` set when the program reads an input other than 0 or
-  /// does not fit kMaxEpilogueScratch scratch registers (or has an op without
-  /// a vector form).
+  /// `perColumn[i]` (i >= 1): program input i is a per-column vector; they
+  /// become the emitter's column inputs 0, 1, ... in input order. Null with
+  /// `error` set when the program reads another input besides 0, does not fit
+  /// kMaxEpilogueScratch scratch registers or has an op without a vector form.
   static std::unique_ptr<ProgramEpilogue> create(const rt::ElementwiseProgram &program,
-                                                 std::string &error);
+                                                 std::string &error,
+                                                 const std::vector<bool> &perColumn = {});
 
   int scratchZmmCount() const override { return scratch_; }
+  int columnInputCount() const override { return columnInputs_; }
   std::vector<float> constants() const override { return constants_; }
   void emit(Xbyak::CodeGenerator &gen, const Xbyak::Zmm &acc,
-            const std::vector<Xbyak::Zmm> &scratch, const Xbyak::Label &constants) const override;
+            const std::vector<Xbyak::Zmm> &scratch, const Xbyak::Label &constants,
+            const ColumnInput &column) const override;
 
 private:
   ProgramEpilogue() = default;
   /// Emits into `gen` with the table at `label`; returns the table's values.
   std::vector<uint32_t> emitWith(Xbyak::CodeGenerator &gen, const Xbyak::Zmm &acc,
-                                 const std::vector<Xbyak::Zmm> &scratch,
-                                 const Xbyak::Label &label) const;
+                                 const std::vector<Xbyak::Zmm> &scratch, const Xbyak::Label &label,
+                                 const ColumnInput &column) const;
   ProgramLowering lowering_;
   int scratch_ = 0;
+  int columnInputs_ = 0;
+  std::vector<int> columnOf_; ///< per program input: its column input, or -1
   std::vector<float> constants_;
 };
 

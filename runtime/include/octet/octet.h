@@ -66,7 +66,7 @@ const char *octet_dtype_name(octet_dtype dtype);
  *        "calibration_percentile" "0" (default: min/max) | P in (50, 100]
  *        "calibration_progress"   "0" (default) | "1": progress on stderr
  *        "smoothquant"        "on" (default) | "off"   (static only)
- *        "smoothquant_alpha"  a number in [0, 1], default "0.5"
+ *        "smoothquant_alpha"  a number in [0, 1], default "0.7"
  * See docs/calibration.md.
  */
 octet_options *octet_options_create(void);

@@ -137,6 +137,16 @@ func.func @greater(%a: tensor<?x?x768xf32>, %b: tensor<768xf32>) {
   return
 }
 
+func.func @layer_norm_quantize(%x: tensor<?x?x768xf32>, %r: tensor<?x?x768xf32>, %g: tensor<768xf32>, %b: tensor<768xf32>, %s: tensor<f32>, %zp: tensor<ui8>) {
+    %y, %q = octet.layer_norm_quantize %x residual(%r : tensor<?x?x768xf32>), %g, %b
+               axis = 2 epsilon = 1.0e-12 scale(%s, %zp : tensor<f32>, tensor<ui8>)
+               : tensor<?x?x768xf32>, tensor<768xf32>, tensor<768xf32> -> tensor<?x?x768xui8>
+    %y2, %q2, %rs = octet.layer_norm_quantize %x, %g, %b axis = 2 epsilon = 1.0e-12
+               : tensor<?x?x768xf32>, tensor<768xf32>, tensor<768xf32>
+               -> tensor<?x?x768xui8>, tensor<?x?x1xf32>
+  return
+}
+
 func.func @layer_norm(%x: tensor<?x?x768xf32>, %gamma: tensor<768xf32>, %beta: tensor<768xf32>) {
   %y = octet.layer_norm %x, %gamma, %beta axis = 2 epsilon = 1.0e-12
          : tensor<?x?x768xf32>, tensor<768xf32>, tensor<768xf32>

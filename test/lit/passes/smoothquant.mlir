@@ -186,3 +186,22 @@ func.func @linear_linear(%x: tensor<?x2xf32>) -> tensor<?x1xf32> {
   %y = octet.linear %h, %w2 {octet.calib = {input_absmax = dense<[4.0, 1.0]> : tensor<2xf32>}} : tensor<?x2xf32>, tensor<2x1xf32>
   return %y : tensor<?x1xf32>
 }
+
+// -----
+
+// With per-channel signed extremes (the calibration step writes them) the
+// range of X/s is exact: s = [2, 1] (max|X| = [4, 1], max|W| = [1, 1]);
+// channels [-4, 1] and [-1, 0.5] become [-2, 0.5] and [-1, 0.5], so the
+// range is [-2, 0.5] (from input_absmax alone the bound would be [-2, 1]).
+// CHECK-LABEL: func.func @channel_extremes(
+//       CHECK:   octet.linear
+//  CHECK-SAME:     octet.calib = {input_absmax = dense<[2.000000e+00, 1.000000e+00]> : tensor<2xf32>, input_channel_max = dense<5.000000e-01> : tensor<2xf32>, input_channel_min = dense<[-2.000000e+00, -1.000000e+00]> : tensor<2xf32>, input_max = 5.000000e-01 : f32, input_min = -2.000000e+00 : f32}
+func.func @channel_extremes(%x: tensor<?x2xf32>) -> tensor<?x2xf32> {
+  %g = octet.constant dense<[2.0, 4.0]> : tensor<2xf32>
+  %w = octet.constant dense<[[1.0, 1.0], [1.0, 1.0]]> : tensor<2x2xf32>
+  %ln = octet.layer_norm %x, %g axis = 1 epsilon = 1.0e-12 : tensor<?x2xf32>, tensor<2xf32>
+  %y = octet.linear %ln, %w {octet.calib = {input_absmax = dense<[4.0, 1.0]> : tensor<2xf32>, input_min = -4.0 : f32, input_max = 1.0 : f32,
+                               input_channel_min = dense<[-4.0, -1.0]> : tensor<2xf32>, input_channel_max = dense<[1.0, 0.5]> : tensor<2xf32>}}
+         : tensor<?x2xf32>, tensor<2x2xf32>
+  return %y : tensor<?x2xf32>
+}

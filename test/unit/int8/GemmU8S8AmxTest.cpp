@@ -261,6 +261,60 @@ TEST(GemmU8S8Amx, EmulatedEqualsVnniForEveryEpilogue) {
   }
 }
 
+// Per-row x scales and per-column program inputs (gelu(acc) * in1, u8 out as
+// in the INT8 FFN-in): the shared epilogue gives the same bytes on both kernels.
+TEST(GemmU8S8Amx, EmulatedEqualsVnniWithRowScalesAndColumnInputs) {
+  if (!GemmU8S8::hostSupported())
+    GTEST_SKIP() << "the VNNI GemmU8S8 to compare with needs AVX-512 VNNI; host has: "
+                 << CpuFeatures::host().describe();
+  const int64_t m = 37, n = 83, k = 130;
+  Data d(m, n, k, 13);
+  std::mt19937 gen(9);
+  std::uniform_real_distribution<float> half(0.5f, 1.5f);
+  std::vector<float> wScale(n), inv(n), xs(m);
+  for (int64_t j = 0; j < n; ++j)
+    wScale[j] = half(gen), inv[j] = half(gen);
+  for (float &v : xs)
+    v = half(gen) / (64.0f * 64.0f * 12.0f);
+  using Op = octet::rt::ElementwiseProgram::Op;
+  octet::rt::ElementwiseProgram program;
+  program.numInputs = 2;
+  program.instrs = {{Op::Input, 0, -1, 0}, {Op::GeluErf, 0, -1, 0}, {Op::Input, 1, -1, 0},
+                    {Op::Mul, 1, 2, 0}};
+  std::string error;
+  auto epilogue = ProgramEpilogue::create(program, error, {false, true});
+  ASSERT_TRUE(epilogue) << error;
+  const float *columns[] = {inv.data()};
+  PackedU8S8Amx amxPacked = packU8S8Amx(d.b.data(), k, n, WeightLayout::KN);
+  PackedU8S8 vnniPacked = packU8S8(d.b.data(), k, n, WeightLayout::KN);
+  for (int combo = 0; combo < 4; ++combo) {
+    GemmU8S8Params p;
+    p.aZeroPoint = 128;
+    p.xScalePerRow = combo & 1;
+    p.xScale = xs[0];
+    p.wScale = wScale;
+    p.elementwise = combo & 2 ? epilogue.get() : nullptr;
+    p.output = QuantOutput::U8;
+    p.outScale = 0.0213f;
+    p.outZeroPoint = 3;
+    const int64_t ldc = n + 1;
+    std::vector<uint8_t> amxC(m * ldc, 0xa5), vnniC(m * ldc, 0xa5);
+    ThreadCount scope(2);
+    GemmU8S8AmxDriver(amxPacked, p)
+        .runEmulated(d.a.data(), m, d.lda, amxC.data(), ldc, nullptr, 0, xs.data(), columns);
+    GemmU8S8(vnniPacked, p)
+        .run(d.a.data(), m, d.lda, vnniC.data(), ldc, nullptr, 0, xs.data(), columns);
+    ASSERT_EQ(amxC, vnniC) << "combination " << combo;
+    if (combo & 1) {
+      EXPECT_NE(errorOf([&] {
+                  GemmU8S8AmxDriver(amxPacked, p).runEmulated(d.a.data(), m, d.lda, amxC.data(),
+                                                              ldc, nullptr, 0, nullptr, columns);
+                }).find("per-row"),
+                std::string::npos);
+    }
+  }
+}
+
 // ldtilecfg only when a thread's configuration changes; one tilerelease per
 // thread. M = 70: row blocks 32, 32, 6 (a second configuration); N = 100:
 // 4 panels (the last 4 columns wide, same configuration).

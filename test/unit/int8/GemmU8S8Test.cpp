@@ -423,77 +423,129 @@ TEST(GemmU8S8, RequantizationSaturates) {
 } // namespace
 
 namespace {
-// Per-row activation scales (dynamic per-token quantization, a_zp 128): the
-// kernel forms f32(x_scale[m] * w_scale[n]) itself, so every f32 result equals
-// the reference formula bit for bit, and u8/s8 results exactly.
-TEST(GemmU8S8, PerRowScaleMatchesTheFormulaBitForBit) {
+/// C (row stride ldc, params.output) against `formula(i, j)`, the f32 value
+/// before the output: f32 bit for bit, u8/s8 exactly (RNE, saturated).
+template <typename Formula>
+void expectFormulaExactly(const std::vector<uint8_t> &c, int64_t m, int64_t n, int64_t ldc,
+                          const GemmU8S8Params &params, Formula formula, const std::string &what) {
+  const QuantOutput out = params.output;
+  int failures = 0;
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      const float v = formula(i, j);
+      bool ok;
+      std::string got;
+      if (out == QuantOutput::F32) {
+        float f;
+        std::memcpy(&f, &c[(i * ldc + j) * 4], 4);
+        ok = std::memcmp(&f, &v, 4) == 0, got = std::to_string(f);
+      } else {
+        const double lo = out == QuantOutput::U8 ? 0 : -128;
+        const int want = int(std::clamp(
+            double(std::nearbyint(v / params.outScale)) + params.outZeroPoint, lo, lo + 255));
+        const int q = out == QuantOutput::U8 ? int(c[i * ldc + j]) : int(int8_t(c[i * ldc + j]));
+        ok = q == want, got = std::to_string(q) + " (want " + std::to_string(want) + ")";
+      }
+      if (!ok && failures++ < 5)
+        ADD_FAILURE() << what << ": C[" << i << "][" << j << "] = " << got << ", formula " << v;
+    }
+}
+
+// Per-row activation scales (dynamic per-token quantization, a_zp 128) and
+// per-column program inputs (SmoothQuant's 1/s, a per-channel affine: the
+// kernel loads them per column like the bias). The kernel forms
+// f32(x_scale[m] * w_scale[n]) itself and `acc * in1 + in2` has no math
+// function, so every f32 result equals the reference formula bit for bit and
+// u8/s8 results exactly, over panel tails (N % NR) and every row count.
+TEST(GemmU8S8, PerRowScaleAndColumnInputsMatchTheFormulaBitForBit) {
   SKIP_WITHOUT_VNNI();
+  using Op = octet::rt::ElementwiseProgram::Op;
+  octet::rt::ElementwiseProgram program;
+  program.numInputs = 4; // acc, a residual-like input it does not read, in1, in2
+  program.instrs = {{Op::Input, 0, -1, 0}, {Op::Input, 2, -1, 0}, {Op::Mul, 0, 1, 0},
+                    {Op::Input, 3, -1, 0}, {Op::Add, 2, 3, 0}};
+  std::string error;
+  ASSERT_FALSE(ProgramEpilogue::create(program, error)) << "inputs 2, 3 are not the accumulator";
+  EXPECT_NE(error.find("per-column"), std::string::npos) << error;
+  auto columnProgram = ProgramEpilogue::create(program, error, {false, false, true, true});
+  ASSERT_TRUE(columnProgram) << error;
+  EXPECT_EQ(columnProgram->columnInputCount(), 2);
+  enum Extras { None, BiasResidual, BiasColumns };
   const std::vector<std::tuple<int64_t, int64_t, int64_t>> shapes = {
-      {1, 1, 1}, {7, 17, 5}, {29, 100, 770}, {13, 48, 64}};
+      {1, 1, 1}, {7, 17, 5}, {29, 100, 770}, {13, 48, 64}, {20, 3072 / 16 + 5, 33}};
   for (const auto &[m, n, k] : shapes) {
     Problem p(m, n, k, unsigned(m + n + k));
     std::mt19937 gen{static_cast<unsigned>(k)};
-    std::uniform_real_distribution<float> around(0.5f, 1.5f);
-    std::vector<float> xs(m);
+    std::uniform_real_distribution<float> around(0.5f, 1.5f), unit(-1, 1);
+    std::vector<float> xs(m), in1(n), in2(n);
     for (float &v : xs)
       v = p.xScale * around(gen);
+    for (int64_t j = 0; j < n; ++j)
+      in1[j] = around(gen), in2[j] = unit(gen);
+    const float *columns[] = {in1.data(), in2.data()};
     const PackedU8S8 packed = packU8S8(p.bKN.data(), k, n, WeightLayout::KN);
     for (QuantOutput out : {QuantOutput::F32, QuantOutput::U8, QuantOutput::S8})
-      for (bool extras : {false, true}) {
-        GemmU8S8Params params;
-        params.aZeroPoint = 128;
-        params.xScalePerRow = true;
-        params.xScale = std::numeric_limits<float>::quiet_NaN(); // unused per row
-        params.wScale = p.wScale;
-        params.bias = extras ? p.bias.data() : nullptr;
-        params.residual = extras;
-        params.output = out;
-        params.outScale = 0.0213f;
-        params.outZeroPoint = out == QuantOutput::U8 ? 37 : -5;
-        GemmU8S8 gemm(packed, params);
-        ThreadCount scope(2);
-        const int bytes = out == QuantOutput::F32 ? 4 : 1;
-        const int64_t ldc = n + 3;
-        std::vector<uint8_t> c(m * ldc * bytes, kCanary8);
-        gemm.run(p.a.data(), m, p.lda, c.data(), ldc, extras ? p.residual.data() : nullptr, p.ldr,
-                 xs.data());
-        int failures = 0;
-        for (int64_t i = 0; i < m; ++i)
-          for (int64_t j = 0; j < n; ++j) {
+      for (bool perRow : {true, false})
+        for (Extras extras : {None, BiasResidual, BiasColumns}) {
+          if (!perRow && extras != BiasColumns) // per tensor: the shape tests cover it
+            continue;
+          GemmU8S8Params params;
+          params.aZeroPoint = 128;
+          params.xScalePerRow = perRow;
+          params.xScale = perRow ? std::numeric_limits<float>::quiet_NaN() : p.xScale;
+          params.wScale = p.wScale;
+          params.bias = extras != None ? p.bias.data() : nullptr;
+          params.residual = extras == BiasResidual;
+          params.elementwise = extras == BiasColumns ? columnProgram.get() : nullptr;
+          params.output = out;
+          params.outScale = 0.0213f;
+          params.outZeroPoint = out == QuantOutput::U8 ? 37 : -5;
+          GemmU8S8 gemm(packed, params);
+          ThreadCount scope(2);
+          const int bytes = out == QuantOutput::F32 ? 4 : 1;
+          const int64_t ldc = n + 3;
+          std::vector<uint8_t> c(m * ldc * bytes, kCanary8);
+          gemm.run(p.a.data(), m, p.lda, c.data(), ldc,
+                   params.residual ? p.residual.data() : nullptr, p.ldr,
+                   perRow ? xs.data() : nullptr, columns);
+          expectFormulaExactly(c, m, n, ldc, params, [&](int64_t i, int64_t j) {
             const int32_t s32 = int32_t(p.dot[i * n + j] - 128 * p.colsum[j]);
-            const float scale = xs[i] * p.wScale[j];
+            const float scale = (perRow ? xs[i] : p.xScale) * p.wScale[j];
             float v = scale * float(s32);
-            if (extras) {
+            if (extras != None)
               v += p.bias[j];
+            if (extras == BiasResidual)
               v += p.residual[i * p.ldr + j];
+            if (extras == BiasColumns) {
+              v = v * in1[j];
+              v = v + in2[j];
             }
-            bool ok;
-            std::string got;
-            if (out == QuantOutput::F32) {
-              float f;
-              std::memcpy(&f, &c[(i * ldc + j) * 4], 4);
-              ok = std::memcmp(&f, &v, 4) == 0, got = std::to_string(f);
-            } else {
-              const double lo = out == QuantOutput::U8 ? 0 : -128;
-              const int want = int(std::clamp(double(std::nearbyint(v / params.outScale)) +
-                                                  params.outZeroPoint,
-                                              lo, lo + 255));
-              const int q = out == QuantOutput::U8 ? int(c[i * ldc + j]) : int(int8_t(c[i * ldc + j]));
-              ok = q == want, got = std::to_string(q) + " (want " + std::to_string(want) + ")";
-            }
-            if (!ok && failures++ < 5)
-              ADD_FAILURE() << quantOutputName(out) << (extras ? " +bias+residual" : "") << " M "
-                            << m << " N " << n << " K " << k << ": C[" << i << "][" << j
-                            << "] = " << got << ", formula " << v;
-          }
-      }
+            return v;
+          }, std::string(quantOutputName(out)) + (perRow ? " per-row" : "") +
+                 (extras == BiasResidual ? " +bias+residual" : "") +
+                 (extras == BiasColumns ? " +bias+columns" : "") + " M " + std::to_string(m) +
+                 " N " + std::to_string(n) + " K " + std::to_string(k));
+          for (int64_t i = 0; i + 1 < m; ++i) // columns past N stay untouched
+            for (int64_t j = n * bytes; j < ldc * bytes; ++j)
+              ASSERT_EQ(c[i * ldc * bytes + j], kCanary8) << "padding byte " << j << " of row " << i;
+        }
     GemmU8S8Params params;
     params.aZeroPoint = 128;
     params.xScalePerRow = true;
     params.wScale = p.wScale;
-    GemmU8S8 gemm(packed, params);
     std::vector<float> c(m * n);
-    EXPECT_THROW(gemm.run(p.a.data(), m, p.lda, c.data(), n), std::invalid_argument);
+    EXPECT_THROW(GemmU8S8(packed, params).run(p.a.data(), m, p.lda, c.data(), n),
+                 std::invalid_argument);
+    params.xScalePerRow = false;
+    params.elementwise = columnProgram.get();
+    GemmU8S8 gemm(packed, params);
+    const float *missing[] = {in1.data(), nullptr};
+    EXPECT_NE(errorOf([&] { gemm.run(p.a.data(), m, p.lda, c.data(), n); }).find("per-column"),
+              std::string::npos);
+    EXPECT_NE(errorOf([&] { gemm.run(p.a.data(), m, p.lda, c.data(), n, nullptr, 0, nullptr,
+                                     missing); })
+                  .find("input 1 is missing"),
+              std::string::npos);
   }
 }
 } // namespace

@@ -13,6 +13,7 @@
 // (KernelOptions::allowAvx512 = false).
 //
 //===----------------------------------------------------------------------===//
+#include "compiler/codegen/onednn/MatMulU8S8.h"
 #include "compiler/codegen/x86/GemmU8S8.h"
 #include "compiler/codegen/x86/QuantizeKernels.h"
 #include "runtime/Steps.h"
@@ -285,7 +286,7 @@ struct QProblem {
   int64_t b, s, k, n;
   std::vector<uint8_t> x;
   std::vector<int8_t> w; // [K, N]
-  std::vector<float> ws, bias, xsRow, residual, rowExtra;
+  std::vector<float> ws, bias, xsRow, residual, rowExtra, colExtra;
   float xs = 0.0123f;
   uint8_t xzp = 128;
   float ys = 0.0371f;
@@ -293,7 +294,7 @@ struct QProblem {
 
   QProblem(int64_t b, int64_t s, int64_t k, int64_t n, unsigned seed)
       : b(b), s(s), k(k), n(n), x(b * s * k), w(k * n), ws(n), bias(n), xsRow(b * s),
-        residual(b * s * n), rowExtra(b * s) {
+        residual(b * s * n), rowExtra(b * s), colExtra(n) {
     std::mt19937 gen(seed);
     std::uniform_int_distribution<int> u8(0, 255), s8(-127, 127);
     std::uniform_real_distribution<float> unit(-1, 1), pos(0.5f, 1.5f);
@@ -310,6 +311,8 @@ struct QProblem {
       v = unit(gen);
     for (auto &v : rowExtra)
       v = pos(gen);
+    for (auto &v : colExtra)
+      v = pos(gen);
   }
 
   /// acc (bias added) of element (i, j), as the formula defines it.
@@ -324,7 +327,7 @@ struct QProblem {
 
 struct Form {
   std::string name;
-  ElementwiseProgram program; ///< inputs: acc, residual [b,s,n], rowExtra [b,s,1]
+  ElementwiseProgram program; ///< inputs: acc, residual [b,s,n], rowExtra [b,s,1], colExtra [n]
   bool exact;                 ///< only exact arithmetic
   std::string vnniKind;       ///< what the VNNI step's kind() must contain (f32 result)
 };
@@ -334,7 +337,7 @@ std::vector<Form> forms() {
   auto add = [&](std::string name, std::vector<ElementwiseProgram::Instr> instrs, bool exact,
                  std::string kind) {
     ElementwiseProgram p;
-    p.numInputs = 3;
+    p.numInputs = 4;
     p.instrs = std::move(instrs);
     f.push_back({std::move(name), p, exact, std::move(kind)});
   };
@@ -350,24 +353,45 @@ std::vector<Form> forms() {
   add("acc*row+residual", {{Op::Input, 0}, {Op::Input, 2}, {Op::Mul, 0, 1}, {Op::Input, 1},
                            {Op::Add, 2, 3}},
       true, "+post.");
+  // Per-column extras (SmoothQuant's 1/s after GELU in the FFN-in): fused.
+  add("gelu*col", {{Op::Input, 0}, {Op::GeluErf, 0}, {Op::Input, 3}, {Op::Mul, 1, 2}}, false,
+      "+epilogue.columns");
+  add("(acc+residual)*col-col", {{Op::Input, 0}, {Op::Input, 1}, {Op::Add, 0, 1}, {Op::Input, 3},
+                                 {Op::Mul, 2, 3}, {Op::Sub, 4, 3}},
+      true, "+residual+epilogue.columns");
   // acc used twice: no residual split, the whole program after the GEMM.
   add("acc*acc-residual", {{Op::Input, 0}, {Op::Mul, 0, 0}, {Op::Input, 1}, {Op::Sub, 1, 2}},
       true, "+post.");
   return f;
 }
 
+enum class Provider { Reference, Vnni, OneDnn };
+
+KernelOptions optionsFor(Provider provider) {
+  KernelOptions o;
+  if (provider == Provider::Reference) // Jit where it cannot run: the reference loop
+    o.allowAvx512 = false, o.gemm = KernelOptions::Gemm::Jit;
+  if (provider == Provider::OneDnn)
+    o.gemm = KernelOptions::Gemm::OneDnn;
+  return o;
+}
+
 void runQLinear(const QProblem &p, const Form &form, DType outType, bool perRow, bool constScale,
-                bool vnni) {
+                Provider provider) {
+  const bool vnni = provider == Provider::Vnni;
   const int64_t m = p.b * p.s;
   const std::string what = form.name + " " + dtypeName(outType) + (perRow ? " per-row" : "") +
                            (constScale ? " const-scale" : " runtime-scale") +
-                           (vnni ? " vnni" : " reference");
+                           (vnni                             ? " vnni"
+                            : provider == Provider::OneDnn ? " onednn"
+                                                           : " reference");
   Harness h;
   std::vector<uint8_t> x = p.x;
   float xs = p.xs, ys = p.ys;
   uint8_t xzp = p.xzp, yzpU8 = p.yzpU8;
   int8_t yzpS8 = -9;
-  std::vector<float> xsRow = p.xsRow, residual = p.residual, rowExtra = p.rowExtra;
+  std::vector<float> xsRow = p.xsRow, residual = p.residual, rowExtra = p.rowExtra,
+                     colExtra = p.colExtra;
   const int bytes = outType == DType::F32 ? 4 : 1;
   std::vector<uint8_t> out(m * p.n * bytes + 64, 0xa5);
   QLinearSpec spec;
@@ -390,18 +414,23 @@ void runQLinear(const QProblem &p, const Form &form, DType outType, bool perRow,
     spec.outZeroPointConst = zp;
   }
   spec.extras = {h.tensor({p.b, p.s, p.n}, residual.data(), DType::F32),
-                 h.tensor({p.b, p.s, 1}, rowExtra.data(), DType::F32)};
+                 h.tensor({p.b, p.s, 1}, rowExtra.data(), DType::F32),
+                 h.tensor({1, p.n}, colExtra.data(), DType::F32)};
+  spec.extraPerColumn = {false, false, true};
   spec.epilogue = form.program;
   std::string error;
-  StepPtr step = makeQLinear(spec, outType, vnni ? KernelOptions() : noAvx512(), error);
+  StepPtr step = makeQLinear(spec, outType, optionsFor(provider), error);
   ASSERT_TRUE(step) << what << ": " << error;
+  if (provider == Provider::OneDnn) {
+    EXPECT_EQ(step->kind().rfind("qgemm.onednn", 0), 0u) << what << ": " << step->kind();
+  }
   if (vnni && outType == DType::F32) {
     EXPECT_NE(step->kind().find(form.vnniKind), std::string::npos) << what << ": " << step->kind();
   }
   if (vnni && outType != DType::F32 && form.vnniKind == "+post.") {
     EXPECT_NE(step->kind().find("+requant"), std::string::npos) << what << ": " << step->kind();
   }
-  if (!vnni) {
+  if (provider == Provider::Reference) {
     EXPECT_EQ(step->kind().rfind("qgemm.reference", 0), 0u) << step->kind();
   }
   Status st = h.run(*step);
@@ -412,10 +441,11 @@ void runQLinear(const QProblem &p, const Form &form, DType outType, bool perRow,
   int failures = 0;
   for (int64_t i = 0; i < m && failures < 5; ++i)
     for (int64_t j = 0; j < p.n && failures < 5; ++j) {
-      float in[3] = {p.acc(i, j, perRow), p.residual[i * p.n + j], p.rowExtra[i]};
+      float in[4] = {p.acc(i, j, perRow), p.residual[i * p.n + j], p.rowExtra[i], p.colExtra[j]};
       const float y = form.program.instrs.empty() ? in[0] : form.program.evaluate(in);
       // Reference loop: exactly the formula. VNNI: exact for exact programs.
-      const bool exact = !vnni || form.exact;
+      // oneDNN: within its bias-quotient rounding (MatMulU8S8.h).
+      const bool exact = provider == Provider::Reference || (vnni && form.exact);
       if (outType == DType::F32) {
         float got;
         std::memcpy(&got, &out[(i * p.n + j) * 4], 4);
@@ -446,7 +476,7 @@ TEST(QLinearStep, EveryEpilogueFormMatchesTheFormula) {
         for (bool vnni : {false, true}) {
           if (vnni && !vnniHost)
             continue;
-          runQLinear(p, form, outType, false, true, vnni);
+          runQLinear(p, form, outType, false, true, vnni ? Provider::Vnni : Provider::Reference);
         }
   }
   if (!vnniHost)
@@ -462,11 +492,94 @@ TEST(QLinearStep, PerRowAndRunTimeScales) {
       for (bool vnni : {false, true}) {
         if (vnni && !vnniHost)
           continue;
-        runQLinear(p, form, outType, true, false, vnni);  // per row
-        runQLinear(p, form, outType, false, false, vnni); // per tensor, known at run time
+        const Provider provider = vnni ? Provider::Vnni : Provider::Reference;
+        runQLinear(p, form, outType, true, false, provider);  // per row
+        runQLinear(p, form, outType, false, false, provider); // per tensor, known at run time
       }
   if (!vnniHost)
     GTEST_SKIP() << "host lacks AVX-512 VNNI: only the reference loop ran";
+}
+
+/// A [1, 3, 16] x [16, 8] f32 qlinear with a_zp 128; the x scale is the test's.
+struct SmallQLinear {
+  QProblem p{1, 3, 16, 8, 5};
+  Harness h;
+  std::vector<uint8_t> x = p.x;
+  std::vector<float> out = std::vector<float>(3 * 8);
+  uint8_t xzp = 128;
+  QLinearSpec spec;
+  SmallQLinear() {
+    spec.input = h.tensor({1, 3, 16}, x.data(), DType::U8);
+    spec.output = h.tensor({1, 3, 8}, out.data(), DType::F32);
+    spec.weight = p.w.data(), spec.k = 16, spec.n = 8;
+    spec.wScale = p.ws.data(), spec.wScaleCount = 8;
+    spec.xZeroPoint = h.tensor({}, &xzp, DType::U8);
+    spec.xZeroPointConst = &xzp;
+  }
+};
+
+// --gemm onednn: oneDNN's int8 matmul runs every form it can be given (bias,
+// residual and GELU fused, the rest after it, u8/s8 with a residual through
+// an f32 scratch) and refuses, saying why, what oneDNN 2.6 cannot express.
+TEST(QLinearStep, ForcedOneDnnMatchesTheFormulaOrRefuses) {
+  const std::vector<Form> all = forms();
+  for (const auto &shape : std::vector<std::array<int64_t, 4>>{{1, 1, 1, 1}, {2, 9, 37, 53}})
+    for (const Form &form : all)
+      for (DType outType : {DType::F32, DType::U8, DType::I8}) {
+        QProblem p(shape[0], shape[1], shape[2], shape[3], unsigned(shape[2] * 7 + shape[3]));
+        if (!octet::onednn::oneDnnHasInt8Vnni()) // 7-bit weights only (MatMulU8S8.h)
+          for (auto &w : p.w)
+            w = int8_t(w / 2);
+        runQLinear(p, form, outType, false, true, Provider::OneDnn);
+      }
+  SmallQLinear q;
+  Harness &h = q.h;
+  QLinearSpec &spec = q.spec;
+  std::vector<float> xsRow = q.p.xsRow;
+  spec.xScale = h.tensor({1, 3, 1}, xsRow.data(), DType::F32);
+  spec.xScalePerRow = true;
+  std::string error;
+  EXPECT_FALSE(makeQLinear(spec, DType::F32, optionsFor(Provider::OneDnn), error));
+  EXPECT_NE(error.find("cannot express per-row"), std::string::npos) << error;
+  // Auto never picks oneDNN for a per-row scale (preferOneDnnU8S8).
+  StepPtr step = makeQLinear(spec, DType::F32, KernelOptions(), error);
+  ASSERT_TRUE(step) << error;
+  EXPECT_EQ(step->kind().find("onednn"), std::string::npos) << step->kind();
+  float xs = 0.01f;
+  spec.xScalePerRow = false;
+  spec.xScale = h.tensor({}, &xs, DType::F32); // run-time: no xScaleConst
+  EXPECT_FALSE(makeQLinear(spec, DType::F32, optionsFor(Provider::OneDnn), error));
+  EXPECT_NE(error.find("run-time activation scale"), std::string::npos) << error;
+  // Auto without the JIT GEMM: oneDNN for a constant per-tensor scale.
+  spec.xScaleConst = &xs;
+  step = makeQLinear(spec, DType::F32, noAvx512(), error);
+  ASSERT_TRUE(step) << error;
+  EXPECT_EQ(step->kind().rfind("qgemm.onednn", 0), 0u) << step->kind();
+}
+
+// A per-column extra that is not what the plan declared is an error at run time.
+TEST(QLinearStep, PerColumnExtraOfTheWrongShapeIsAnError) {
+  if (!octet::x86::GemmU8S8::hostSupported())
+    GTEST_SKIP() << "host lacks AVX-512 VNNI: the fused per-column path does not exist";
+  SmallQLinear q;
+  Harness &h = q.h;
+  QLinearSpec &spec = q.spec;
+  std::vector<float> col(16, 1.0f);
+  float xs = 0.01f;
+  spec.xScale = h.tensor({}, &xs, DType::F32);
+  spec.xScaleConst = &xs;
+  spec.extras = {h.tensor({2, 8}, col.data(), DType::F32)}; // 16 values, declared [N]
+  spec.extraPerColumn = {true};
+  spec.epilogue.numInputs = 2;
+  spec.epilogue.instrs = {{Op::Input, 0}, {Op::Input, 1}, {Op::Mul, 0, 1}};
+  std::string error;
+  StepPtr step = makeQLinear(spec, DType::F32, KernelOptions(), error);
+  ASSERT_TRUE(step) << error;
+  EXPECT_NE(step->kind().find("+epilogue.columns"), std::string::npos) << step->kind();
+  Status st = h.run(*step);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("planned as a per-column f32 vector of N = 8"), std::string::npos)
+      << st.message();
 }
 
 TEST(QLinearStep, RejectsBadSpecsAndShapes) {

@@ -1,0 +1,131 @@
+//===- PackWeights.cpp - octet-pack-weights -------------------------------===//
+//
+// Packs each constant qlinear weight once, at compile time, into the panels of
+// the chosen GEMM kernel (compiler/codegen/PackedWeights.h, the layout the
+// kernels' own packers use) with its u8 x s8 column sums, so that plan build
+// only hands the bytes to the kernel. docs/pack-weights.md.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/codegen/PackedWeights.h"
+#include "compiler/codegen/x86/GemmBlocking.h"
+#include "compiler/passes/Passes.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SetVector.h"
+
+#include <vector>
+
+namespace octet {
+#define GEN_PASS_DEF_OCTETPACKWEIGHTS
+#include "compiler/passes/Passes.h.inc"
+} // namespace octet
+
+using namespace mlir;
+using namespace octet;
+
+namespace {
+
+/// The bytes of a static-shape i8 constant: dense (splat expanded) or a
+/// resource blob; empty for anything else (an elided blob).
+std::vector<int8_t> constantBytes(ConstantOp constant, int64_t count) {
+  Attribute value = constant.getValue();
+  if (auto resource = dyn_cast<DenseResourceElementsAttr>(value)) {
+    AsmResourceBlob *blob = resource.getRawHandle().getBlob();
+    if (!blob || int64_t(blob->getData().size()) != count)
+      return {};
+    ArrayRef<char> data = blob->getData();
+    return std::vector<int8_t>(data.begin(), data.end());
+  }
+  if (auto dense = dyn_cast<DenseIntElementsAttr>(value)) {
+    if (dense.isSplat())
+      return std::vector<int8_t>(size_t(count), dense.getSplatValue<int8_t>());
+    ArrayRef<char> raw = dense.getRawData();
+    if (int64_t(raw.size()) == count)
+      return std::vector<int8_t>(raw.begin(), raw.end());
+  }
+  return {};
+}
+
+struct OctetPackWeightsPass : octet::impl::OctetPackWeightsBase<OctetPackWeightsPass> {
+  using OctetPackWeightsBase::OctetPackWeightsBase;
+
+  /// A bad option fails the pipeline once, before any function runs.
+  LogicalResult initialize(MLIRContext *ctx) override {
+    if (auto parsed = parsePackIsa(isa.getValue())) {
+      packIsa = *parsed;
+      return success();
+    }
+    return emitError(UnknownLoc::get(ctx))
+           << "octet-pack-weights: isa = '" << isa.getValue()
+           << "' is not one of 'avx512_vnni', 'amx'";
+  }
+
+  void runOnOperation() override {
+    // One packed constant per (weight, transpose_weight): shared weights are packed once.
+    llvm::DenseMap<std::pair<Value, unsigned>, std::pair<Value, DictionaryAttr>> packed;
+    llvm::SetVector<Operation *> oldWeights;
+    getOperation().walk([&](QLinearOp op) {
+      if (op.getPacked())
+        return;
+      auto constant = op.getWeight().getDefiningOp<ConstantOp>();
+      auto type = cast<RankedTensorType>(op.getWeight().getType());
+      if (!constant || type.getRank() != 2 || !type.hasStaticShape())
+        return;
+      const bool transposed = op.getTransposeWeight();
+      auto key = std::make_pair(Value(op.getWeight()), unsigned(transposed));
+      auto found = packed.find(key);
+      if (found == packed.end()) {
+        const int64_t k = op.getK(), n = op.getN();
+        if (k > kMaxU8S8K) // the runtime's exact reference loop takes it unpacked
+          return;
+        std::vector<int8_t> weight = constantBytes(constant, type.getNumElements());
+        if (weight.empty())
+          return;
+        PackedWeightLayout layout =
+            packedWeightLayout(packIsa, k, n, x86::gemm_blocking::panelWidth(n));
+        std::vector<int8_t> bytes(size_t(layout.bytes()));
+        std::vector<int32_t> colsum(static_cast<size_t>(n));
+        packWeight(layout, weight.data(), transposed ? WeightLayout::NK : WeightLayout::KN,
+                   bytes.data(), colsum.data());
+
+        OpBuilder b(constant);
+        auto packedType = RankedTensorType::get({layout.bytes()}, b.getI8Type());
+        ElementsAttr data;
+        if (auto resource = dyn_cast<DenseResourceElementsAttr>(constant.getValue()))
+          data = DenseResourceElementsAttr::get(
+              packedType, (resource.getRawHandle().getKey() + ".packed").str(),
+              HeapAsmResourceBlob::allocateAndCopyWithAlign(
+                  ArrayRef<char>(reinterpret_cast<const char *>(bytes.data()), bytes.size()),
+                  alignof(int64_t)));
+        else
+          data = DenseElementsAttr::get(packedType, ArrayRef<int8_t>(bytes));
+        Value packedWeight = ConstantOp::create(b, constant.getLoc(), data);
+        NamedAttrList fields;
+        fields.append("isa", b.getStringAttr(packIsaName(packIsa)));
+        fields.append("nr", b.getI64IntegerAttr(layout.nr));
+        fields.append("k", b.getI64IntegerAttr(k));
+        fields.append("n", b.getI64IntegerAttr(n));
+        fields.append("colsum", DenseElementsAttr::get(
+                                    RankedTensorType::get({n}, b.getI32Type()),
+                                    ArrayRef<int32_t>(colsum)));
+        found = packed.try_emplace(key, packedWeight, fields.getDictionary(b.getContext())).first;
+        oldWeights.insert(constant);
+        ++numPacked;
+      }
+      op.getWeightMutable().assign(found->second.first);
+      op.setTransposeWeight(false);
+      op->setAttr(QLinearOp::kPackedAttrName, found->second.second);
+      ++numQLinears;
+    });
+    for (Operation *old : oldWeights)
+      if (old->use_empty())
+        old->erase();
+  }
+
+  PackIsa packIsa = PackIsa::Avx512Vnni;
+};
+
+} // namespace
