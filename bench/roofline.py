@@ -124,10 +124,11 @@ def plot(ceilings, runs, out, title):
     fig, ax = plt.subplots(figsize=(10, 6.5))
     peak = ceilings["fp32_gflops"]
     xs = [2 ** (i / 4) for i in range(-48, 49)]  # op/B from 1/4096 to 4096
+    top = max(peak, ceilings.get("int8_gops") or 0)  # memory roofs run up to the highest peak
     for name, key, style in (("L2", "l2_gbs", ":"), ("L3", "l3_gbs", "--"),
                              ("DRAM", "dram_gbs", "-")):
         bw = ceilings[key]
-        ax.plot(xs, [min(peak, x * bw) for x in xs], style, color="gray",
+        ax.plot(xs, [min(top, x * bw) for x in xs], style, color="gray",
                 label=f"{name} read {bw:.0f} GB/s")
     ax.axhline(peak, color="black", lw=1.5,
                label=f"FP32 FMA peak {peak:.0f} GFLOP/s ({ceilings['fp32_isa']})")
@@ -137,13 +138,15 @@ def plot(ceilings, runs, out, title):
     markers = "osD^v<>p"
     names = sorted({n for _, classes in runs for n in classes})
     colors = {n: plt.cm.tab10(i % 10) for i, n in enumerate(names)}
+    labelled = set()
     for r, (label, classes) in enumerate(runs):
         for name, c in classes.items():
             if c["ops"] <= 0 or c["seconds"] <= 0:
                 continue
             ax.scatter(c["intensity"], c["gops"], marker=markers[r % len(markers)], s=60,
                        color=colors[name], edgecolor="black", zorder=3,
-                       label=f"{name}" if r == 0 else None)
+                       label=None if name in labelled else name)
+            labelled.add(name)
             ax.annotate(f"{label}", (c["intensity"], c["gops"]), textcoords="offset points",
                         xytext=(5, -10), fontsize=7)
     ax.set_xscale("log", base=2)
