@@ -16,6 +16,7 @@ and how far each INT8 output is from the FP32 one; then the GEMM share of Octet'
 """
 import argparse
 import json
+import re
 import os
 import statistics
 import subprocess
@@ -92,6 +93,15 @@ def gemm_efficiency(octetc, model, shape, calib_dir, int8_gops_hint=None):
         k = s["kind"].split("+")[0]
         by_kind[k] = by_kind.get(k, 0.0) + s["median_seconds"]
     return ops / seconds / 1e9, peak, seconds, profile["end_to_end_seconds"], by_kind
+
+
+def compile_split(octetc, model, calib_dir):
+    """octetc's compile time of the static INT8 model, and the calibration's share of it."""
+    out = subprocess.run([octetc, "run", model, "--int8=static", f"--calib={calib_dir}", "--batch", "1",
+                          "--seq", "8", "--repeat", "1", "--warmup", "0"],
+                         check=True, capture_output=True, text=True).stdout
+    m = re.search(r"compiled '.*' in ([0-9.]+) ms \(calibration ([0-9.]+) ms, the rest ([0-9.]+) ms\)", out)
+    return tuple(float(x) / 1e3 for x in m.groups()) if m else None
 
 
 def main():
@@ -171,6 +181,10 @@ def main():
               f"| {t['octet'][0] / t['ort_int8'][0]:.2f}x | {t['octet'][0] / t['ort_fp32'][0]:.2f}x "
               f"| {co[0]:.5f} ({co[1]:.5f}) | {cr[0]:.5f} ({cr[1]:.5f}) |")
 
+    split = compile_split(args.octetc, model, calib_dir)
+    if split:
+        print(f"\nCompile, static INT8 (octetc): {split[0]:.2f} s = calibration {split[1]:.2f} s "
+              f"+ the rest {split[2]:.2f} s (import, passes, packing, JIT; target <= 3 s)")
     print("\nGEMM efficiency (octetc run --profile-json, same model and samples):")
     for shape in args.shapes.split(","):
         gops, peak, gemm_s, e2e_s, by_kind = gemm_efficiency(args.octetc, model, shape, calib_dir)

@@ -196,7 +196,8 @@ rt::Status compileModule(MLIRContext &ctx, OwningOpRef<ModuleOp> module,
       return status;
   } else {
     if (options.int8 == Int8::Static) {
-      if (rt::Status status = recognizeAndCalibrate(ctx, *module, options, diagnostics, nullptr);
+      if (rt::Status status = recognizeAndCalibrate(ctx, *module, options, diagnostics,
+                                                    options.calibrationSummary);
           !status.ok())
         return status;
     } else if (rt::Status status = runPasses(

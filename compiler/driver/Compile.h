@@ -23,6 +23,15 @@ namespace octet {
 /// The samples static INT8 calibrates on when none are given.
 inline constexpr const char *kDefaultCalibrationSamples = "generate:16x8x128";
 
+/// What a calibration did, for summaries.
+struct CalibrationSummary {
+  int linears = 0;     ///< octet.linear / octet.fused_linear observed
+  int batches = 0;     ///< runs of the instrumented model
+  int64_t rows = 0;    ///< GEMM input rows (tokens) seen per linear, over all batches
+  double seconds = 0;  ///< the whole calibration, with the instrumented compile
+  std::string samples; ///< what it ran on
+};
+
 struct CompileOptions {
   rt::KernelOptions kernels;
   /// The passes between import and PlanBuilder, as a textual pipeline of octet
@@ -35,6 +44,9 @@ struct CompileOptions {
   std::string passes;
   /// Called with (pass name, IR text) after every pass when set (--print-ir-after-all).
   std::function<void(const std::string &pass, const std::string &ir)> irAfterPass;
+  /// Filled by a static INT8 compile when set: what the calibration step did and how long
+  /// it took (so callers can report the compile time without it).
+  CalibrationSummary *calibrationSummary = nullptr;
 
   enum class Int8 { None, Static, Dynamic };
   /// None: FP32. Static: calibrate, then per-tensor activation scales.
@@ -52,14 +64,6 @@ struct CompileOptions {
   std::function<void(const std::string &line)> progress;
 };
 
-/// What a calibration did, for summaries.
-struct CalibrationSummary {
-  int linears = 0;     ///< octet.linear / octet.fused_linear observed
-  int batches = 0;     ///< runs of the instrumented model
-  int64_t rows = 0;    ///< GEMM input rows (tokens) seen per linear, over all batches
-  double seconds = 0;  ///< the whole calibration, with the instrumented compile
-  std::string samples; ///< what it ran on
-};
 
 /// The settings of `options` that must hold before compiling (mode-specific
 /// values in range); an error names the setting.

@@ -624,6 +624,8 @@ static int runRun() {
     return 1;
   }
   std::unique_ptr<rt::Plan> plan;
+  octet::CalibrationSummary calibration;
+  options.calibrationSummary = &calibration;
   auto start = std::chrono::steady_clock::now();
   rt::Status status = octet::compileOnnxFile(runModel, options, plan);
   double compileMs =
@@ -637,7 +639,12 @@ static int runRun() {
     return 1;
   }
   llvm::outs() << "compiled '" << runModel << "' in " << llvm::format("%.1f", compileMs)
-               << " ms: " << plan->steps.size() << " steps, " << plan->tensors.size()
+               << " ms";
+  if (calibration.batches > 0)
+    llvm::outs() << " (calibration " << llvm::format("%.1f", 1e3 * calibration.seconds)
+                 << " ms, the rest " << llvm::format("%.1f", compileMs - 1e3 * calibration.seconds)
+                 << " ms)";
+  llvm::outs() << ": " << plan->steps.size() << " steps, " << plan->tensors.size()
                << " tensors, " << plan->arenaSlots.size() << " arena slots\n";
   if (runPrintPlan)
     llvm::outs() << plan->describe();
