@@ -1,6 +1,7 @@
 //===- Ceilings.cpp - measuring the roofline's ceilings with JIT loops -----===//
 #include "runtime/Ceilings.h"
 
+#include "compiler/codegen/x86/AmxSupport.h"
 #include "compiler/codegen/x86/KernelGenerator.h"
 
 #include <cpuid.h>
@@ -91,6 +92,50 @@ private:
   Kind kind_;
 };
 
+/// `iterations` x kTdpbusdPerIteration of `tdpbusd` on 4 independent
+/// accumulator tiles: tmm0-3 += tmm4|5 . tmm6|7, every tile 16 rows x 64 bytes
+/// (palette 1's largest), so each tdpbusd does 16 x 16 x 64 u8.s8 products.
+/// At 16 cycles per tdpbusd and ~50 cycles latency (Sapphire Rapids), 4
+/// accumulators keep the unit busy. Tiles start at zero: the speed does not
+/// depend on the values, and no memory is read. void fn(int64_t iterations).
+class AmxPeakLoop : public KernelGenerator {
+public:
+  AmxPeakLoop() : KernelGenerator("ceilings.peak_tdpbusd", Isa::AmxInt8) {}
+  using Fn = void (*)(int64_t);
+  static constexpr int kTdpbusdPerIteration = 8;
+  static constexpr double kOpsPerTdpbusd = 16.0 * 16 * 64 * 2;
+
+protected:
+  void generate() override {
+    using Xbyak::Tmm;
+    preamble();
+    Xbyak::Label config, loop, done;
+    ldtilecfg(ptr[rip + config]);
+    for (int t = 0; t < x86::kAmxTiles; ++t)
+      tilezero(Tmm(t));
+    test(rdi, rdi);
+    jle(done, T_NEAR);
+    align(16);
+    L(loop);
+    for (int u = 0; u < kTdpbusdPerIteration / 4; ++u)
+      for (int c = 0; c < 4; ++c)
+        tdpbusd(Tmm(c), Tmm(4 + c / 2), Tmm(6 + c % 2));
+    dec(rdi);
+    jnz(loop, T_NEAR);
+    L(done);
+    // Leaves the tile state in its init state: no 8 KiB XSAVE per context switch.
+    tilerelease();
+    postamble();
+    align(64);
+    L(config);
+    x86::AmxTileConfig tiles;
+    tiles.rows.fill(x86::kAmxMaxRows);
+    tiles.colsb.fill(x86::kAmxMaxColsb);
+    for (uint8_t byte : tiles.bytes())
+      db(byte);
+  }
+};
+
 /// Reads `bytes` (a multiple of 512) from `data`, `passes` times, with vector
 /// loads into registers that nothing reads (the loads still execute).
 /// void fn(const void *data, int64_t bytes, int64_t passes).
@@ -135,6 +180,7 @@ private:
 
 
 /// Iterations that take about `seconds` on one thread (calibrated).
+/// PeakLoop::Fn and AmxPeakLoop::Fn are both void (*)(int64_t).
 int64_t calibrate(PeakLoop::Fn fn, double seconds) {
   int64_t iterations = 1 << 12;
   for (;;) {
@@ -147,15 +193,20 @@ int64_t calibrate(PeakLoop::Fn fn, double seconds) {
   }
 }
 
-/// Peak ops/s of `kind` on `threads` threads; `opsPerInstruction` per thread.
-double peakOps(PeakLoop::Kind kind, double opsPerInstruction, int threads) {
-  PeakLoop loop(kind);
-  auto fn = loop.entry<PeakLoop::Fn>();
+/// Peak ops/s of the loop `fn` on `threads` threads, each running it alone;
+/// `opsPerIteration` per thread.
+double peakOps(PeakLoop::Fn fn, double opsPerIteration, int threads) {
   fn(1 << 14); // warm up: raise the clock, page the code in
   const int64_t iterations = calibrate(fn, kTrialSeconds);
   const double seconds = bestParallelSeconds(threads, kTrials, [&](int) { fn(iterations); });
-  return double(threads) * double(iterations) * PeakLoop::kInstructionsPerIteration *
-         opsPerInstruction / seconds;
+  return double(threads) * double(iterations) * opsPerIteration / seconds;
+}
+
+/// Peak ops/s of `kind` on `threads` threads; `opsPerInstruction` per thread.
+double peakOps(PeakLoop::Kind kind, double opsPerInstruction, int threads) {
+  PeakLoop loop(kind);
+  return peakOps(loop.entry<PeakLoop::Fn>(),
+                 PeakLoop::kInstructionsPerIteration * opsPerInstruction, threads);
 }
 
 struct FreeDeleter {
@@ -296,7 +347,8 @@ bool jsonField(const std::string &json, const std::string &key, std::string &raw
   return !raw.empty();
 }
 
-constexpr int kCacheVersion = 1;
+/// 2: amx_note added.
+constexpr int kCacheVersion = 2;
 
 } // namespace
 
@@ -313,6 +365,7 @@ std::string Ceilings::toJson() const {
      << "  \"int8_isa\": \"" << int8Isa << "\",\n"
      << "  \"int8_gops\": " << int8Gops << ",\n"
      << "  \"amx_int8_gops\": " << amxInt8Gops << ",\n"
+     << "  \"amx_note\": \"" << jsonEscape(amxNote) << "\",\n"
      << "  \"l2_gbs\": " << l2GBs << ",\n"
      << "  \"l3_gbs\": " << l3GBs << ",\n"
      << "  \"dram_gbs\": " << dramGBs << ",\n"
@@ -360,7 +413,8 @@ bool Ceilings::fromJson(const std::string &json, Ceilings &out, std::string &err
   if (!text("host", c.host) || !text("cpu", c.cpu) || !number("threads", threads) ||
       !text("fp32_isa", c.fp32Isa) || !number("fp32_gflops", c.fp32Gflops) ||
       !text("int8_isa", c.int8Isa) || !number("int8_gops", c.int8Gops) ||
-      !number("amx_int8_gops", c.amxInt8Gops) || !number("l2_gbs", c.l2GBs) ||
+      !number("amx_int8_gops", c.amxInt8Gops) || !text("amx_note", c.amxNote) ||
+      !number("l2_gbs", c.l2GBs) ||
       !number("l3_gbs", c.l3GBs) || !number("dram_gbs", c.dramGBs) ||
       !number("l2_buffer_bytes", l2b) || !number("l3_buffer_bytes", l3b) ||
       !number("dram_buffer_bytes", drb) || !number("l3_cache_bytes", l3c) ||
@@ -398,6 +452,16 @@ Ceilings measureOnce(int threads) {
   } else if (cpu.avxVnni) {
     c.int8Isa = "avx_vnni";
     c.int8Gops = peakOps(PeakLoop::Kind::DotYmm, 8 * 4 * 2.0, t) / 1e9;
+  }
+  // tdpbusd only where it cannot fault: AMX-INT8 present and XTILEDATA granted
+  // (the permission is per process, so every OpenMP thread may use tiles).
+  std::string why;
+  if (x86::amxUsable(&why)) {
+    auto loop = makeAmxPeakLoop();
+    c.amxInt8Gops =
+        peakOps(loop->entry<AmxPeakLoop::Fn>(), amxPeakOpsPerIteration(), t) / 1e9;
+  } else {
+    c.amxNote = why;
   }
 
   ReadLoop read(zmm);
@@ -490,6 +554,12 @@ Status loadOrMeasureCeilings(int threads, bool refresh, Ceilings &out, bool *fro
       *note = "could not write the cache '" + path + "'";
   }
   return Status();
+}
+
+std::unique_ptr<x86::KernelGenerator> makeAmxPeakLoop() { return std::make_unique<AmxPeakLoop>(); }
+
+double amxPeakOpsPerIteration() {
+  return AmxPeakLoop::kTdpbusdPerIteration * AmxPeakLoop::kOpsPerTdpbusd;
 }
 
 /// Runs `body(thread)` on every thread at once `trials` times; returns the

@@ -5,7 +5,10 @@
 //  - peak FP32 FMA: JIT vfmadd231ps loops (zmm with AVX-512, else ymm) with 12
 //    independent accumulators per thread, so latency never limits;
 //  - peak INT8: JIT vpdpbusd loops (AVX512-VNNI zmm, or AVX-VNNI ymm), 0 when
-//    the CPU has neither; tdpbusd (AMX) is not measured yet (amxInt8Gops = 0);
+//    the CPU has neither;
+//  - peak AMX INT8: a JIT tdpbusd loop on 4 independent 16x64-byte accumulator
+//    tiles, only where amxUsable() (AMX-INT8 and Linux granted XTILEDATA);
+//    else amxInt8Gops = 0 and amxNote says why;
 //  - read bandwidth: JIT streams of vector loads over per-thread buffers sized
 //    for L2, L3 and DRAM, best of several passes, OpenMP over the threads.
 // Measuring takes a few seconds, so the result is cached as JSON per host,
@@ -19,7 +22,12 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
+
+namespace octet::x86 {
+class KernelGenerator;
+}
 
 namespace octet::rt {
 
@@ -32,7 +40,8 @@ struct Ceilings {
   double fp32Gflops = 0;                    ///< peak FMA: 2 flops per lane per instruction
   std::string int8Isa;                      ///< "avx512_vnni", "avx_vnni" or "" (none)
   double int8Gops = 0;                      ///< peak vpdpbusd: 2 ops per u8·s8 product
-  double amxInt8Gops = 0;                   ///< tdpbusd; 0: no AMX (or not measured)
+  double amxInt8Gops = 0;                   ///< peak tdpbusd; 0: AMX not usable
+  std::string amxNote;                      ///< why amxInt8Gops is 0 ("" when measured)
   double l2GBs = 0, l3GBs = 0, dramGBs = 0; ///< read bandwidth, GB/s (1e9 bytes)
   /// Total bytes streamed by all threads at each level (the buffer sizes).
   int64_t l2BufferBytes = 0, l3BufferBytes = 0, dramBufferBytes = 0;
@@ -60,6 +69,12 @@ std::string ceilingsCachePath(int threads);
 /// be written is not an error (`note` says so); `fromCache` says which.
 Status loadOrMeasureCeilings(int threads, bool refresh, Ceilings &out, bool *fromCache = nullptr,
                              std::string *note = nullptr, int rounds = kDefaultCeilingRounds);
+
+/// The tdpbusd peak loop (void fn(int64_t iterations)), for disassembly
+/// (octet-jit-dump --kernel ceiling-tdpbusd); generating needs no AMX.
+std::unique_ptr<x86::KernelGenerator> makeAmxPeakLoop();
+/// Ops of one iteration of makeAmxPeakLoop()'s loop.
+double amxPeakOpsPerIteration();
 
 /// Runs `body(thread)` on `threads` OpenMP threads at once, `trials` times; the
 /// shortest wall time of a trial (all threads start together after a barrier).

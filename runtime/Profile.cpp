@@ -181,7 +181,8 @@ std::string profileJson(const ProfileReport &report) {
        << ", \"fp32_isa\": " << jsonString(c.fp32Isa)
        << ", \"fp32_gflops\": " << number(c.fp32Gflops)
        << ", \"int8_isa\": " << jsonString(c.int8Isa) << ", \"int8_gops\": " << number(c.int8Gops)
-       << ", \"amx_int8_gops\": " << number(c.amxInt8Gops) << ", \"l2_gbs\": " << number(c.l2GBs)
+       << ", \"amx_int8_gops\": " << number(c.amxInt8Gops)
+       << ", \"amx_note\": " << jsonString(c.amxNote) << ", \"l2_gbs\": " << number(c.l2GBs)
        << ", \"l3_gbs\": " << number(c.l3GBs) << ", \"dram_gbs\": " << number(c.dramGBs)
        << ", \"l3_cache_bytes\": " << c.l3CacheBytes << ", \"cpu\": " << jsonString(c.cpu)
        << "},\n";

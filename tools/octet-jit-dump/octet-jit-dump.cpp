@@ -8,6 +8,7 @@
 //                  [--bias] [--residual] [--output f32|u8|s8 --out-scale S --out-zp Z]
 //   octet-jit-dump --kernel gemm-u8s8-amx --mr 32 --columns 32 --k-tail 5 [gemm-u8s8's epilogue
 //                  options]   (AMX tiles; --mr rows 1..32, --columns 1..32, --k-tail K % 64)
+//   octet-jit-dump --kernel ceiling-tdpbusd   (the AMX peak loop of `octetc ceilings`)
 //
 // Generates one kernel (Xbyak only emits bytes: no AVX-512 needed on the host)
 // and prints its code, up to and including the final `ret`, as llvm-mc
@@ -21,6 +22,7 @@
 #include "compiler/codegen/x86/GemmF32Avx512.h"
 #include "compiler/codegen/x86/GemmU8S8Amx.h"
 #include "compiler/codegen/x86/GemmU8S8Vnni.h"
+#include "runtime/Ceilings.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Format.h"
@@ -34,7 +36,7 @@
 using namespace octet::x86;
 namespace cl = llvm::cl;
 
-enum class Kernel { GemmF32, GemmU8S8, GemmU8S8Amx, LayerNorm, Softmax, Unary };
+enum class Kernel { GemmF32, GemmU8S8, GemmU8S8Amx, CeilingTdpbusd, LayerNorm, Softmax, Unary };
 
 static cl::opt<Kernel> kernel(
     "kernel", cl::Required, cl::desc("Kernel to generate"),
@@ -45,6 +47,8 @@ static cl::opt<Kernel> kernel(
                clEnumValN(Kernel::GemmU8S8Amx, "gemm-u8s8-amx",
                           "AMX u8 x s8 GEMM micro-kernel (--mr rows 1..32, --columns 1..32, "
                           "--k-tail K % 64, epilogue options as gemm-u8s8)"),
+               clEnumValN(Kernel::CeilingTdpbusd, "ceiling-tdpbusd",
+                          "the AMX tdpbusd peak loop of the machine ceilings (no options)"),
                clEnumValN(Kernel::LayerNorm, "layernorm", "LayerNorm over rows of --n"),
                clEnumValN(Kernel::Softmax, "softmax", "softmax over rows of --n"),
                clEnumValN(Kernel::Unary, "unary", "elementwise --op")));
@@ -117,6 +121,8 @@ static std::unique_ptr<KernelGenerator> makeKernel() {
     config.epilogue.outScale = outScale, config.epilogue.outZeroPoint = outZeroPoint;
     return std::make_unique<GemmU8S8Amx>(config); // throws on a shape it rejects
   }
+  case Kernel::CeilingTdpbusd:
+    return octet::rt::makeAmxPeakLoop();
   case Kernel::LayerNorm: {
     std::vector<RowSource> sources(residual ? 2 : 1, RowSource::Dense);
     if (embedding)

@@ -737,9 +737,10 @@ static int runCeilings() {
   else
     llvm::outs() << "  int8 dot          - (no VNNI)\n";
   if (c.amxInt8Gops > 0)
-    llvm::outs() << llvm::format("  int8 AMX     %8.1f GOP/s\n", c.amxInt8Gops);
+    llvm::outs() << llvm::format("  int8 AMX     %8.1f GOP/s    (tdpbusd)\n", c.amxInt8Gops);
   else
-    llvm::outs() << "  int8 AMX          - (not measured)\n";
+    llvm::outs() << "  int8 AMX          -  AMX: not available ("
+                 << (c.amxNote.empty() ? "not measured" : c.amxNote) << ")\n";
   auto mib = [](int64_t bytes) { return double(bytes) / double(1 << 20); };
   llvm::outs() << llvm::format("  read L2      %8.1f GB/s     (%.2f MiB in all)\n", c.l2GBs,
                                mib(c.l2BufferBytes))

@@ -8,6 +8,7 @@
 #include "runtime/Profile.h"
 #include "compiler/codegen/x86/KernelGenerator.h"
 #include "runtime/Ceilings.h"
+#include "compiler/codegen/x86/AmxSupport.h"
 #include "runtime/Steps.h"
 #include "test/unit/PlanTestUtil.h"
 
@@ -327,6 +328,14 @@ TEST(Ceilings, JsonRoundTripsAndRejectsGarbage) {
   EXPECT_EQ(back.threads, 2);
   EXPECT_DOUBLE_EQ(back.dramGBs, 20);
   EXPECT_EQ(back.l3CacheBytes, 1 << 20);
+  Ceilings noAmx = c;
+  noAmx.amxNote = "host lacks \"AMX\"";
+  ASSERT_TRUE(Ceilings::fromJson(noAmx.toJson(), back, error)) << error;
+  EXPECT_EQ(back.amxNote, noAmx.amxNote);
+  // A version-1 cache (before amx_note) is measured again, not half read.
+  std::string v1 = c.toJson();
+  v1.replace(v1.find("\"version\": 2"), 12, "\"version\": 1");
+  EXPECT_FALSE(Ceilings::fromJson(v1, back, error));
   EXPECT_FALSE(Ceilings::fromJson("", back, error));
   EXPECT_FALSE(Ceilings::fromJson("{\"version\": 99}", back, error));
   EXPECT_NE(error.find("version"), std::string::npos) << error;
@@ -359,6 +368,16 @@ TEST(Ceilings, MeasuredOnThisHostArePositiveAndCached) {
   EXPECT_LT(c.fp32Gflops, 2 * 16 * 2 * 6.0);
   if (octet::x86::CpuFeatures::host().avx512vnni) {
     EXPECT_GT(c.int8Gops, c.fp32Gflops); // 4 products per lane per instruction
+  }
+  // tdpbusd runs only where AMX is usable; elsewhere 0 and the reason.
+  std::string amxWhy;
+  if (octet::x86::amxUsable(&amxWhy)) {
+    EXPECT_GT(c.amxInt8Gops, c.int8Gops); // 16x16x64 products per tdpbusd
+    EXPECT_EQ(c.amxNote, "");
+  } else {
+    EXPECT_EQ(c.amxInt8Gops, 0);
+    EXPECT_EQ(c.amxNote, amxWhy);
+    EXPECT_FALSE(c.amxNote.empty());
   }
   const std::string path = ceilingsCachePath(1);
   EXPECT_EQ(path.rfind(std::string(dir) + "/octet/ceilings-", 0), 0u) << path;
