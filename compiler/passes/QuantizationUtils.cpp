@@ -12,41 +12,63 @@ using namespace mlir;
 namespace octet {
 
 std::optional<LinearView> LinearView::of(Operation *op) {
+  std::optional<LinearView> view;
   if (auto linear = dyn_cast_or_null<LinearOp>(op))
-    return LinearView{op, linear.getInput(), linear.getWeight(), linear.getBias(), ValueRange{},
+    view = LinearView{op, linear.getInput(), linear.getWeight(), linear.getBias(), ValueRange{},
                       linear.getTransposeWeight()};
-  if (auto fused = dyn_cast_or_null<FusedLinearOp>(op))
-    return LinearView{op, fused.getInput(), fused.getWeight(), fused.getBias(), fused.getExtra(),
+  else if (auto fused = dyn_cast_or_null<FusedLinearOp>(op))
+    view = LinearView{op, fused.getInput(), fused.getWeight(), fused.getBias(), fused.getExtra(),
                       fused.getTransposeWeight()};
-  return std::nullopt;
+  if (view && view->weightType().getRank() == 2) {
+    // Once: index() runs per weight element in the passes' loops.
+    view->kDim = view->weightType().getDimSize(view->transposed ? 1 : 0);
+    view->nDim = view->weightType().getDimSize(view->transposed ? 0 : 1);
+  }
+  return view;
 }
 
 
-std::optional<std::vector<float>> readF32Constant(Value v) {
+/// Reads an f32 constant (dense, splat or resource blob) into `out`, or only
+/// checks that it is one when `out` is null (no copy).
+static bool readF32ConstantInto(Value v, std::vector<float> *out) {
   auto constant = v ? v.getDefiningOp<ConstantOp>() : ConstantOp();
   if (!constant)
-    return std::nullopt;
+    return false;
   auto type = cast<RankedTensorType>(constant.getType());
   if (!type.getElementType().isF32() || !type.hasStaticShape())
-    return std::nullopt;
+    return false;
   ElementsAttr value = constant.getValue();
   if (auto dense = dyn_cast<DenseElementsAttr>(value)) {
-    auto range = dense.getValues<float>();
-    return std::vector<float>(range.begin(), range.end());
+    if (out) {
+      auto range = dense.getValues<float>();
+      out->assign(range.begin(), range.end());
+    }
+    return true;
   }
   if (auto resource = dyn_cast<DenseResourceElementsAttr>(value)) {
     AsmResourceBlob *blob = resource.getRawHandle().getBlob();
     if (!blob)
-      return std::nullopt; // elided
+      return false; // elided
     ArrayRef<char> data = blob->getData();
     if (data.size() != size_t(type.getNumElements()) * sizeof(float))
-      return std::nullopt;
-    std::vector<float> values(type.getNumElements());
-    std::memcpy(values.data(), data.data(), data.size());
-    return values;
+      return false;
+    if (out) {
+      out->resize(type.getNumElements());
+      std::memcpy(out->data(), data.data(), data.size());
+    }
+    return true;
   }
-  return std::nullopt;
+  return false;
 }
+
+std::optional<std::vector<float>> readF32Constant(Value v) {
+  std::vector<float> values;
+  if (!readF32ConstantInto(v, &values))
+    return std::nullopt;
+  return values;
+}
+
+bool isF32Constant(Value v) { return readF32ConstantInto(v, nullptr); }
 
 FailureOr<Calibration> parseCalibration(Operation *op, int64_t k, StringRef passName) {
   auto fail = [&](const Twine &why) -> LogicalResult {

@@ -23,16 +23,17 @@ struct LinearView {
   mlir::Value input, weight, bias;
   mlir::ValueRange extra; ///< fused_linear's extra operands (none for linear)
   bool transposed;
+  int64_t kDim = 0, nDim = 0; ///< set by of()
 
   static std::optional<LinearView> of(mlir::Operation *op);
   mlir::RankedTensorType weightType() const {
     return mlir::cast<mlir::RankedTensorType>(weight.getType());
   }
   /// K (input features) and N (output features).
-  int64_t k() const { return weightType().getDimSize(transposed ? 1 : 0); }
-  int64_t n() const { return weightType().getDimSize(transposed ? 0 : 1); }
+  int64_t k() const { return kDim; }
+  int64_t n() const { return nDim; }
   /// Flat index of W[input channel j, output channel c] in the stored layout.
-  int64_t index(int64_t j, int64_t c) const { return transposed ? c * k() + j : j * n() + c; }
+  int64_t index(int64_t j, int64_t c) const { return transposed ? c * kDim + j : j * nDim + c; }
   mlir::OpOperand &weightOperand() const { return op->getOpOperand(1); }
   mlir::OpOperand &biasOperand() const { return op->getOpOperand(2); }
 };
@@ -41,6 +42,8 @@ struct LinearView {
 /// The elements of an f32 constant of static shape (dense, splat or
 /// resource blob), or nothing (not a constant, not f32, an elided blob).
 std::optional<std::vector<float>> readF32Constant(mlir::Value v);
+/// Whether readF32Constant would succeed, without copying the values.
+bool isF32Constant(mlir::Value v);
 
 /// The calibration of one linear's input X, as the calibration step writes
 /// it (docs/int8.md).

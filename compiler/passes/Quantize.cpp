@@ -100,7 +100,7 @@ struct OctetQuantizePass : octet::impl::OctetQuantizeBase<OctetQuantizePass> {
   std::optional<std::string> whyFp32(const Linear &linear) {
     if (!cast<RankedTensorType>(linear.input.getType()).getElementType().isF32())
       return std::string("its input is not f32");
-    if (linear.weightType().getRank() != 2 || !readF32Constant(linear.weight))
+    if (linear.weightType().getRank() != 2 || !isF32Constant(linear.weight))
       return std::string("its weight is not a constant f32 2-D tensor (an activation product, "
                          "e.g. attention's, has no per-channel weight scale)");
     if (mode != "static")

@@ -142,7 +142,7 @@ std::string describe(Operation *op) {
 
 /// A linear with a constant f32 weight and a constant bias (or none).
 bool hasConstantWeightAndBias(const Gemm &gemm) {
-  return readF32Constant(gemm.weight) && (!gemm.bias || readF32Constant(gemm.bias));
+  return isF32Constant(gemm.weight) && (!gemm.bias || isF32Constant(gemm.bias));
 }
 
 /// The linear whose output columns [offset, offset + k) are attention's V,
@@ -191,7 +191,7 @@ FoldOrReason planFold(Value x, int64_t k) {
                              : std::pair<Value, Value>(cast<AddLayerNormOp>(producer).getGamma(),
                                                        cast<AddLayerNormOp>(producer).getBeta());
     for (Value param : {gamma, beta})
-      if (param && (!readF32Constant(param) ||
+      if (param && (!isF32Constant(param) ||
                     cast<RankedTensorType>(param.getType()).getShape().back() != k))
         return describe(producer) + "'s γ and β are not constants over the " + std::to_string(k) +
                " channels";
@@ -346,7 +346,7 @@ struct OctetSmoothQuantPass : octet::impl::OctetSmoothQuantBase<OctetSmoothQuant
                      " (or one already smoothed)";
         continue;
       }
-      if (!readF32Constant(gemm->weight))
+      if (!isF32Constant(gemm->weight))
         return skip("a weight reading its input is not an f32 constant");
       readerUses.push_back(&use);
       if (llvm::none_of(readers, [&](const Gemm &g) { return g.op == user; }))
