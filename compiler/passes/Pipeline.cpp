@@ -28,8 +28,9 @@ struct Int8LoweringOptions : PassPipelineOptions<Int8LoweringOptions> {
   Option<bool> smoothquant{*this, "smoothquant",
                            llvm::cl::desc("Run octet-smoothquant first (static mode only)"),
                            llvm::cl::init(true)};
-  Option<double> alpha{*this, "alpha", llvm::cl::desc("SmoothQuant's migration strength"),
-                       llvm::cl::init(0.5)};
+  Option<double> alpha{*this, "alpha",
+                       llvm::cl::desc("SmoothQuant's migration strength (Int8PipelineOptions' default)"),
+                       llvm::cl::init(octet::Int8PipelineOptions().alpha)};
   Option<std::string> packIsa{
       *this, "pack-isa",
       llvm::cl::desc("octet-pack-weights's isa: avx512_vnni, amx, none, or host (the "
