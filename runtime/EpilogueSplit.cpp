@@ -72,6 +72,15 @@ void gatherBroadcast(const ExecContext &ctx, TensorId t, const std::vector<int64
 // ---- Program helpers -------------------------------------------------------
 
 /// Dead-code elimination; `live[i]`: instruction i contributes to the result.
+std::string checkEpilogue(const ElementwiseProgram &program, size_t extras, const std::string &at) {
+  if (std::string e = program.verify(); !e.empty())
+    return at + ": malformed epilogue: " + e + "\n" + program.str();
+  if (program.numInputs > int(extras) + 1)
+    return at + ": the epilogue reads " + std::to_string(program.numInputs) +
+           " inputs but there are " + std::to_string(extras) + " extras (+ the accumulator)";
+  return "";
+}
+
 std::vector<bool> liveInstrs(const ElementwiseProgram &p) {
   std::vector<bool> live(p.instrs.size(), false);
   if (p.instrs.empty())

@@ -50,6 +50,9 @@ Status residualRows(const ExecContext &ctx, TensorId r, const std::vector<int64_
 // ---- Program analyses ------------------------------------------------------
 
 /// Dead-code elimination; `live[i]`: instruction i contributes to the result.
+/// Why a GEMM step (named `at`) cannot take `program` as its epilogue with
+/// `extras` extra operands (malformed, or reading inputs that do not exist), or "".
+std::string checkEpilogue(const ElementwiseProgram &program, size_t extras, const std::string &at);
 std::vector<bool> liveInstrs(const ElementwiseProgram &p);
 /// Inputs the program's result depends on (the empty program reads input 0).
 std::vector<bool> inputsRead(const ElementwiseProgram &p);

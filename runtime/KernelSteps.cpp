@@ -205,16 +205,8 @@ StepPtr makeLinear(const LinearSpec &spec, const KernelOptions &options, std::st
     return nullptr;
   }
   const ElementwiseProgram &program = spec.epilogue;
-  if (std::string e = program.verify(); !e.empty()) {
-    error = at + ": malformed epilogue: " + e + "\n" + program.str();
+  if (error = checkEpilogue(program, spec.extras.size(), at); !error.empty())
     return nullptr;
-  }
-  if (program.numInputs > int(spec.extras.size()) + 1) {
-    error = at + ": the epilogue reads " + std::to_string(program.numInputs) +
-            " inputs but there are " + std::to_string(spec.extras.size()) +
-            " extras (+ the accumulator)";
-    return nullptr;
-  }
   auto step = std::make_unique<LinearStep>(spec);
   const bool avx512 = hostHasAvx512(options);
   if (options.gemm == KernelOptions::Gemm::Jit && !avx512) {

@@ -714,16 +714,8 @@ StepPtr makeQLinear(const QLinearSpec &spec, DType outType, const KernelOptions 
     return nullptr;
   }
   const ElementwiseProgram &program = spec.epilogue;
-  if (std::string e = program.verify(); !e.empty()) {
-    error = at + ": malformed epilogue: " + e + "\n" + program.str();
+  if (error = checkEpilogue(program, spec.extras.size(), at); !error.empty())
     return nullptr;
-  }
-  if (program.numInputs > int(spec.extras.size()) + 1) {
-    error = at + ": the epilogue reads " + std::to_string(program.numInputs) +
-            " inputs but there are " + std::to_string(spec.extras.size()) +
-            " extras (+ the accumulator)";
-    return nullptr;
-  }
   for (TensorId t : spec.extras)
     if (t < 0) {
       error = at + ": an extra operand's tensor id is negative";

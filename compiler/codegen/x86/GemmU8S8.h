@@ -83,6 +83,8 @@ struct GemmU8S8Params {
 /// The GemmU8S8Params checks shared by GemmU8S8 and GemmU8S8AmxDriver: ""
 /// or what is wrong.
 std::string checkGemmU8S8Params(const GemmU8S8Params &params, int64_t n);
+/// Why N, K cannot be an INT8 GEMM's shape (N >= 1, 1 <= K <= kMaxU8S8K), or "".
+std::string checkGemmU8S8Shape(int64_t n, int64_t k);
 
 class GemmU8S8 {
 public:

@@ -22,11 +22,8 @@ namespace {
 }
 
 void checkShape(int64_t n, int64_t k) {
-  if (n < 1)
-    reject("N must be >= 1, got " + std::to_string(n));
-  if (k < 1 || k > kMaxU8S8K)
-    reject("K must be in 1.." + std::to_string(kMaxU8S8K) +
-           " (s32 sums of u8 * s8 products must not overflow), got " + std::to_string(k));
+  if (std::string why = checkGemmU8S8Shape(n, k); !why.empty())
+    reject(why);
 }
 
 constexpr int64_t kChunkBBytes = 2 * kAmxBTileBytes; // both column tiles of one K chunk
