@@ -139,18 +139,8 @@ def main():
             all_ok &= compare("%s %s" % (label, config), args.octetc, model, sets_dir, expected,
                               os.path.join(work, "%s.%s.out" % (label, config)), extra,
                               args.tolerance, args.cosine, rows)
-    header = ("model", "set", "output", "max|diff|", "cosine", "result")
-    widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(6)]
-    print("  ".join(h.ljust(w) for h, w in zip(header, widths)))
-    for row in rows:
-        print("  ".join(str(c).ljust(w) for c, w in zip(row, widths)))
-    failures = sum(1 for r in rows if str(r[5]).startswith("FAIL"))
-    print("%s: %d failure(s)" % ("PASS" if all_ok else "FAIL", failures))
-    if not args.keep:
-        import shutil
-        shutil.rmtree(work, ignore_errors=True)
-    return 0 if all_ok else 1
-
+    return run_vs_ort.report(("model", "set", "output", "max|diff|", "cosine", "result"), rows,
+                             all_ok, None if args.keep else work)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -230,17 +230,22 @@ def main():
             rows.append((label, "-", "-", "-", "FAIL: %s" % e))
             all_ok = False
 
-    widths = [max(len(str(r[i])) for r in rows + [("model", "set", "output", "max|diff|", "")])
-              for i in range(5)]
-    header = ("model", "set", "output", "max|diff|", "result")
+    return report(("model", "set", "output", "max|diff|", "result"), rows, all_ok,
+                  None if args.keep else work)
+
+
+def report(header, rows, all_ok, remove=None):
+    """Prints the table (the last column says ok / FAIL ...) and the verdict line; removes
+    the `remove` folder; returns the exit status."""
+    widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
     print("  ".join(h.ljust(w) for h, w in zip(header, widths)))
     for row in rows:
         print("  ".join(str(c).ljust(w) for c, w in zip(row, widths)))
-    failures = sum(1 for r in rows if str(r[4]).startswith("FAIL"))
+    failures = sum(1 for r in rows if str(r[-1]).startswith("FAIL"))
     print("%s: %d failure(s)" % ("PASS" if all_ok else "FAIL", failures))
-    if not args.keep:
+    if remove:
         import shutil
-        shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(remove, ignore_errors=True)
     return 0 if all_ok else 1
 
 
