@@ -46,6 +46,15 @@ rt::Status guarded(const char *prefix, const char *what, Fn &&body) noexcept {
 bool overlaps(const void *p, int64_t ldp, int64_t np, const void *q, int64_t ldq, int64_t nq,
               int64_t m);
 
+/// Runs a matmul primitive once on src / dst views (and the optional bias):
+/// scratchpad and stream per call, so concurrent runs on one primitive are safe.
+void executeMatMul(const dnnl::engine &engine, const dnnl::matmul::primitive_desc &pd,
+                   const dnnl::matmul &prim, const dnnl::memory &src, const dnnl::memory &weights,
+                   const dnnl::memory &dst, const dnnl::memory *bias);
+
+/// oneDNN's name of the implementation `pd` chose ("unknown" when it gives none).
+std::string implementationName(const dnnl::primitive_desc_base &pd);
+
 /// "ab", "ba", "blocked b16 a4", ... (and the strides when `strides`).
 std::string describe(const dnnl::memory::desc &md, bool strides);
 

@@ -149,28 +149,13 @@ Status MatMulF32::run(const float *a, int64_t m, int64_t lda, float *c, int64_t 
     // Memory objects wrap the caller's buffers with this call's M and strides.
     dnnl::memory srcMem(rowMajor(m, k_, lda), impl.engine, const_cast<float *>(a));
     dnnl::memory dstMem(rowMajor(m, n_, ldc), impl.engine, c);
-    dnnl::memory scratch(impl.pd.scratchpad_desc(), impl.engine); // per call: thread-safe
-    std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, srcMem},
-                                               {DNNL_ARG_WEIGHTS, impl.weights},
-                                               {DNNL_ARG_DST, dstMem},
-                                               {DNNL_ARG_SCRATCHPAD, scratch}};
-    if (hasBias_)
-      args.emplace(DNNL_ARG_BIAS, impl.bias);
-    dnnl::stream stream(impl.engine); // per call: streams are not shared across threads
-    impl.prim.execute(stream, args);
-    stream.wait();
+    detail::executeMatMul(impl.engine, impl.pd, impl.prim, srcMem, impl.weights, dstMem,
+                          hasBias_ ? &impl.bias : nullptr);
     return Status();
   });
 }
 
-std::string MatMulF32::implementation() const {
-  const char *name = nullptr;
-  try {
-    name = impl_->pd.impl_info_str();
-  } catch (...) {
-  }
-  return name ? name : "unknown";
-}
+std::string MatMulF32::implementation() const { return detail::implementationName(impl_->pd); }
 
 std::string MatMulF32::weightsFormat() const { return describe(impl_->pd.weights_desc(), /*strides=*/true); }
 

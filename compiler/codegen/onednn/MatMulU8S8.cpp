@@ -256,28 +256,13 @@ Status MatMulU8S8::run(const uint8_t *a, int64_t m, int64_t lda, void *c, int64_
     dnnl::memory srcMem(memory::desc({m, k_}, dt::u8, {lda, 1}), impl.engine,
                         const_cast<uint8_t *>(a));
     dnnl::memory dstMem(memory::desc({m, n_}, dataType(output_), {ldc, 1}), impl.engine, c);
-    dnnl::memory scratch(impl.pd.scratchpad_desc(), impl.engine); // per call: thread-safe
-    std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, srcMem},
-                                               {DNNL_ARG_WEIGHTS, impl.weights},
-                                               {DNNL_ARG_DST, dstMem},
-                                               {DNNL_ARG_SCRATCHPAD, scratch}};
-    if (impl.bias)
-      args.emplace(DNNL_ARG_BIAS, impl.bias);
-    dnnl::stream stream(impl.engine); // per call: streams are not shared across threads
-    impl.prim.execute(stream, args);
-    stream.wait();
+    detail::executeMatMul(impl.engine, impl.pd, impl.prim, srcMem, impl.weights, dstMem,
+                          impl.bias ? &impl.bias : nullptr);
     return Status();
   });
 }
 
-std::string MatMulU8S8::implementation() const {
-  const char *name = nullptr;
-  try {
-    name = impl_->pd.impl_info_str();
-  } catch (...) {
-  }
-  return name ? name : "unknown";
-}
+std::string MatMulU8S8::implementation() const { return detail::implementationName(impl_->pd); }
 
 std::string MatMulU8S8::weightsFormat() const { return describe(impl_->pd.weights_desc(), /*strides=*/false); }
 
