@@ -355,7 +355,7 @@ StepPtr makeAttention(const AttentionSpec &spec, const KernelOptions &options, s
     error = "attention: scale " + std::to_string(spec.scale) + " is not finite";
     return nullptr;
   }
-  const bool jit = options.allowAvx512 && x86::CpuFeatures::host().supports(x86::Isa::Avx512);
+  const bool jit = options.allowAvx512 && options.cpu.supports(x86::Isa::Avx512);
   try {
     return std::make_unique<AttentionStep>(spec, jit);
   } catch (const std::exception &e) {

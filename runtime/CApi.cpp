@@ -1,12 +1,14 @@
 //===- CApi.cpp - the C API (include/octet/octet.h) over the C++ runtime --===//
 //
 // Every entry point validates its pointers, catches every exception and turns
-// failures into an octet_status plus the thread's last-error message.
+// failures into an octet_status plus the thread's last-error message. Shared
+// by liboctet.so and every AOT model.so (CApiInternal.h); the compiler's
+// entry points are in CApiJit.cpp and CApiAot.cpp.
 //
 //===----------------------------------------------------------------------===//
 #include "octet/octet.h"
 
-#include "compiler/driver/Compile.h"
+#include "runtime/AotLoader.h"
 #include "runtime/CApiInternal.h"
 #include "runtime/Executor.h"
 #include "runtime/Profile.h"
@@ -30,58 +32,12 @@ using octet::rt::DType;
 using octet::rt::Plan;
 using octet::rt::RunError;
 using octet::rt::RunTensor;
-
-struct octet_options {
-  octet::rt::KernelOptions::Gemm gemm = octet::rt::KernelOptions::Gemm::Auto;
-  bool allowAvx512 = true;
-  bool printIrAfterAll = false;
-  bool profile = false;
-  octet::CompileOptions::Int8 int8 = octet::CompileOptions::Int8::None;
-  std::string calibrationSamples; ///< empty: octet::kDefaultCalibrationSamples
-  double calibrationPercentile = 0;
-  bool smoothquant = true;
-  double smoothquantAlpha = 0.7;
-  bool calibrationProgress = false;
-};
-
-struct octet_model {
-  std::unique_ptr<Plan> plan;
-  /// dim_names arrays for octet_tensor_info, pointing into the plan's strings.
-  std::vector<std::vector<const char *>> inputDimNames, outputDimNames;
-  /// Option "profile": each run's step times, the last successful one kept.
-  bool profile = false;
-  mutable std::mutex profileMutex;
-  mutable octet::rt::RunProfile lastProfile;
-  mutable double lastRunSeconds = 0;
-  mutable bool haveProfile = false;
-};
+using octet::capi::fail;
+using octet::capi::guarded;
 
 namespace {
 
 thread_local std::string lastError;
-
-/// Records `message` as the thread's last error; never throws.
-octet_status fail(octet_status status, const std::string &message) noexcept {
-  try {
-    lastError = message;
-  } catch (...) {
-    lastError.clear(); // out of memory for the message itself
-  }
-  return status;
-}
-
-/// Runs `body`, turning any exception into a status and message.
-template <typename Body> octet_status guarded(const char *function, Body &&body) noexcept {
-  try {
-    return body();
-  } catch (const std::bad_alloc &) {
-    return fail(OCTET_ERROR_RUNTIME, std::string(function) + ": out of memory");
-  } catch (const std::exception &e) {
-    return fail(OCTET_ERROR_RUNTIME, std::string(function) + ": " + e.what());
-  } catch (...) {
-    return fail(OCTET_ERROR_RUNTIME, std::string(function) + ": unknown exception");
-  }
-}
 
 bool toDType(octet_dtype dtype, DType &result) {
   if (dtype < OCTET_F32 || dtype > OCTET_BOOL)
@@ -92,19 +48,6 @@ bool toDType(octet_dtype dtype, DType &result) {
 
 octet_dtype fromDType(DType dtype) { return octet_dtype(int(dtype) + 1); }
 
-/// The compiler's Status carries no category; its messages say "unsupported"
-/// (or "not supported") for valid models Octet cannot compile.
-octet_status compileFailureStatus(const std::string &message) {
-  std::string lower(message);
-  for (char &c : lower)
-    c = char(std::tolower(static_cast<unsigned char>(c)));
-  if (lower.find("unsupported") != std::string::npos ||
-      lower.find("not supported") != std::string::npos ||
-      lower.find("does not support") != std::string::npos)
-    return OCTET_ERROR_UNSUPPORTED;
-  return OCTET_ERROR_INVALID_MODEL;
-}
-
 /// The whole of `text` as a finite double (no trailing characters).
 bool parseNumber(const std::string &text, double &value) {
   if (text.empty() || std::isspace(static_cast<unsigned char>(text[0])))
@@ -113,39 +56,6 @@ bool parseNumber(const std::string &text, double &value) {
   errno = 0;
   value = std::strtod(text.c_str(), &end);
   return errno == 0 && end == text.c_str() + text.size() && std::isfinite(value);
-}
-
-octet::CompileOptions toCompileOptions(const octet_options *options) {
-  octet::CompileOptions result;
-  if (!options)
-    return result;
-  result.kernels.gemm = options->gemm;
-  result.kernels.allowAvx512 = options->allowAvx512;
-  result.int8 = options->int8;
-  result.calibrationSamples = options->calibrationSamples;
-  result.calibrationPercentile = options->calibrationPercentile;
-  result.smoothquant = options->smoothquant;
-  result.smoothquantAlpha = options->smoothquantAlpha;
-  if (options->calibrationProgress)
-    result.progress = [](const std::string &line) { std::fprintf(stderr, "%s\n", line.c_str()); };
-  if (options->printIrAfterAll)
-    result.irAfterPass = [](const std::string &pass, const std::string &ir) {
-      std::fprintf(stderr, "// -----// IR Dump After %s //----- //\n%s\n", pass.c_str(),
-                   ir.c_str());
-    };
-  return result;
-}
-
-octet_status modelFromCompile(octet::rt::Status status, std::unique_ptr<Plan> plan,
-                              const octet_options *options, octet_model **model) {
-  if (!status.ok())
-    return fail(compileFailureStatus(status.message()), status.message());
-  if (!plan)
-    return fail(OCTET_ERROR_RUNTIME, "the compiler returned no plan");
-  octet_status result = octet::wrapPlanAsModel(std::move(plan), model);
-  if (result == OCTET_OK && options)
-    (*model)->profile = options->profile;
-  return result;
 }
 
 octet_status ioInfo(const octet_model *model, int32_t index, octet_tensor_info *info, bool input) {
@@ -170,6 +80,23 @@ octet_status ioInfo(const octet_model *model, int32_t index, octet_tensor_info *
 }
 
 } // namespace
+
+octet_status octet::capi::fail(octet_status status, const std::string &message) noexcept {
+  try {
+    lastError = message;
+  } catch (...) {
+    lastError.clear(); // out of memory for the message itself
+  }
+  return status;
+}
+
+octet_status octet::capi::modelFromPlan(std::unique_ptr<rt::Plan> plan,
+                                        const octet_options *options, octet_model **model) {
+  octet_status result = wrapPlanAsModel(std::move(plan), model);
+  if (result == OCTET_OK && options)
+    (*model)->profile = options->profile;
+  return result;
+}
 
 octet_status octet::wrapPlanAsModel(std::unique_ptr<rt::Plan> plan, octet_model **model) {
   return guarded("octet_model", [&]() -> octet_status {
@@ -249,6 +176,17 @@ octet_status octet_options_set(octet_options *options, const char *key, const ch
         options->allowAvx512 = false;
       else
         return badValue("host or avx2");
+    } else if (k == "target") {
+      octet::rt::KernelOptions kernels;
+      std::string why;
+      if (!kernels.setTarget(v, why))
+        return fail(OCTET_ERROR_INVALID_ARGUMENT, "option 'target': " + why);
+      options->target = v;
+    } else if (k == "autotune") {
+      if (v == "0" || v == "1")
+        options->autotune = v == "1";
+      else
+        return badValue("0 or 1");
     } else if (k == "print_ir_after_all") {
       if (v == "0" || v == "1")
         options->printIrAfterAll = v == "1";
@@ -296,65 +234,51 @@ octet_status octet_options_set(octet_options *options, const char *key, const ch
     } else {
       return fail(OCTET_ERROR_INVALID_ARGUMENT,
                   "unknown option '" + k +
-                      "' (known: gemm, isa, print_ir_after_all, profile, int8, "
+                      "' (known: gemm, isa, target, autotune, print_ir_after_all, profile, int8, "
                       "calibration_samples, calibration_percentile, calibration_progress, "
                       "smoothquant, smoothquant_alpha)");
     }
+    if (k != "profile")
+      options->compileKeys.push_back(k);
     return OCTET_OK;
   });
 }
 
 void octet_options_destroy(octet_options *options) { delete options; }
 
-octet_status octet_model_create_from_file(const char *onnx_path, const octet_options *options,
-                                          octet_model **model) {
-  return guarded("octet_model_create_from_file", [&]() -> octet_status {
+octet_status octet_model_open(const char *so_path, const octet_options *options,
+                              octet_model **model) {
+  return guarded("octet_model_open", [&]() -> octet_status {
     if (!model)
-      return fail(OCTET_ERROR_INVALID_ARGUMENT, "octet_model_create_from_file: model is null");
+      return fail(OCTET_ERROR_INVALID_ARGUMENT, "octet_model_open: model is null");
     *model = nullptr;
-    if (!onnx_path)
-      return fail(OCTET_ERROR_INVALID_ARGUMENT, "octet_model_create_from_file: path is null");
+    if (options && !options->compileKeys.empty())
+      return fail(OCTET_ERROR_INVALID_ARGUMENT,
+                  "octet_model_open: option '" + options->compileKeys.front() +
+                      "' is a compile option; a model.so was compiled with its own "
+                      "(octetc compile); only 'profile' applies when opening");
     std::unique_ptr<Plan> plan;
-    octet::rt::Status status = octet::compileOnnxFile(onnx_path, toCompileOptions(options), plan);
-    return modelFromCompile(std::move(status), std::move(plan), options, model);
-  });
-}
-
-octet_status octet_model_create_from_bytes(const void *onnx_bytes, size_t size,
-                                           const octet_options *options, octet_model **model) {
-  return guarded("octet_model_create_from_bytes", [&]() -> octet_status {
-    if (!model)
-      return fail(OCTET_ERROR_INVALID_ARGUMENT, "octet_model_create_from_bytes: model is null");
-    *model = nullptr;
-    if (!onnx_bytes)
-      return fail(OCTET_ERROR_INVALID_ARGUMENT, "octet_model_create_from_bytes: bytes is null");
-    if (size == 0)
-      return fail(OCTET_ERROR_INVALID_MODEL, "octet_model_create_from_bytes: the model is empty");
-    std::unique_ptr<Plan> plan;
-    octet::rt::Status status =
-        octet::compileOnnxBytes(onnx_bytes, size, toCompileOptions(options), plan);
-    return modelFromCompile(std::move(status), std::move(plan), options, model);
+    octet::rt::Status status;
+    if (so_path) {
+      status = octet::rt::openAotModel(so_path, plan);
+    } else {
+      const octet::rt::AotImageDescriptor *embedded = octet::capi::embeddedAotImage();
+      if (!embedded)
+        return fail(OCTET_ERROR_INVALID_ARGUMENT,
+                    "octet_model_open: so_path is null, which opens the model embedded in a "
+                    "model.so this program links; this is liboctet.so, which embeds none");
+      // The image is part of this very library: nothing to keep open.
+      status = octet::rt::openAotImage(*embedded, nullptr, plan);
+      if (!status.ok())
+        status = octet::rt::Status::error("the embedded model: " + status.message());
+    }
+    if (!status.ok())
+      return fail(OCTET_ERROR_INVALID_MODEL, "octet_model_open: " + status.message());
+    return octet::capi::modelFromPlan(std::move(plan), options, model);
   });
 }
 
 void octet_model_destroy(octet_model *model) { delete model; }
-
-octet_status octet_calibrate(const char *onnx_path, const char *samples,
-                             const octet_options *options, const char *output_path) {
-  return guarded("octet_calibrate", [&]() -> octet_status {
-    if (!onnx_path || !output_path)
-      return fail(OCTET_ERROR_INVALID_ARGUMENT, std::string("octet_calibrate: ") +
-                                                    (!onnx_path ? "onnx_path" : "output_path") +
-                                                    " is null");
-    octet::CompileOptions compile = toCompileOptions(options);
-    if (samples)
-      compile.calibrationSamples = samples;
-    octet::rt::Status status = octet::calibrateOnnxFile(onnx_path, compile, output_path);
-    if (!status.ok())
-      return fail(compileFailureStatus(status.message()), "octet_calibrate: " + status.message());
-    return OCTET_OK;
-  });
-}
 
 int32_t octet_model_num_inputs(const octet_model *model) {
   if (!model) {

@@ -1,16 +1,61 @@
 //===- CApiInternal.h - C++ entry points behind the C API -------*- C++ -*-===//
 //
-// For tests and the AOT loader: turn a Plan built in C++ into an octet_model
-// that the C API serves like a compiled one.
+// The C API is one implementation in two libraries: CApi.cpp (options,
+// octet_model_open, inputs and outputs, run, profile, errors) is shared by
+// liboctet.so, where CApiJit.cpp adds the JIT compiler's entry points, and
+// every AOT model.so, where CApiAot.cpp answers them with "this is a compiled
+// model" and provides the embedded image. This header is what they share;
+// tests also use wrapPlanAsModel to serve a Plan built in C++.
 //
 //===----------------------------------------------------------------------===//
 #ifndef OCTET_RUNTIME_CAPIINTERNAL_H
 #define OCTET_RUNTIME_CAPIINTERNAL_H
 
+#include "compiler/driver/Compile.h" // CompileOptions::Int8 only (header-only enum)
 #include "octet/octet.h"
+#include "runtime/Executor.h" // RunProfile
 #include "runtime/Plan.h"
 
+#include <exception>
 #include <memory>
+#include <mutex>
+#include <new>
+#include <string>
+#include <vector>
+
+namespace octet::rt {
+struct AotImageDescriptor;
+}
+
+struct octet_options {
+  octet::rt::KernelOptions::Gemm gemm = octet::rt::KernelOptions::Gemm::Auto;
+  bool allowAvx512 = true;
+  std::string target = "host"; ///< KernelOptions::setTarget's name (checked when set)
+  bool autotune = false;
+  bool printIrAfterAll = false;
+  bool profile = false;
+  octet::CompileOptions::Int8 int8 = octet::CompileOptions::Int8::None;
+  std::string calibrationSamples; ///< empty: octet::kDefaultCalibrationSamples
+  double calibrationPercentile = 0;
+  bool smoothquant = true;
+  double smoothquantAlpha = 0.7;
+  bool calibrationProgress = false;
+  /// Keys set that only compiling reads: octet_model_open rejects them (a
+  /// compiled model.so was built with its own).
+  std::vector<std::string> compileKeys;
+};
+
+struct octet_model {
+  std::unique_ptr<octet::rt::Plan> plan;
+  /// dim_names arrays for octet_tensor_info, pointing into the plan's strings.
+  std::vector<std::vector<const char *>> inputDimNames, outputDimNames;
+  /// Option "profile": each run's step times, the last successful one kept.
+  bool profile = false;
+  mutable std::mutex profileMutex;
+  mutable octet::rt::RunProfile lastProfile;
+  mutable double lastRunSeconds = 0;
+  mutable bool haveProfile = false;
+};
 
 namespace octet {
 
@@ -18,6 +63,32 @@ namespace octet {
 /// On failure *model is null and octet_last_error() says why.
 octet_status wrapPlanAsModel(std::unique_ptr<rt::Plan> plan, octet_model **model);
 
+namespace capi {
+
+/// Records `message` as the calling thread's last error; never throws.
+octet_status fail(octet_status status, const std::string &message) noexcept;
+
+/// Runs `body`, turning any exception into a status and message.
+template <typename Body> octet_status guarded(const char *function, Body &&body) noexcept {
+  try {
+    return body();
+  } catch (const std::bad_alloc &) {
+    return fail(OCTET_ERROR_RUNTIME, std::string(function) + ": out of memory");
+  } catch (const std::exception &e) {
+    return fail(OCTET_ERROR_RUNTIME, std::string(function) + ": " + e.what());
+  } catch (...) {
+    return fail(OCTET_ERROR_RUNTIME, std::string(function) + ": unknown exception");
+  }
+}
+
+/// wrapPlanAsModel, then the options that apply to a built model ("profile").
+octet_status modelFromPlan(std::unique_ptr<rt::Plan> plan, const octet_options *options,
+                           octet_model **model);
+
+/// The image of the model.so this code is linked into; null in liboctet.so.
+const rt::AotImageDescriptor *embeddedAotImage();
+
+} // namespace capi
 } // namespace octet
 
 #endif

@@ -9,9 +9,8 @@ namespace octet::rt {
 
 using Op = ElementwiseProgram::Op;
 
-bool hostHasAvx512(const KernelOptions &options) {
-  const x86::CpuFeatures &cpu = x86::CpuFeatures::host();
-  return options.allowAvx512 && cpu.avx512f && cpu.avx512bw && cpu.avx512dq && cpu.avx512vl;
+bool targetHasAvx512(const KernelOptions &options) {
+  return options.allowAvx512 && options.cpu.supports(x86::Isa::Avx512);
 }
 
 // ---- Row views -------------------------------------------------------------
@@ -215,7 +214,7 @@ ElementwiseApplier::ElementwiseApplier(ElementwiseProgram program, std::vector<T
 
 void ElementwiseApplier::buildJit(const KernelOptions &options,
                                   std::vector<bool> broadcastColumns) {
-  if (!hostHasAvx512(options))
+  if (!targetHasAvx512(options))
     return;
   broadcastColumns_ = broadcastColumns;
   std::string error;

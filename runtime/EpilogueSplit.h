@@ -21,8 +21,8 @@
 
 namespace octet::rt {
 
-/// AVX-512 F/BW/DQ/VL on this host, and allowed by `options`.
-bool hostHasAvx512(const KernelOptions &options);
+/// AVX-512 F/BW/DQ/VL on the target CPU (options.cpu), and allowed by `options`.
+bool targetHasAvx512(const KernelOptions &options);
 
 // ---- Row views -------------------------------------------------------------
 

@@ -830,7 +830,10 @@ Status execute(const Plan &plan, const RunTensor *inputs, size_t numInputs, RunT
   Failure failure;
   bool ok = false;
   try {
-    ok = run(plan, inputs, numInputs, outputs, numOutputs, failure, profile);
+    if (plan.firstRunCheck && !plan.firstRunCheck->result().empty())
+      failure = {RunError::Runtime, plan.firstRunCheck->result()};
+    else
+      ok = run(plan, inputs, numInputs, outputs, numOutputs, failure, profile);
   } catch (const std::bad_alloc &) {
     failure = {RunError::Runtime, "out of memory"};
   } catch (const std::exception &e) {

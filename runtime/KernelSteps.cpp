@@ -3,11 +3,12 @@
 // makeLinear, makeLayerNorm and makeFusedElementwise (makeAttention lives in
 // AttentionStep.cpp). Every JIT kernel is generated when the step is built,
 // so run() is const, generates nothing and is safe to call concurrently.
-// Provider selection (KernelOptions::Gemm::Auto): docs/kernel-selection.md.
+// GEMM providers per M bucket: runtime/KernelSelection.h, docs/kernel-selection.md.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/Steps.h"
 #include "runtime/EpilogueSplit.h"
+#include "runtime/KernelSelection.h"
 
 #include "compiler/codegen/onednn/MatMulF32.h"
 #include "compiler/codegen/x86/ElementwiseKernel.h"
@@ -19,6 +20,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <optional>
 #include <cmath>
 #include <cstring>
 
@@ -189,41 +191,14 @@ Status LinearStep::run(const ExecContext &ctx) const {
 
 } // namespace
 
-/// From this K on, Auto picks oneDNN for a GEMM with no epilogue program
-/// (docs/kernel-selection.md: BERT-base's K = 3072 projection).
-constexpr int64_t kOneDnnMinK = 2048;
-
-StepPtr makeLinear(const LinearSpec &spec, const KernelOptions &options, std::string &error) {
+/// The linear step on one provider (JitF32 or OneDnn).
+static StepPtr buildLinear(const LinearSpec &spec, GemmProvider provider,
+                           const KernelOptions &options, std::string &error) {
   const std::string at = "linear";
-  if (!spec.weight || spec.k <= 0 || spec.n <= 0) {
-    error = at + ": needs a weight and K, N > 0 (K = " + std::to_string(spec.k) +
-            ", N = " + std::to_string(spec.n) + ")";
-    return nullptr;
-  }
-  if (spec.input < 0 || spec.output < 0) {
-    error = at + ": input or output tensor id missing";
-    return nullptr;
-  }
-  const ElementwiseProgram &program = spec.epilogue;
-  if (error = checkEpilogue(program, spec.extras.size(), at); !error.empty())
-    return nullptr;
   auto step = std::make_unique<LinearStep>(spec);
-  const bool avx512 = hostHasAvx512(options);
-  if (options.gemm == KernelOptions::Gemm::Jit && !avx512) {
-    error = at + ": the JIT GEMM was asked for, but " +
-            (options.allowAvx512 ? "this host has no AVX-512" : "AVX-512 is not allowed");
-    return nullptr;
-  }
+  const ElementwiseProgram &program = spec.epilogue;
   EpilogueSplit split = splitEpilogue(program);
-  // Auto (docs/kernel-selection.md): the JIT GEMM wherever AVX-512 is, except
-  // for long K (the FFN down-projection) without an epilogue program to fuse,
-  // where oneDNN's blocking measured faster.
-  const bool longKPlain = spec.k >= kOneDnnMinK && isIdentity(split.rest);
-  step->provider_ = options.gemm == KernelOptions::Gemm::OneDnn || !avx512 ||
-                            (options.gemm == KernelOptions::Gemm::Auto && longKPlain)
-                        ? Provider::OneDnn
-                        : Provider::Jit;
-
+  step->provider_ = provider == GemmProvider::JitF32 ? Provider::Jit : Provider::OneDnn;
   step->residual_ = split.residual - 1 >= 0 ? split.residual - 1 : -1;
   // The accumulator and per-column extras fuse into the JIT kernel.
   const ColumnExtras columns = columnExtras(split.rest, spec.extraPerColumn);
@@ -258,6 +233,39 @@ StepPtr makeLinear(const LinearSpec &spec, const KernelOptions &options, std::st
     }
   }
   return step;
+}
+
+StepPtr makeLinear(const LinearSpec &spec, const KernelOptions &options, std::string &error) {
+  const std::string at = "linear";
+  if (!spec.weight || spec.k <= 0 || spec.n <= 0) {
+    error = at + ": needs a weight and K, N > 0 (K = " + std::to_string(spec.k) +
+            ", N = " + std::to_string(spec.n) + ")";
+    return nullptr;
+  }
+  if (spec.input < 0 || spec.output < 0) {
+    error = at + ": input or output tensor id missing";
+    return nullptr;
+  }
+  if (error = checkEpilogue(spec.epilogue, spec.extras.size(), at); !error.empty())
+    return nullptr;
+  // Auto entries resolved here (the rule of docs/kernel-selection.md, or
+  // autotune) unless the caller did.
+  LinearSpec resolved = spec;
+  std::optional<GemmChoiceRecord> record;
+  if (std::count(spec.provider.begin(), spec.provider.end(), GemmProvider::Auto)) {
+    record = resolveGemmChoice(resolved, options, error);
+    if (!error.empty())
+      return nullptr;
+  }
+  return buildGemmStep(resolved.provider, spec.k, std::move(record), options,
+                       [&](GemmProvider p, std::string &error) -> StepPtr {
+                         if (std::string why = whyNotProvider(resolved, options, p); !why.empty()) {
+                           error = at + ": provider " + gemmProviderName(p) + ": " + why;
+                           return nullptr;
+                         }
+                         return buildLinear(resolved, p, options, error);
+                       },
+                       error);
 }
 
 // ---- makeLayerNorm ---------------------------------------------------------------
@@ -479,7 +487,7 @@ StepPtr makeLayerNorm(const LayerNormSpec &spec, const KernelOptions &options, s
     return nullptr;
   }
   auto step = std::make_unique<LayerNormStep>(spec);
-  if (hostHasAvx512(options)) {
+  if (targetHasAvx512(options)) {
     std::vector<x86::RowSource> sources(spec.residual >= 0 ? 2 : 1, x86::RowSource::Dense);
     step->jit_ = std::make_unique<x86::LayerNormKernel>(spec.n, sources, spec.sum >= 0,
                                                         spec.epsilon, quant);

@@ -23,7 +23,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -94,6 +96,7 @@ struct IoInfo {
 };
 
 class ExecContext;
+struct StepRecipe;
 
 /// What one run of a step does, for profiles and rooflines (runtime/Profile.h):
 /// arithmetic operations (a multiply-add counts 2), bytes it must move between
@@ -119,6 +122,33 @@ public:
 
   std::string location; ///< the op it implements (ONNX node name), for messages
   std::vector<TensorId> inputs, outputs; ///< what it reads and writes
+  /// The factory call that built it (runtime/StepRecipe.h), when made by
+  /// buildStep: what an AOT model stores to build it again.
+  std::shared_ptr<const StepRecipe> recipe;
+};
+
+/// Bytes that tensors (TensorInfo::constant) or step recipes point into.
+struct ConstantRange {
+  const void *data = nullptr;
+  size_t bytes = 0;
+};
+
+/// A check done once, before the first run, whose failure fails every run:
+/// an AOT model's weights checksum, too slow for opening (a read of every
+/// weight page) but due before any output is computed from them.
+class FirstRunCheck {
+public:
+  explicit FirstRunCheck(std::function<std::string()> check) : check_(std::move(check)) {}
+  /// "" when the check passed; runs it on the first call (thread safe).
+  const std::string &result() const {
+    std::call_once(once_, [this] { error_ = check_(); });
+    return error_;
+  }
+
+private:
+  std::function<std::string()> check_;
+  mutable std::once_flag once_;
+  mutable std::string error_;
 };
 
 struct Plan {
@@ -128,6 +158,11 @@ struct Plan {
   std::vector<IoInfo> inputs, outputs;
   std::vector<std::unique_ptr<Step>> steps;
   std::vector<std::shared_ptr<const void>> keepAlive; ///< constant data the tensors point into
+  /// Every constant range the tensors and recipes point into, for AOT. The
+  /// compiler may list bytes it does not own (the compiled module's weights,
+  /// read only while steps are built); an image is written before those go.
+  std::vector<ConstantRange> constants;
+  std::shared_ptr<const FirstRunCheck> firstRunCheck; ///< null: none
 
   /// A human-readable listing (scalars, tensors, steps) for --print-plan and tests.
   std::string describe() const;

@@ -2,24 +2,28 @@
 //
 // makeQuantize / makeDequantize (ONNX QuantizeLinear / DequantizeLinear, per
 // tensor or per axis), makeQuantizePerRow (dynamic per-token u8) and
-// makeQLinear (octet.qlinear: GemmU8S8 on AVX-512 VNNI hosts or oneDNN's int8
-// matmul, chosen as docs/kernel-selection.md says, else a compiled C++ loop
-// with exact int32 sums that evaluates the epilogue per element).
+// makeQLinear (octet.qlinear: GemmU8S8 on AVX-512 VNNI, GemmU8S8AmxDriver on
+// AMX or oneDNN's int8 matmul, per M bucket as runtime/KernelSelection.h
+// resolves it, else a compiled C++ loop with exact int32 sums that evaluates
+// the epilogue per element).
 // Per-tensor quantize and quantize_per_row run the AVX-512 kernels of
 // x86/QuantizeKernels.h, with the same formulas in C++ elsewhere.
 // docs/int8-gemm.md describes the qlinear step's epilogue split.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/EpilogueSplit.h"
+#include "runtime/KernelSelection.h"
 #include "runtime/Steps.h"
 
 #include "compiler/codegen/x86/AmxSupport.h"
 #include "compiler/codegen/onednn/MatMulU8S8.h"
 #include "compiler/codegen/x86/GemmU8S8.h"
+#include "compiler/codegen/x86/GemmU8S8Amx.h"
 #include "compiler/codegen/x86/ProgramEpilogue.h"
 #include "compiler/codegen/x86/QuantizeKernels.h"
 
 #include <algorithm>
+#include <optional>
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
@@ -126,7 +130,7 @@ public:
   QuantizeStep(TensorId in, TensorId scale, TensorId zp, int axis, TensorId out,
                const KernelOptions &options)
       : ScaledStep(in, scale, zp, axis, out) {
-    if (hostHasAvx512(options)) {
+    if (targetHasAvx512(options)) {
       jitU8_ = std::make_unique<x86::QuantizeKernel>(x86::QuantOutput::U8);
       jitS8_ = std::make_unique<x86::QuantizeKernel>(x86::QuantOutput::S8);
     }
@@ -211,7 +215,7 @@ public:
   QuantizePerRowStep(TensorId in, TensorId out, TensorId scaleOut, const KernelOptions &options) {
     inputs = {in};
     outputs = {out, scaleOut};
-    if (hostHasAvx512(options))
+    if (targetHasAvx512(options))
       jit_ = std::make_unique<x86::QuantizePerRowKernel>();
   }
   std::string kind() const override {
@@ -294,16 +298,6 @@ public:
       inputs.push_back(spec.outZeroPoint);
     inputs.insert(inputs.end(), spec.extras.begin(), spec.extras.end());
     outputs = {spec.output};
-    // [N, K] s8 for the reference loop, whatever the given layout.
-    weightNK_.resize(size_t(spec.k * spec.n));
-    if (spec.packed)
-      unpackWeight(*spec.packed, spec.weight, WeightLayout::NK, weightNK_.data());
-    else
-      for (int64_t kk = 0; kk < spec.k; ++kk)
-        for (int64_t nn = 0; nn < spec.n; ++nn)
-          weightNK_[nn * spec.k + kk] = spec.layout == WeightLayout::KN
-                                            ? spec.weight[kk * spec.n + nn]
-                                            : spec.weight[nn * spec.k + kk];
     wScale_.resize(size_t(spec.n));
     for (int64_t nn = 0; nn < spec.n; ++nn)
       wScale_[nn] = spec.wScale[spec.wScaleCount == 1 ? 0 : nn];
@@ -313,11 +307,11 @@ public:
     extrasRead_ = inputsRead(epilogue_);
   }
 
-  enum class Provider { Vnni, OneDnn };
+  enum class Provider { Jit, OneDnn };
 
-  /// The epilogue split shared by both providers: the residual add in the
-  /// GEMM; the rest fused into it where the provider can (VNNI: any program on
-  /// the accumulator and per-column vectors; oneDNN: GELU alone), else
+  /// The epilogue split shared by the providers: the residual add in the
+  /// GEMM; the rest fused into it where the provider can (VNNI and AMX: any
+  /// program on the accumulator and per-column vectors; oneDNN: GELU alone), else
   /// applied after it. Returns the GEMM's output: the result's type, or f32
   /// into a scratch that is requantized after the post-pass (or after the
   /// residual add, which oneDNN cannot do in u8/s8).
@@ -325,7 +319,7 @@ public:
     const EpilogueSplit split = splitEpilogue(spec_.epilogue);
     residual_ = split.residual - 1 >= 0 ? split.residual - 1 : -1;
     const bool identity = isIdentity(split.rest);
-    if (provider == Provider::Vnni && !identity) {
+    if (provider == Provider::Jit && !identity) {
       // Inputs besides the accumulator fuse when they are per-column vectors.
       const ColumnExtras columns = columnExtras(split.rest, spec_.extraPerColumn);
       std::string why;
@@ -357,24 +351,16 @@ public:
       return;
     scratch_ = true;
     outScale_ = outScale, outZp_ = outZp;
-    if (hostHasAvx512(options) && x86::quantizeKernelsSupported())
+    if (targetHasAvx512(options))
       requant_ = std::make_unique<x86::QuantizeKernel>(
           outType_ == DType::U8 ? x86::QuantOutput::U8 : x86::QuantOutput::S8);
   }
 
-  /// GemmU8S8 (AVX-512 VNNI) with the split above.
-  void useVnni(const KernelOptions &options, int32_t xZp, float outScale, int32_t outZp) {
-    const x86::QuantOutput output = splitEpilogueFor(Provider::Vnni, options);
+  /// The JIT GEMMs' parameters, with the split above applied.
+  x86::GemmU8S8Params jitParams(const KernelOptions &options, int32_t xZp, float outScale,
+                                int32_t outZp) {
+    const x86::QuantOutput output = splitEpilogueFor(Provider::Jit, options);
     requantizeAfter(output, options, outScale, outZp);
-    if (spec_.packed) { // octet-pack-weights did the packing: the bytes as they are
-      packed_ = std::make_unique<x86::PackedU8S8>();
-      packed_->n = spec_.n, packed_->k = spec_.k, packed_->nr = spec_.packed->nr;
-      packed_->data.assign(spec_.weight, spec_.weight + spec_.packed->bytes());
-      packed_->colsum.assign(spec_.colsum, spec_.colsum + spec_.n);
-    } else {
-      packed_ = std::make_unique<x86::PackedU8S8>(
-          x86::packU8S8(spec_.weight, spec_.k, spec_.n, spec_.layout));
-    }
     x86::GemmU8S8Params p;
     p.aZeroPoint = xZp;
     // A run-time per-tensor scale takes the per-row path (the same formula,
@@ -388,7 +374,62 @@ public:
     p.output = output;
     p.outScale = output == x86::QuantOutput::F32 ? 1.0f : outScale;
     p.outZeroPoint = output == x86::QuantOutput::F32 ? 0 : outZp;
-    gemm_ = std::make_unique<x86::GemmU8S8>(*packed_, std::move(p));
+    return p;
+  }
+
+  /// False when octet-pack-weights packed the spec's weight in `layout` (the
+  /// kernel uses it in place); else packs it into `owned` with `pack` and
+  /// returns true.
+  template <typename Packed, typename Pack>
+  bool packedHere(const PackedWeightLayout &layout, Packed &owned, Pack pack) const {
+    const std::optional<PackedWeightLayout> &p = spec_.packed;
+    if (p && p->isa == layout.isa && p->nr == layout.nr)
+      return false;
+    std::vector<int8_t> plain;
+    WeightLayout from;
+    const int8_t *w = plainWeight(plain, from);
+    owned = pack(w, spec_.k, spec_.n, from);
+    return true;
+  }
+
+  /// GemmU8S8 (AVX-512 VNNI): a weight octet-pack-weights packed for it is
+  /// used in place; any other is packed here.
+  void useVnni(const KernelOptions &options, int32_t xZp, float outScale, int32_t outZp) {
+    const int nr = x86::gemmU8S8PanelWidth(spec_.n);
+    const PackedWeightLayout layout =
+        packedWeightLayout(PackIsa::Avx512Vnni, spec_.k, spec_.n, nr);
+    x86::PackedU8S8View view;
+    if (packedHere(layout, ownedVnni_, x86::packU8S8))
+      view = ownedVnni_;
+    else
+      view = {spec_.n, spec_.k, nr, spec_.weight, layout.bytes(), spec_.colsum};
+    gemm_ = std::make_unique<x86::GemmU8S8>(view, jitParams(options, xZp, outScale, outZp));
+  }
+
+  /// GemmU8S8AmxDriver (AMX-INT8), weights as for useVnni. Its code is
+  /// generated here on any CPU; it runs only where x86::amxUsable().
+  void useAmx(const KernelOptions &options, int32_t xZp, float outScale, int32_t outZp) {
+    const PackedWeightLayout layout = packedWeightLayout(PackIsa::Amx, spec_.k, spec_.n, 0);
+    x86::PackedU8S8AmxView view;
+    if (packedHere(layout, ownedAmx_, x86::packU8S8Amx))
+      view = ownedAmx_;
+    else
+      view = {spec_.n, spec_.k, spec_.weight, layout.bytes(), spec_.colsum};
+    amx_ = std::make_unique<x86::GemmU8S8AmxDriver>(view, jitParams(options, xZp, outScale, outZp));
+  }
+
+  /// The exact loop: it keeps its own [N, K] copy of the weight.
+  void useReference() {
+    weightNK_.resize(size_t(spec_.k * spec_.n));
+    if (spec_.packed) {
+      unpackWeight(*spec_.packed, spec_.weight, WeightLayout::NK, weightNK_.data());
+      return;
+    }
+    for (int64_t kk = 0; kk < spec_.k; ++kk)
+      for (int64_t nn = 0; nn < spec_.n; ++nn)
+        weightNK_[nn * spec_.k + kk] = spec_.layout == WeightLayout::KN
+                                           ? spec_.weight[kk * spec_.n + nn]
+                                           : spec_.weight[nn * spec_.k + kk];
   }
 
   /// oneDNN's int8 matmul (per-tensor constant x scale only) with the split
@@ -408,9 +449,10 @@ public:
                                                 : onednn::U8S8Output::S8;
     p.outScale = output == x86::QuantOutput::F32 ? 1.0f : outScale;
     p.outZeroPoint = output == x86::QuantOutput::F32 ? 0 : outZp;
-    onednn::Status s =
-        // The [N, K] copy: the spec's bytes may be packed for GemmU8S8.
-        onednn::MatMulU8S8::create(spec_.n, spec_.k, weightNK_.data(), WeightLayout::NK, p, onednn_);
+    std::vector<int8_t> plain; // oneDNN reorders the weight into its own copy
+    WeightLayout from;
+    const int8_t *w = plainWeight(plain, from);
+    onednn::Status s = onednn::MatMulU8S8::create(spec_.n, spec_.k, w, from, p, onednn_);
     if (!s.ok())
       return s.message();
     requantizeAfter(output, options, outScale, outZp);
@@ -418,10 +460,13 @@ public:
   }
 
   std::string kind() const override {
-    std::string k = gemm_ ? "qgemm.jit_vnni" : onednn_ ? "qgemm.onednn" : "qgemm.reference";
+    std::string k = gemm_     ? "qgemm.jit_vnni"
+                    : amx_    ? "qgemm.jit_amx"
+                    : onednn_ ? "qgemm.onednn"
+                              : "qgemm.reference";
     if (spec_.xScalePerRow)
       k += "+rowscale";
-    if (!gemm_ && !onednn_)
+    if (!gemm_ && !amx_ && !onednn_)
       return isIdentity(epilogue_) ? k : k + "+epilogue";
     if (residual_ >= 0)
       k += "+residual";
@@ -456,12 +501,24 @@ public:
 private:
   Status runReference(const ExecContext &ctx, const uint8_t *a, int64_t lda, int64_t m,
                       const float *xScale, void *out, int64_t ldc) const;
+  /// The spec's weight as plain [K, N] / [N, K] (`layout`): its own bytes,
+  /// or unpacked into `copy` when they are packed.
+  const int8_t *plainWeight(std::vector<int8_t> &copy, WeightLayout &layout) const {
+    if (!spec_.packed) {
+      layout = spec_.layout;
+      return spec_.weight;
+    }
+    copy.resize(size_t(spec_.k * spec_.n));
+    layout = WeightLayout::NK;
+    unpackWeight(*spec_.packed, spec_.weight, WeightLayout::NK, copy.data());
+    return copy.data();
+  }
 
   QLinearSpec spec_;
   DType outType_;
   ElementwiseProgram epilogue_; ///< the spec's, without dead code
   std::vector<bool> extrasRead_;
-  std::vector<int8_t> weightNK_;
+  std::vector<int8_t> weightNK_; ///< the reference loop's copy (only when it is the provider)
   std::vector<float> wScale_, bias_;
   int residual_ = -1; ///< index into spec_.extras added by the GEMM
   std::unique_ptr<x86::ProgramEpilogue> fused_;
@@ -472,8 +529,10 @@ private:
   std::unique_ptr<x86::QuantizeKernel> requant_; ///< the scratch's requantize (AVX-512)
   float outScale_ = 1;
   int32_t outZp_ = 0;
-  std::unique_ptr<x86::PackedU8S8> packed_;
+  x86::PackedU8S8 ownedVnni_;   ///< packed here (empty when the spec's is used in place)
+  x86::PackedU8S8Amx ownedAmx_; ///< packed here (empty when the spec's is used in place)
   std::unique_ptr<x86::GemmU8S8> gemm_;
+  std::unique_ptr<x86::GemmU8S8AmxDriver> amx_;
   std::unique_ptr<onednn::MatMulU8S8> onednn_;
 };
 
@@ -516,7 +575,7 @@ Status QLinearStep::run(const ExecContext &ctx) const {
     return Status::error(at + ": the input scale must have one element, got " +
                          shapeString(ctx.shape(spec_.xScale)));
   }
-  if (!gemm_ && !onednn_)
+  if (!gemm_ && !amx_ && !onednn_)
     return runReference(ctx, a, av.ld, m, xScale, c, cv.ld);
 
   std::vector<float> rowScales;
@@ -540,9 +599,14 @@ Status QLinearStep::run(const ExecContext &ctx) const {
     scratch.resize(size_t(m * n));
   void *gemmOut = scratch_ ? scratch.data() : c;
   const int64_t gemmLd = scratch_ ? n : cv.ld;
-  if (gemm_) {
+  if (gemm_ || amx_) {
+    // Both throw, never fault, where this CPU cannot run them (a plan built
+    // for another target).
     try {
-      gemm_->run(a, m, av.ld, gemmOut, gemmLd, residual, ldr, xScale, columns.data());
+      if (gemm_)
+        gemm_->run(a, m, av.ld, gemmOut, gemmLd, residual, ldr, xScale, columns.data());
+      else
+        amx_->run(a, m, av.ld, gemmOut, gemmLd, residual, ldr, xScale, columns.data());
     } catch (const std::exception &e) {
       return Status::error(at + ": " + e.what());
     }
@@ -672,19 +736,55 @@ static std::string checkPackedWeight(const QLinearSpec &spec) {
     return "packed weight for K = " + std::to_string(p.k) + ", N = " + std::to_string(p.n) +
            " does not match K = " + std::to_string(spec.k) + ", N = " + std::to_string(spec.n) +
            (spec.colsum ? "" : " or has no column sums");
-  if (p.isa == PackIsa::Amx) {
-    std::string why;
-    const bool amx = x86::amxUsable(&why);
-    return "the weight is packed for AMX (octet-pack-weights{isa=amx}), " +
-           (amx ? std::string("but the qlinear step has no AMX kernel yet (AVX-512 VNNI or its "
-                              "reference loop only)")
-                : "which this host cannot run: " + why) +
-           "; compile with isa=avx512_vnni";
-  }
-  if (p.nr != x86::gemmU8S8PanelWidth(p.n))
-    return "the weight is packed in " + std::to_string(p.nr) + "-column panels, GemmU8S8 takes " +
-           std::to_string(x86::gemmU8S8PanelWidth(p.n)) + " for N = " + std::to_string(p.n);
+  // Any other layout than the chosen provider's is unpacked and repacked.
   return "";
+}
+
+/// The qlinear step on one provider (whyNotProvider said it can take it).
+static StepPtr buildQLinear(const QLinearSpec &spec, DType outType, GemmProvider provider,
+                            const KernelOptions &options, std::string &error) {
+  const std::string at = "qlinear";
+  auto step = std::make_unique<QLinearStep>(spec, outType);
+  // The JIT GEMMs and oneDNN take the activation's zero point (column-sum
+  // compensation) and the output's scale and zero point at construction
+  // (plan-time constants: whyNotProvider checked). The JIT GEMMs also take a
+  // run-time activation scale (per row, or per tensor through the per-row
+  // path); oneDNN 2.6 takes only a constant per-tensor one (MatMulU8S8.h).
+  int32_t outZp = 0;
+  if (outType == DType::U8 && spec.outZeroPointConst)
+    outZp = *static_cast<const uint8_t *>(spec.outZeroPointConst);
+  else if (outType == DType::I8 && spec.outZeroPointConst)
+    outZp = *static_cast<const int8_t *>(spec.outZeroPointConst);
+  const float outScale = spec.outScaleConst ? *spec.outScaleConst : 1.0f;
+  try {
+    switch (provider) {
+    case GemmProvider::JitVnni:
+      step->useVnni(options, *spec.xZeroPointConst, outScale, outZp);
+      break;
+    case GemmProvider::JitAmx:
+      step->useAmx(options, *spec.xZeroPointConst, outScale, outZp);
+      break;
+    case GemmProvider::OneDnn:
+      if (std::string why = step->useOneDnn(options, *spec.xZeroPointConst, outScale, outZp);
+          !why.empty()) {
+        // Forced: oneDNN's refusal is the answer. Chosen: the exact reference loop.
+        if (options.gemm == KernelOptions::Gemm::OneDnn) {
+          error = at + ": oneDNN (--gemm onednn) cannot run it: " + why;
+          return nullptr;
+        }
+        step = std::make_unique<QLinearStep>(spec, outType);
+        step->useReference();
+      }
+      break;
+    default:
+      step->useReference();
+      break;
+    }
+  } catch (const std::exception &e) {
+    error = at + ": " + e.what();
+    return nullptr;
+  }
+  return step;
 }
 
 StepPtr makeQLinear(const QLinearSpec &spec, DType outType, const KernelOptions &options,
@@ -721,57 +821,24 @@ StepPtr makeQLinear(const QLinearSpec &spec, DType outType, const KernelOptions 
       error = at + ": an extra operand's tensor id is negative";
       return nullptr;
     }
-  auto step = std::make_unique<QLinearStep>(spec, outType);
-  // Both GEMMs take the activation's zero point (column-sum compensation) and
-  // the output's scale and zero point at construction: they are used when
-  // those are plan-time constants. GemmU8S8 also takes a run-time activation
-  // scale (per row, or per tensor through the per-row path); oneDNN 2.6 takes
-  // only a constant per-tensor one (MatMulU8S8.h).
-  const bool outConst = outType == DType::F32 ||
-                        (spec.outScaleConst && (spec.outZeroPoint < 0 || spec.outZeroPointConst));
-  int32_t outZp = 0;
-  if (outType == DType::U8 && spec.outZeroPointConst)
-    outZp = *static_cast<const uint8_t *>(spec.outZeroPointConst);
-  else if (outType == DType::I8 && spec.outZeroPointConst)
-    outZp = *static_cast<const int8_t *>(spec.outZeroPointConst);
-  const float outScale = spec.outScaleConst ? *spec.outScaleConst : 1.0f;
-  const bool jitAvailable = hostHasAvx512(options) && x86::GemmU8S8::hostSupported();
-  std::string oneDnnLimit; // why oneDNN cannot take this qlinear
-  if (spec.xScalePerRow)
-    oneDnnLimit = "per-row (dynamic, per-token) activation scales";
-  else if (!spec.xScaleConst)
-    oneDnnLimit = "a run-time activation scale";
-  else if (!spec.xZeroPointConst || !outConst)
-    oneDnnLimit = "a run-time zero point or output scale";
-  else if (spec.k > onednn::MatMulU8S8::kMaxK)
-    oneDnnLimit = "K above " + std::to_string(onednn::MatMulU8S8::kMaxK);
-  const bool wantOneDnn =
-      options.gemm == KernelOptions::Gemm::OneDnn ||
-      (options.gemm == KernelOptions::Gemm::Auto &&
-       onednn::preferOneDnnU8S8(jitAvailable, spec.xScalePerRow || !spec.xScaleConst));
-  try {
-    if (wantOneDnn && oneDnnLimit.empty()) {
-      std::string why = step->useOneDnn(options, *spec.xZeroPointConst, outScale, outZp);
-      // Forced: oneDNN's refusal is the answer. Auto (no JIT GEMM here): the
-      // exact reference loop.
-      if (!why.empty() && options.gemm == KernelOptions::Gemm::OneDnn) {
-        error = at + ": oneDNN (--gemm onednn) cannot run it: " + why;
-        return nullptr;
-      }
-      if (!why.empty())
-        step = std::make_unique<QLinearStep>(spec, outType);
-    } else if (options.gemm == KernelOptions::Gemm::OneDnn) {
-      error = at + ": oneDNN 2.6's int8 matmul (--gemm onednn) cannot express " + oneDnnLimit +
-              "; use --gemm auto or jit";
+  // Auto entries resolved here (rule or autotune) unless the caller did.
+  QLinearSpec resolved = spec;
+  std::optional<GemmChoiceRecord> record;
+  if (std::count(spec.provider.begin(), spec.provider.end(), GemmProvider::Auto)) {
+    record = resolveGemmChoice(resolved, outType, options, error);
+    if (!error.empty())
       return nullptr;
-    } else if (jitAvailable && spec.xZeroPointConst && outConst && spec.k <= x86::kMaxU8S8K) {
-      step->useVnni(options, *spec.xZeroPointConst, outScale, outZp);
-    }
-  } catch (const std::exception &e) {
-    error = at + ": " + e.what();
-    return nullptr;
   }
-  return step;
+  // One step per distinct provider; a bucketed step when they differ.
+  return buildGemmStep(resolved.provider, spec.k, std::move(record), options,
+                       [&](GemmProvider p, std::string &error) -> StepPtr {
+                         if (std::string why = whyNotProvider(resolved, outType, options, p); !why.empty()) {
+                           error = at + ": provider " + gemmProviderName(p) + ": " + why;
+                           return nullptr;
+                         }
+                         return buildQLinear(resolved, outType, p, options, error);
+                       },
+                       error);
 }
 
 } // namespace octet::rt

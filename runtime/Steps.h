@@ -22,9 +22,13 @@
 #define OCTET_RUNTIME_STEPS_H
 
 #include "compiler/codegen/PackedWeights.h"
+#include "compiler/codegen/x86/CpuFeatures.h"
 #include "runtime/ElementwiseProgram.h"
 #include "runtime/Plan.h"
 
+#include <array>
+#include <climits>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -68,10 +72,51 @@ StepPtr makeMatMul(TensorId a, TensorId b, TensorId out);
 
 // ---- Kernel steps ----------------------------------------------------------
 
+/// Who computes a GEMM step (docs/kernel-selection.md). Auto: the factory
+/// resolves it through runtime/KernelSelection.h.
+enum class GemmProvider : uint8_t {
+  Auto,
+  JitF32,   ///< x86::GemmF32 (AVX-512), linear only
+  JitVnni,  ///< x86::GemmU8S8 (AVX-512 VNNI), qlinear only
+  JitAmx,   ///< x86::GemmU8S8AmxDriver (AMX-INT8), qlinear only
+  OneDnn,   ///< onednn::MatMulF32 / MatMulU8S8
+  Reference ///< the exact C++ loop, qlinear only (nothing else can take it)
+};
+const char *gemmProviderName(GemmProvider provider); ///< "jit_vnni", ...
+
+/// M (= batch x sequence) is known only at run time: a GEMM step holds one
+/// provider per M bucket, M <= 32, M <= 256, M > 256, timed (autotune) at
+/// M = 16, 128 and 1024.
+constexpr int kGemmBuckets = 3;
+constexpr int64_t kGemmBucketMaxM[kGemmBuckets] = {32, 256, INT64_MAX};
+constexpr int64_t kGemmBucketTimedM[kGemmBuckets] = {16, 128, 1024};
+inline int gemmBucket(int64_t m) { return m <= kGemmBucketMaxM[0] ? 0 : m <= kGemmBucketMaxM[1] ? 1 : 2; }
+/// The provider of each M bucket: plain data, stored in the specs (AOT).
+using GemmChoice = std::array<GemmProvider, kGemmBuckets>;
+
+struct GemmChoiceLog; // runtime/KernelSelection.h
+
 struct KernelOptions {
   enum class Gemm { Auto, Jit, OneDnn };
   Gemm gemm = Gemm::Auto; ///< Auto: the documented rule (docs/kernel-selection.md)
-  bool allowAvx512 = true; ///< false: act as on an AVX2-only host (tests)
+  bool allowAvx512 = true; ///< false: act as on an AVX2-only host (tests, isa=avx2)
+  /// The CPU the steps are built for: every kernel decision reads this, never
+  /// the host. A foreign target's code is generated but must not run here.
+  x86::CpuFeatures cpu = x86::CpuFeatures::host();
+  std::string target = "host"; ///< cpu's name (x86::CpuFeatures::forTarget)
+  /// Resolve Auto GEMM providers by timing the candidates that run here (at
+  /// build time, per M bucket) instead of by the rule alone.
+  bool autotune = false;
+  /// Not owned, may be null: receives one record per GEMM whose provider a
+  /// factory resolved (--print-kernel-choices). Also caches timings per shape.
+  GemmChoiceLog *choices = nullptr;
+
+  /// Sets `cpu` and `target` from a name (x86::CpuFeatures::forTarget);
+  /// false with `error` listing the known names.
+  bool setTarget(const std::string &name, std::string &error);
+  /// Why a Plan built with these options must not run on this CPU ("compiled
+  /// for amx, this CPU lacks amx_tile amx_int8"), or "".
+  std::string whyNotRunnableHere() const;
 };
 
 /// out[..., N] = epilogue(in[..., K] · W + bias, extras...). W is a constant
@@ -90,6 +135,9 @@ struct LinearSpec {
   /// QLinearSpec's): the JIT GEMM fuses a program reading it.
   std::vector<bool> extraPerColumn;
   ElementwiseProgram epilogue;
+  /// JitF32 or OneDnn per M bucket; Auto entries are resolved by makeLinear
+  /// (resolveGemmChoice) and KernelOptions::gemm restricts them.
+  GemmChoice provider{};
 };
 StepPtr makeLinear(const LinearSpec &spec, const KernelOptions &options, std::string &error);
 
@@ -158,19 +206,29 @@ StepPtr makeQuantizePerRow(TensorId in, TensorId out, TensorId scaleOut,
 /// element of extras[i-1] broadcast to the result's shape (as LinearSpec's).
 /// xs is one scale (0-D / 1 element) or, with xScalePerRow, an f32 tensor of
 /// the input's leading dims and a last dim of 1 (octet.quantize_per_row).
-/// The AVX-512 VNNI GEMM (x86::GemmU8S8) runs it when the activation's zero
-/// point (and, for u8/i8, the output's scale and zero point) are plan-time
-/// constants (the *Const pointers); it adds a residual extra itself, fuses an
-/// accumulator-only program into its epilogue and applies anything else after
-/// (on an f32 scratch before requantizing). Otherwise a compiled C++ loop with
-/// exact int32 sums evaluates every form per element.
+/// The JIT GEMMs (AVX-512 VNNI x86::GemmU8S8, AMX x86::GemmU8S8AmxDriver) run
+/// it when the activation's zero point (and, for u8/i8, the output's scale and
+/// zero point) are plan-time constants (the *Const pointers); they add a
+/// residual extra themselves, fuse an accumulator-only program into the
+/// epilogue and apply anything else after (on an f32 scratch before
+/// requantizing). oneDNN's int8 matmul is the other provider; where none can,
+/// a compiled C++ loop with exact int32 sums evaluates every form per element.
+/// Which one runs, per M bucket: `provider` (docs/kernel-selection.md).
 struct QLinearSpec {
   TensorId input = -1, output = -1;
-  const int8_t *weight = nullptr; ///< read only at build time (copied / packed)
+  /// Plain ([K, N] / [N, K], `layout`) or packed. A weight packed for the
+  /// provider's kernel is used in place, not copied: `weight` must then stay
+  /// alive and unchanged for the step's life (the Plan keeps it: a constant of
+  /// Plan::keepAlive, or the mapped model.so of an AOT model). Otherwise it is
+  /// read only at build time (packed, reordered by oneDNN, or copied to [N, K]
+  /// when the reference loop is the provider).
+  const int8_t *weight = nullptr;
   WeightLayout layout = WeightLayout::KN;
   /// Set when octet-pack-weights packed the weight at compile time: `weight`
   /// holds the kernel's panels (packed->bytes()) and `colsum` its column sums
-  /// [N] (read only at build time); `layout` is then unused.
+  /// [N] (read only at build time); `layout` is then unused. A layout that is
+  /// not the chosen provider's (amx panels for the VNNI kernel, ...) is
+  /// unpacked and repacked at build time.
   std::optional<PackedWeightLayout> packed;
   const int32_t *colsum = nullptr;
   int64_t k = 0, n = 0;
@@ -189,6 +247,9 @@ struct QLinearSpec {
   /// program reading it (x86::ProgramEpilogue's per-column inputs).
   std::vector<bool> extraPerColumn;
   ElementwiseProgram epilogue;
+  /// JitVnni, JitAmx, OneDnn or Reference per M bucket; Auto entries are
+  /// resolved by makeQLinear (resolveGemmChoice).
+  GemmChoice provider{};
 };
 StepPtr makeQLinear(const QLinearSpec &spec, DType outType, const KernelOptions &options,
                     std::string &error);

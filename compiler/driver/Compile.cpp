@@ -10,6 +10,8 @@
 #include "compiler/driver/Calibrate.h"
 #include "compiler/driver/PlanBuilder.h"
 #include "compiler/passes/Passes.h"
+#include "compiler/codegen/x86/KernelGenerator.h"
+#include "runtime/KernelSelection.h"
 #include "frontends/onnx/Importer.h"
 
 #include "mlir/Bytecode/BytecodeWriter.h"
@@ -27,6 +29,7 @@
 #include <cmath>
 #include <cstring>
 #include <mutex>
+#include <optional>
 
 using namespace mlir;
 namespace rt = octet::rt;
@@ -177,9 +180,12 @@ rt::Status recognizeAndCalibrate(MLIRContext &ctx, ModuleOp module,
   return rt::Status();
 }
 
+/// Compiles `module` into `plan`; with `image`, also serializes the Plan and
+/// the code of every kernel its steps generated (AOT), while the module's
+/// constants are still alive.
 rt::Status compileModule(MLIRContext &ctx, OwningOpRef<ModuleOp> module,
                          const octet::CompileOptions &options, std::string &diagnostics,
-                         std::unique_ptr<rt::Plan> &plan) {
+                         std::unique_ptr<rt::Plan> &plan, rt::PlanImage *image = nullptr) {
   auto failure = [&](const char *fallback) {
     return rt::Status::error(diagnostics.empty() ? std::string(fallback) : diagnostics);
   };
@@ -196,7 +202,11 @@ rt::Status compileModule(MLIRContext &ctx, OwningOpRef<ModuleOp> module,
       return status;
   } else {
     if (options.int8 == Int8::Static) {
-      if (rt::Status status = recognizeAndCalibrate(ctx, *module, options, diagnostics,
+      // The instrumented FP32 plan is not the compiled model: no autotune, no records.
+      octet::CompileOptions calibration = options;
+      calibration.kernels.autotune = false;
+      calibration.kernels.choices = nullptr;
+      if (rt::Status status = recognizeAndCalibrate(ctx, *module, calibration, diagnostics,
                                                     options.calibrationSummary);
           !status.ok())
         return status;
@@ -215,6 +225,7 @@ rt::Status compileModule(MLIRContext &ctx, OwningOpRef<ModuleOp> module,
                                                : octet::Int8PipelineOptions::Mode::Dynamic;
       int8.smoothquant = options.smoothquant;
       int8.alpha = options.smoothquantAlpha;
+      int8.packIsa = octet::packIsaFor(options.kernels.cpu); // the target's INT8 kernel
       octet::buildInt8LoweringPipeline(pm, int8);
       return rt::Status();
     };
@@ -226,10 +237,17 @@ rt::Status compileModule(MLIRContext &ctx, OwningOpRef<ModuleOp> module,
   auto main = module->lookupSymbol<func::FuncOp>("main");
   if (!main)
     return rt::Status::error("the imported module has no @main function");
+  std::optional<octet::x86::KernelCodeCapture> capture;
+  if (image)
+    capture.emplace();
   FailureOr<std::unique_ptr<rt::Plan>> built = octet::buildPlan(main, options.kernels);
   if (failed(built))
     return failure("cannot build the execution plan");
   plan = std::move(*built);
+  if (options.kernels.choices)
+    rt::nameGemmChoices(*options.kernels.choices, *plan);
+  if (image)
+    return rt::writePlanImage(*plan, options.kernels, *capture, *image);
   return rt::Status();
 }
 
@@ -281,6 +299,23 @@ rt::Status octet::compileOnnxFile(const std::string &path, const CompileOptions 
   return withContext(diagnostics, [&](MLIRContext &ctx) {
     return compileModule(ctx, importOnnxFile(ctx, path), options, diagnostics, plan);
   });
+}
+
+rt::Status octet::compileOnnxFileToImage(const std::string &path, const CompileOptions &options,
+                                         rt::PlanImage &image,
+                                         std::unique_ptr<rt::Plan> *planOut) {
+  if (rt::Status valid = validateCompileOptions(options); !valid.ok())
+    return valid;
+  std::string diagnostics;
+  std::unique_ptr<rt::Plan> plan;
+  rt::Status status = withContext(diagnostics, [&](MLIRContext &ctx) {
+    return compileModule(ctx, importOnnxFile(ctx, path), options, diagnostics, plan, &image);
+  });
+  // Still runnable: steps read the module's weights only while built (its
+  // Plan::constants entries into the module are stale now; the image has them).
+  if (planOut)
+    *planOut = std::move(plan);
+  return status;
 }
 
 rt::Status octet::compileOnnxBytes(const void *bytes, size_t size, const CompileOptions &options,

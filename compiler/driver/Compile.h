@@ -11,6 +11,7 @@
 #define OCTET_COMPILER_DRIVER_COMPILE_H
 
 #include "runtime/Plan.h"
+#include "runtime/PlanImage.h"
 #include "runtime/Steps.h"
 
 #include <cstddef>
@@ -72,6 +73,12 @@ rt::Status validateCompileOptions(const CompileOptions &options);
 /// Errors name the file, the ONNX node and op where one is at fault.
 rt::Status compileOnnxFile(const std::string &path, const CompileOptions &options,
                            std::unique_ptr<rt::Plan> &plan);
+/// AOT: compiles as compileOnnxFile and serializes the Plan, its kernels' code
+/// and its constants (runtime/PlanImage.h) for `octetc compile`; `plan`
+/// (optional) receives the Plan itself (e.g. to compare it with the image's).
+rt::Status compileOnnxFileToImage(const std::string &path, const CompileOptions &options,
+                                  rt::PlanImage &image,
+                                  std::unique_ptr<rt::Plan> *plan = nullptr);
 rt::Status compileOnnxBytes(const void *bytes, size_t size, const CompileOptions &options,
                             std::unique_ptr<rt::Plan> &plan);
 

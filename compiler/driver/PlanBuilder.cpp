@@ -17,6 +17,7 @@
 #include "compiler/driver/PlanBuilder.h"
 
 #include "compiler/ir/OctetOps.h"
+#include "runtime/StepRecipe.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -180,8 +181,8 @@ private:
   LogicalResult visitQuant(Operation *op);
   LogicalResult visitQLinear(octet::QLinearOp op);
   LogicalResult visitQuantizePerRow(octet::QuantizePerRowOp op);
-  LogicalResult addStep(Operation *op, rt::StepPtr step, const std::string &kind,
-                        const std::string &error = "");
+  /// Builds the step with rt::buildStep (so it keeps its recipe, for AOT).
+  LogicalResult addStep(Operation *op, const rt::StepRecipe::Call &call, const std::string &kind);
   LogicalResult finishOutputs();
   LogicalResult setUpInputs();
 
@@ -424,7 +425,7 @@ FailureOr<TensorId> PlanWalker::ensureContiguous(Operation *op, TensorId t) {
     return t;
   rt::TensorInfo info = plan_->tensors[t];
   TensorId copy = newArenaTensor(info.name + ".contiguous", info.dtype, info.shape);
-  if (failed(addStep(op, rt::makeCopy(t, copy), "copy")))
+  if (failed(addStep(op, rt::recipe::Copy{t, copy}, "copy")))
     return failure();
   return copy;
 }
@@ -507,6 +508,7 @@ FailureOr<const void *> PlanWalker::constantBytes(Operation *user, Value v) {
            failure();
   }
   plan_->keepAlive.push_back(memory);
+  plan_->constants.push_back({memory.get(), bytes});
   constantData_[v] = memory.get();
   return static_cast<const void *>(memory.get());
 }
@@ -522,8 +524,12 @@ FailureOr<const void *> PlanWalker::transientConstantBytes(Operation *user, Valu
       if (AsmResourceBlob *blob = resource.getRawHandle().getBlob()) {
         ArrayRef<char> data = blob->getData();
         if (data.size() == rt::dtypeBytes(*dtype) * size_t(type.getNumElements()) &&
-            reinterpret_cast<uintptr_t>(data.data()) % rt::dtypeBytes(*dtype) == 0)
+            reinterpret_cast<uintptr_t>(data.data()) % rt::dtypeBytes(*dtype) == 0) {
+          // Read while steps are built (they pack or copy it); an AOT image
+          // is written before the module goes (Plan::constants).
+          plan_->constants.push_back({data.data(), data.size()});
           return static_cast<const void *>(data.data());
+        }
       }
   return constantBytes(user, v);
 }
@@ -785,8 +791,10 @@ FailureOr<std::vector<ScalarId>> PlanWalker::resultShape(Operation *op, Value re
 
 // ---- ops ---------------------------------------------------------------------
 
-LogicalResult PlanWalker::addStep(Operation *op, rt::StepPtr step, const std::string &kind,
-                                  const std::string &error) {
+LogicalResult PlanWalker::addStep(Operation *op, const rt::StepRecipe::Call &call,
+                                  const std::string &kind) {
+  std::string error;
+  rt::StepPtr step = rt::buildStep(rt::StepRecipe{call}, options_, error);
   if (!step)
     return op->emitError() << "cannot build the " << kind << " step"
                            << (error.empty() ? std::string() : ": " + error),
@@ -899,7 +907,7 @@ LogicalResult PlanWalker::visitViewOp(Operation *op) {
       // Copy the strided input into the reshape's buffer, then view it.
       TensorId copy = newTensor(name + ".contiguous", in.dtype, in.shape, Storage::Arena, -1);
       assignSlot(copy, slot >= 0 ? slot : int64_t(plan_->arenaSlots.size()));
-      if (failed(addStep(op, rt::makeCopy(source, copy), "copy")))
+      if (failed(addStep(op, rt::recipe::Copy{source, copy}, "copy")))
         return failure();
       source = copy;
     }
@@ -953,7 +961,7 @@ LogicalResult PlanWalker::visitViewOp(Operation *op) {
   FailureOr<TensorId> out = resultTensor(op, result, *shape);
   if (failed(out))
     return failure();
-  return addStep(op, rt::makeCopy(view, *out), "copy");
+  return addStep(op, rt::recipe::Copy{view, *out}, "copy");
 }
 
 LogicalResult PlanWalker::visitLinear(Operation *op) {
@@ -998,14 +1006,14 @@ LogicalResult PlanWalker::visitLinear(Operation *op) {
     if (failed(out))
       return failure();
     if (!bias)
-      return addStep(op, rt::makeMatMul(*in, rhs, *out), "matmul");
+      return addStep(op, rt::recipe::MatMul{*in, rhs, *out}, "matmul");
     FailureOr<TensorId> b = tensorFor(op, bias);
     if (failed(b))
       return failure();
     TensorId product = newArenaTensor(plan_->tensors[*out].name + ".product", DType::F32, *shape);
-    if (failed(addStep(op, rt::makeMatMul(*in, rhs, product), "matmul")))
+    if (failed(addStep(op, rt::recipe::MatMul{*in, rhs, product}, "matmul")))
       return failure();
-    return addStep(op, rt::makeBinary(rt::BinaryKind::Add, product, *b, *out), "add");
+    return addStep(op, rt::recipe::Binary{rt::BinaryKind::Add, product, *b, *out}, "add");
   }
 
   rt::LinearSpec spec;
@@ -1047,9 +1055,7 @@ LogicalResult PlanWalker::visitLinear(Operation *op) {
   if (failed(out))
     return failure();
   spec.output = *out;
-  std::string error;
-  rt::StepPtr step = rt::makeLinear(spec, options_, error);
-  return addStep(op, std::move(step), "linear", error);
+  return addStep(op, rt::recipe::Linear{spec}, "linear");
 }
 
 LogicalResult PlanWalker::visitLayerNorm(Operation *op) {
@@ -1099,6 +1105,7 @@ LogicalResult PlanWalker::visitLayerNorm(Operation *op) {
   } else {
     std::shared_ptr<void> zeros = allocateAligned(spec.n * sizeof(float));
     plan_->keepAlive.push_back(zeros);
+    plan_->constants.push_back({zeros.get(), size_t(spec.n) * sizeof(float)});
     spec.beta = static_cast<const float *>(zeros.get());
   }
   FailureOr<TensorId> x = tensorFor(op, input);
@@ -1138,9 +1145,7 @@ LogicalResult PlanWalker::visitLayerNorm(Operation *op) {
       return failure();
     (i == 0 ? spec.output : i == 1 ? spec.quantized : spec.rowScale) = *out;
   }
-  std::string error;
-  rt::StepPtr step = rt::makeLayerNorm(spec, options_, error);
-  return addStep(op, std::move(step), lnq ? "layer_norm_quantize" : "layer_norm", error);
+  return addStep(op, rt::recipe::LayerNorm{spec}, lnq ? "layer_norm_quantize" : "layer_norm");
 }
 
 LogicalResult PlanWalker::visitQuant(Operation *op) {
@@ -1172,8 +1177,8 @@ LogicalResult PlanWalker::visitQuant(Operation *op) {
   if (failed(out))
     return failure();
   if (isa<octet::QuantizeOp>(op))
-    return addStep(op, rt::makeQuantize(*in, *s, z, axis, *out, options_), "quantize");
-  return addStep(op, rt::makeDequantize(*in, *s, z, axis, *out), "dequantize");
+    return addStep(op, rt::recipe::Quantize{*in, *s, z, axis, *out}, "quantize");
+  return addStep(op, rt::recipe::Dequantize{*in, *s, z, axis, *out}, "dequantize");
 }
 
 LogicalResult PlanWalker::visitQLinear(octet::QLinearOp op) {
@@ -1189,20 +1194,29 @@ LogicalResult PlanWalker::visitQLinear(octet::QLinearOp op) {
   if (failed(in) || failed(in = ensureContiguous(op, *in)))
     return failure();
   spec.input = *in;
-  FailureOr<const void *> w = transientConstantBytes(op, op.getWeight());
+  // Packed by octet-pack-weights: the kernel uses the panels in place for the
+  // Plan's life (kept here, or mapped from an AOT model.so); a plain weight is
+  // only read while the step is built.
+  FailureOr<const void *> w = op.getPacked() ? constantBytes(op, op.getWeight())
+                                             : transientConstantBytes(op, op.getWeight());
   if (failed(w))
     return failure();
   spec.weight = static_cast<const int8_t *>(*w);
   spec.layout = transposeWeight ? octet::WeightLayout::NK : octet::WeightLayout::KN;
   spec.k = op.getK();
   spec.n = op.getN();
-  // Packed by octet-pack-weights: the panels and column sums go to the kernel as they are.
-  std::vector<int32_t> colsum;
   if (op.getPacked()) {
     spec.packed = op.getPackedLayout();
     auto sums = op.getPackedColsum().getValues<int32_t>();
-    colsum.assign(sums.begin(), sums.end());
-    spec.colsum = colsum.data();
+    size_t bytes = sums.size() * sizeof(int32_t);
+    std::shared_ptr<void> colsum = allocateAligned(bytes);
+    if (!colsum)
+      return op.emitError() << "cannot allocate " << bytes << " bytes for the column sums",
+             failure();
+    std::copy(sums.begin(), sums.end(), static_cast<int32_t *>(colsum.get()));
+    plan_->keepAlive.push_back(colsum);
+    plan_->constants.push_back({colsum.get(), bytes});
+    spec.colsum = static_cast<const int32_t *>(colsum.get());
   }
   if (op.getBias()) {
     FailureOr<const void *> b = constantBytes(op, op.getBias());
@@ -1276,9 +1290,7 @@ LogicalResult PlanWalker::visitQLinear(octet::QLinearOp op) {
   if (failed(out))
     return failure();
   spec.output = *out;
-  std::string error;
-  rt::StepPtr step = rt::makeQLinear(spec, plan_->tensors[*out].dtype, options_, error);
-  return addStep(op, std::move(step), "qlinear", error);
+  return addStep(op, rt::recipe::QLinear{spec, plan_->tensors[*out].dtype}, "qlinear");
 }
 
 LogicalResult PlanWalker::visitQuantizePerRow(octet::QuantizePerRowOp op) {
@@ -1296,9 +1308,7 @@ LogicalResult PlanWalker::visitQuantizePerRow(octet::QuantizePerRowOp op) {
       return failure();
     results[i] = *out;
   }
-  std::string error;
-  rt::StepPtr step = rt::makeQuantizePerRow(*in, results[0], results[1], options_, error);
-  return addStep(op, std::move(step), "quantize_per_row", error);
+  return addStep(op, rt::recipe::QuantizePerRow{*in, results[0], results[1]}, "quantize_per_row");
 }
 
 LogicalResult PlanWalker::visit(Operation *op) {
@@ -1357,13 +1367,13 @@ LogicalResult PlanWalker::visit(Operation *op) {
   using BK = rt::BinaryKind;
   using UK = rt::UnaryKind;
   auto binary = [&](BK kind) {
-    return addStep(op, rt::makeBinary(kind, ins[0], ins[1], out), opName.str());
+    return addStep(op, rt::recipe::Binary{kind, ins[0], ins[1], out}, opName.str());
   };
-  auto unary = [&](UK kind) { return addStep(op, rt::makeUnary(kind, ins[0], out), opName.str()); };
+  auto unary = [&](UK kind) { return addStep(op, rt::recipe::Unary{kind, ins[0], out}, opName.str()); };
   auto reduce = [&](rt::ReduceKind kind) {
     auto axes = op->getAttrOfType<DenseI64ArrayAttr>("axes").asArrayRef();
     return addStep(op,
-                   rt::makeReduce(kind, ins[0], std::vector<int>(axes.begin(), axes.end()), out),
+                   rt::recipe::Reduce{kind, ins[0], std::vector<int>(axes.begin(), axes.end()), out},
                    opName.str());
   };
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
@@ -1391,15 +1401,15 @@ LogicalResult PlanWalker::visit(Operation *op) {
       .Case([&](octet::ReluOp) { return unary(UK::Relu); })
       .Case([&](octet::SigmoidOp) { return unary(UK::Sigmoid); })
       .Case([&](octet::NotOp) { return unary(UK::Not); })
-      .Case([&](octet::CastOp) { return addStep(op, rt::makeCast(ins[0], out), "cast"); })
+      .Case([&](octet::CastOp) { return addStep(op, rt::recipe::Cast{ins[0], out}, "cast"); })
       .Case([&](octet::WhereOp) {
-        return addStep(op, rt::makeWhere(ins[0], ins[1], ins[2], out), "where");
+        return addStep(op, rt::recipe::Where{ins[0], ins[1], ins[2], out}, "where");
       })
       .Case([&](octet::GatherOp g) {
-        return addStep(op, rt::makeGather(ins[0], ins[1], int(g.getAxis()), out), "gather");
+        return addStep(op, rt::recipe::Gather{ins[0], ins[1], int(g.getAxis()), out}, "gather");
       })
       .Case([&](octet::ConcatOp c) {
-        return addStep(op, rt::makeConcat(ins, int(c.getAxis()), out), "concat");
+        return addStep(op, rt::recipe::Concat{ins, int(c.getAxis()), out}, "concat");
       })
       .Case([&](octet::ReduceMeanOp) { return reduce(rt::ReduceKind::Mean); })
       .Case([&](octet::ReduceSumOp) { return reduce(rt::ReduceKind::Sum); })
@@ -1407,24 +1417,24 @@ LogicalResult PlanWalker::visit(Operation *op) {
       .Case([&](octet::ReduceMinOp) { return reduce(rt::ReduceKind::Min); })
       .Case([&](octet::CumSumOp c) {
         return addStep(
-            op, rt::makeCumSum(ins[0], int(c.getAxis()), c.getExclusive(), c.getReverse(), out),
+            op, rt::recipe::CumSum{ins[0], int(c.getAxis()), c.getExclusive(), c.getReverse(), out},
             "cumsum");
       })
       .Case([&](octet::SoftmaxOp s) {
-        return addStep(op, rt::makeSoftmax(ins[0], int(s.getAxis()), out), "softmax");
+        return addStep(op, rt::recipe::Softmax{ins[0], int(s.getAxis()), out}, "softmax");
       })
       .Case([&](octet::RangeOp r) {
-        return addStep(op, rt::makeRange(scalarFor(r.getStart()), scalarFor(r.getDelta()), out),
+        return addStep(op, rt::recipe::Range{scalarFor(r.getStart()), scalarFor(r.getDelta()), out},
                        "range");
       })
       .Case([&](octet::FromElementsOp f) {
         std::vector<ScalarId> elements;
         for (Value e : f.getElements())
           elements.push_back(scalarFor(e));
-        return addStep(op, rt::makeFromElements(elements, out), "from_elements");
+        return addStep(op, rt::recipe::FromElements{elements, out}, "from_elements");
       })
       .Case([&](octet::MatMulOp) {
-        return addStep(op, rt::makeMatMul(ins[0], ins[1], out), "matmul");
+        return addStep(op, rt::recipe::MatMul{ins[0], ins[1], out}, "matmul");
       })
       .Case([&](octet::GeluOp g) {
         rt::ElementwiseProgram program;
@@ -1434,8 +1444,7 @@ LogicalResult PlanWalker::visit(Operation *op) {
                                       ? rt::ElementwiseProgram::Op::GeluTanh
                                       : rt::ElementwiseProgram::Op::GeluErf,
                                   0, -1, 0});
-        rt::StepPtr step = rt::makeFusedElementwise(program, ins, out, options_, error);
-        return addStep(op, std::move(step), "gelu", error);
+        return addStep(op, rt::recipe::FusedElementwise{program, ins, out}, "gelu");
       })
       .Case([&](octet::AttentionOp a) {
         rt::AttentionSpec spec;
@@ -1444,16 +1453,14 @@ LogicalResult PlanWalker::visit(Operation *op) {
         spec.output = out;
         spec.numHeads = a.getNumHeads();
         spec.scale = a.getScale().convertToFloat();
-        rt::StepPtr step = rt::makeAttention(spec, options_, error);
-        return addStep(op, std::move(step), "attention", error);
+        return addStep(op, rt::recipe::Attention{spec}, "attention");
       })
       .Default([&](Operation *) -> LogicalResult {
         if (opName == "octet.fused") {
           FailureOr<rt::ElementwiseProgram> program = octet::programFromRegion(op->getRegion(0));
           if (failed(program))
             return failure();
-          rt::StepPtr step = rt::makeFusedElementwise(*program, ins, out, options_, error);
-          return addStep(op, std::move(step), "fused elementwise", error);
+          return addStep(op, rt::recipe::FusedElementwise{*program, ins, out}, "fused elementwise");
         }
         return op->emitError() << op->getName() << " is not supported by the FP32 runtime",
                failure();
@@ -1578,7 +1585,7 @@ LogicalResult PlanWalker::finishOutputs() {
       // An input, a constant, a view or a value returned twice: copy it out.
       std::vector<ScalarId> shape = info.shape;
       TensorId out = newTensor(io.name, *dtype, shape, Storage::Output, int32_t(i));
-      if (failed(addStep(ret, rt::makeCopy(*t, out), "copy")))
+      if (failed(addStep(ret, rt::recipe::Copy{*t, out}, "copy")))
         return failure();
       plan_->steps.back()->location = io.name;
       io.tensor = out;

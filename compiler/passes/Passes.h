@@ -2,6 +2,7 @@
 #ifndef OCTET_COMPILER_PASSES_PASSES_H
 #define OCTET_COMPILER_PASSES_PASSES_H
 
+#include "compiler/codegen/x86/CpuFeatures.h"
 #include "compiler/ir/OctetOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/Pass.h"
@@ -32,9 +33,11 @@ struct Int8PipelineOptions {
   /// "host" (defaultPackIsa()).
   std::string packIsa = "host";
 };
-/// The layout the runtime's qlinear kernel takes on this host: "avx512_vnni"
-/// with AVX-512 VNNI (AMX hosts too: the qlinear step has no AMX kernel yet),
-/// else "none" (the reference loop reads unpacked weights as well).
+/// The layout the runtime's qlinear kernel takes on `cpu` (the compile
+/// target): "amx" with AMX-INT8, "avx512_vnni" with AVX-512 VNNI, else "none"
+/// (the reference loop and oneDNN read unpacked weights as well).
+std::string packIsaFor(const x86::CpuFeatures &cpu);
+/// packIsaFor(this host).
 std::string defaultPackIsa();
 /// The INT8 lowering that follows recognition (and, for static mode,
 /// calibration: the linears carry octet.calib): [smoothquant], quantize,

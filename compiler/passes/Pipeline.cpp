@@ -65,9 +65,13 @@ void octet::buildInt8LoweringPipeline(OpPassManager &pm, const Int8PipelineOptio
   fn.addPass(createOctetPlanMemory());
 }
 
-std::string octet::defaultPackIsa() {
-  return x86::CpuFeatures::host().supports(x86::Isa::Avx512Vnni) ? "avx512_vnni" : "none";
+std::string octet::packIsaFor(const x86::CpuFeatures &cpu) {
+  return cpu.supports(x86::Isa::AmxInt8)      ? "amx"
+         : cpu.supports(x86::Isa::Avx512Vnni) ? "avx512_vnni"
+                                              : "none";
 }
+
+std::string octet::defaultPackIsa() { return packIsaFor(x86::CpuFeatures::host()); }
 
 void octet::registerOctetPipelines() {
   PassPipelineRegistration<>(

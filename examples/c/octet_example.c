@@ -1,7 +1,12 @@
 /* octet_example - compile an ONNX BERT-family encoder and run it once (C99).
  *
- *   octet_example MODEL.onnx [batch sequence]
+ *   octet_example MODEL.onnx|MODEL.so|- [batch sequence]
  *
+ * MODEL.onnx is compiled here (JIT); MODEL.so, written by `octetc compile`,
+ * is opened with octet_model_open (AOT, through liboctet.so); "-" opens the
+ * model.so this program was linked against instead of liboctet.so:
+ *   cc octet_example.c -Iruntime/include model.so -Wl,-rpath,DIR -lm
+ * (docs/aot.md).
  * Lists the model's inputs and outputs, fills the int64 inputs (token ids in
  * 1..99, an attention mask of ones whose second row ends in two padding
  * tokens, token types 0), runs with runtime-owned outputs and prints each
@@ -21,6 +26,16 @@ static int check(octet_status status, const char *what) {
   fprintf(stderr, "octet_example: %s failed (status %d): %s\n", what, (int)status,
           octet_last_error());
   return 0;
+}
+
+/* JIT from ONNX, AOT from a model.so, or the linked model.so ("-"). */
+static octet_status open_model(const char *path, octet_model **model) {
+  size_t length = strlen(path);
+  if (strcmp(path, "-") == 0)
+    return octet_model_open(NULL, NULL, model);
+  if (length > 3 && strcmp(path + length - 3, ".so") == 0)
+    return octet_model_open(path, NULL, model);
+  return octet_model_create_from_file(path, NULL, model);
 }
 
 static void print_info(const char *kind, int32_t index, const octet_tensor_info *info) {
@@ -74,7 +89,7 @@ static double element_as_double(const octet_tensor *t, int64_t i) {
 
 int main(int argc, char **argv) {
   if (argc != 2 && argc != 4) {
-    fprintf(stderr, "usage: %s MODEL.onnx [batch sequence]\n", argv[0]);
+    fprintf(stderr, "usage: %s MODEL.onnx|MODEL.so|- [batch sequence]\n", argv[0]);
     return 2;
   }
   int64_t batch = argc == 4 ? atoll(argv[2]) : 2;
@@ -89,7 +104,7 @@ int main(int argc, char **argv) {
   octet_tensor *inputs = NULL, *outputs = NULL;
   int32_t num_inputs = 0, num_outputs = 0;
 
-  if (!check(octet_model_create_from_file(argv[1], NULL, &model), "octet_model_create_from_file"))
+  if (!check(open_model(argv[1], &model), "opening the model"))
     goto done;
   num_inputs = octet_model_num_inputs(model);
   num_outputs = octet_model_num_outputs(model);

@@ -1,5 +1,6 @@
 """A ctypes binding of Octet's C API (runtime/include/octet/octet.h) for benchmarks and
-tests: compile an ONNX model in-process and run it on NumPy arrays."""
+tests: compile an ONNX model in-process (or open a model.so of `octetc compile`) and run it on
+NumPy arrays."""
 import ctypes
 
 import numpy as np
@@ -32,6 +33,7 @@ class OctetModel:
         lib.octet_options_destroy.argtypes = [ctypes.c_void_p]
         lib.octet_model_create_from_file.argtypes = [ctypes.c_char_p, ctypes.c_void_p,
                                                      ctypes.POINTER(ctypes.c_void_p)]
+        lib.octet_model_open.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p)]
         lib.octet_model_destroy.argtypes = [ctypes.c_void_p]
         for fn in (lib.octet_model_num_inputs, lib.octet_model_num_outputs):
             fn.argtypes = [ctypes.c_void_p]
@@ -47,7 +49,9 @@ class OctetModel:
             for key, value in (options or {}).items():
                 self._check(lib.octet_options_set(opts, key.encode(), str(value).encode()))
             handle = ctypes.c_void_p()
-            self._check(lib.octet_model_create_from_file(onnx_path.encode(), opts, ctypes.byref(handle)))
+            # A model.so (AOT) is opened, ONNX compiled here (JIT).
+            create = lib.octet_model_open if onnx_path.endswith(".so") else lib.octet_model_create_from_file
+            self._check(create(onnx_path.encode(), opts, ctypes.byref(handle)))
         finally:
             lib.octet_options_destroy(opts)
         self._model = handle

@@ -13,6 +13,7 @@ tool_dirs = [os.path.join(config.octet_tools_dir, "octet-opt"),
              os.path.join(config.octet_tools_dir, "octetc"),
              os.path.join(config.octet_tools_dir, "octet-interp"),
              os.path.join(config.octet_tools_dir, "octet-jit-dump"),
+             os.path.join(config.octet_obj_root, "examples"),
              config.llvm_tools_dir]
 config.environment["PATH"] = os.pathsep.join(tool_dirs + [config.environment.get("PATH", os.environ["PATH"])])
 config.substitutions.append(("%python", config.python_executable))
@@ -39,3 +40,11 @@ for _feature, _present, _why in (
         config.available_features.add(_feature)
     else:
         lit_config.note(f"feature '{_feature}' unavailable: {_why}; minilm tests that need it are UNSUPPORTED")
+
+# host-amx: this CPU runs AMX-INT8 (tests of a foreign --target amx need a CPU without it).
+try:
+    with open("/proc/cpuinfo") as _cpuinfo:
+        if "amx_int8" in _cpuinfo.read().split():
+            config.available_features.add("host-amx")
+except OSError:
+    pass

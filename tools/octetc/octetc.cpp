@@ -3,17 +3,22 @@
 //   octetc import MODEL [-o OUT] [--elide-weights | --emit-bytecode]   ONNX → octet IR
 //   octetc ops                                            supported ONNX ops
 //   octetc run MODEL [--input NAME=FILE ...] [--input-sets DIR] [--int8=...] ...   compile and run
+//   octetc compile MODEL -o model.so [--int8=...] ...     AOT: a self-contained model.so
+//   octetc inspect model.so [--code FILE]                 what a model.so holds
 //   octetc calibrate MODEL --samples DIR|generate:SPEC [-o FILE]   calibrated IR (octet.calib)
 //   octetc ceilings [--refresh]                           the roofline's machine ceilings
 //
 //===----------------------------------------------------------------------===//
+#include "compiler/codegen/aot/AotLinker.h"
 #include "compiler/driver/Compile.h"
 #include "compiler/driver/Samples.h"
 #include "compiler/driver/TensorFiles.h"
 #include "compiler/passes/Passes.h"
 #include "frontends/onnx/Importer.h"
+#include "runtime/AotLoader.h"
 #include "runtime/Ceilings.h"
 #include "runtime/Executor.h"
+#include "runtime/KernelSelection.h"
 #include "runtime/Profile.h"
 
 #include "mlir/Bytecode/BytecodeWriter.h"
@@ -29,6 +34,7 @@
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <link.h>
 #include <omp.h>
 
 #include <algorithm>
@@ -36,6 +42,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <map>
 #include <random>
 
@@ -61,13 +68,35 @@ static cl::opt<bool> emitBytecode(
 
 static cl::SubCommand opsCommand("ops", "List the supported ONNX op types, one per line");
 
+static cl::SubCommand compileCommand(
+    "compile",
+    "Compile an ONNX model (FP32, or INT8 with --int8) ahead of time into one self-contained "
+    "shared object: the plan, the kernels' code and the weights, with the runtime linked in "
+    "by the system C compiler ($CC, else cc). The C API opens it (octet_model_open), a program "
+    "can link it, and octetc run runs it (docs/aot.md)");
+static cl::opt<std::string> compileOutput("o", cl::desc("The model.so to write"),
+                                          cl::value_desc("FILE"), cl::Required,
+                                          cl::sub(compileCommand), cl::cat(octetcCategory));
+
+static cl::SubCommand
+    inspectCommand("inspect",
+                   "Print what a model.so written by octetc compile holds (docs/aot.md)");
+static cl::opt<std::string> inspectModel(cl::Positional, cl::Required, cl::desc("<model.so>"),
+                                         cl::sub(inspectCommand), cl::cat(octetcCategory));
+static cl::opt<std::string>
+    inspectCode("code", cl::desc("Write the kernel code section (raw x86-64) to FILE"),
+                cl::value_desc("FILE"), cl::sub(inspectCommand), cl::cat(octetcCategory));
+
 static cl::SubCommand runCommand(
     "run",
-    "Compile an ONNX model (FP32, or INT8 with --int8) and run it. Inputs come from --input files, from the input "
+    "Compile an ONNX model (FP32, or INT8 with --int8) and run it. Inputs come from --input files, "
+    "from the input "
     "sets of --input-sets, or are made up (random token ids within the vocabulary, attention "
     "masks of ones with a padded tail on every other row, token type ids 0, f32 normal)");
-static cl::opt<std::string> runModel(cl::Positional, cl::Required, cl::desc("<model.onnx>"),
-                                     cl::sub(runCommand), cl::cat(octetcCategory));
+static cl::opt<std::string>
+    runModel(cl::Positional, cl::Required,
+             cl::desc("<model.onnx> (run: or a model.so of octetc compile)"), cl::sub(runCommand),
+             cl::sub(compileCommand), cl::cat(octetcCategory));
 static cl::list<std::string>
     runInputs("input",
               cl::desc("An input as NAME=FILE (.npy, or an ONNX TensorProto .pb); repeatable. "
@@ -94,10 +123,27 @@ static cl::opt<std::string> runOutput("output", cl::desc("Write each output as D
                                       cl::cat(octetcCategory));
 static cl::opt<std::string> runGemm("gemm",
                                     cl::desc("GEMM provider: auto (default), jit or onednn"),
-                                    cl::init("auto"), cl::sub(runCommand), cl::cat(octetcCategory));
+                                    cl::init("auto"), cl::sub(runCommand), cl::sub(compileCommand),
+                                    cl::cat(octetcCategory));
 static cl::opt<std::string>
     runIsa("isa", cl::desc("host (default), or avx2: act as on a host without AVX-512"),
-           cl::init("host"), cl::sub(runCommand), cl::cat(octetcCategory));
+           cl::init("host"), cl::sub(runCommand), cl::sub(compileCommand), cl::cat(octetcCategory));
+static cl::opt<std::string> runTarget(
+    "target",
+    cl::desc("The CPU to build the kernels for: host (default), avx2, avx-vnni, avx512, "
+             "avx512-vnni, amx or a CPU name (zen4, sapphirerapids, ...). `run` refuses a target "
+             "this CPU cannot execute"),
+    cl::value_desc("NAME"), cl::init("host"), cl::sub(runCommand), cl::sub(compileCommand),
+    cl::cat(octetcCategory));
+static cl::opt<bool> runAutotune(
+    "autotune",
+    cl::desc("Choose each GEMM's provider per M bucket by timing the candidates that run here "
+             "(docs/kernel-selection.md); default: the documented rule"),
+    cl::sub(runCommand), cl::sub(compileCommand), cl::cat(octetcCategory));
+static cl::opt<bool> runPrintKernelChoices(
+    "print-kernel-choices",
+    cl::desc("Print each GEMM's provider per M bucket: candidates' times, choice and reason"),
+    cl::sub(runCommand), cl::sub(compileCommand), cl::cat(octetcCategory));
 static cl::opt<std::string> runPasses(
     "passes",
     cl::desc("The passes between import and planning, as a comma-separated pipeline of function "
@@ -105,36 +151,39 @@ static cl::opt<std::string> runPasses(
              "Any prefix of the pipeline must compute the same outputs. With --int8 they replace "
              "the INT8 lowering only: recognition (and, static, calibration) run first, then "
              "these passes ('none': plan the recognized, calibrated FP32 IR)"),
-    cl::value_desc("PIPELINE"), cl::init(""), cl::sub(runCommand), cl::cat(octetcCategory));
+    cl::value_desc("PIPELINE"), cl::init(""), cl::sub(runCommand), cl::sub(compileCommand),
+    cl::cat(octetcCategory));
 static cl::opt<std::string> runInt8(
     "int8",
     cl::desc("Compile for INT8: 'static' (calibrate on --calib samples, SmoothQuant, per-tensor "
              "activation scales), 'dynamic' (per-token activation scales at run time, no "
              "calibration) or 'none' (FP32, the default). See docs/calibration.md"),
     cl::value_desc("static|dynamic|none"), cl::init("none"), cl::sub(runCommand),
-    cl::cat(octetcCategory));
+    cl::sub(compileCommand), cl::cat(octetcCategory));
 static cl::opt<std::string> runCalib(
     "calib",
     cl::desc(std::string("Calibration samples for --int8=static: a directory of input sets "
                          "(like --input-sets) or generate:N[xB][xS] (N generated batches of B "
                          "sequences of S tokens; default ") +
              octet::kDefaultCalibrationSamples + ")"),
-    cl::value_desc("DIR|generate:SPEC"), cl::sub(runCommand), cl::cat(octetcCategory));
+    cl::value_desc("DIR|generate:SPEC"), cl::sub(runCommand), cl::sub(compileCommand),
+    cl::cat(octetcCategory));
 static cl::opt<double> runSmoothAlpha(
     "smoothquant-alpha",
     cl::desc("SmoothQuant's migration strength in [0, 1] for --int8=static (default 0.7)"),
-    cl::init(0.7), cl::sub(runCommand), cl::cat(octetcCategory));
-static cl::opt<bool> runNoSmooth("no-smoothquant",
-                                 cl::desc("--int8=static without SmoothQuant"),
-                                 cl::sub(runCommand), cl::cat(octetcCategory));
+    cl::init(0.7), cl::sub(runCommand), cl::sub(compileCommand), cl::cat(octetcCategory));
+static cl::opt<bool> runNoSmooth("no-smoothquant", cl::desc("--int8=static without SmoothQuant"),
+                                 cl::sub(runCommand), cl::sub(compileCommand),
+                                 cl::cat(octetcCategory));
 static cl::opt<double> runCalibPercentile(
     "calib-percentile",
     cl::desc("--int8=static: clip the per-tensor activation range to the P-th percentile "
              "(P in (50, 100], e.g. 99.99; default: min/max)"),
-    cl::init(0), cl::sub(runCommand), cl::cat(octetcCategory));
+    cl::init(0), cl::sub(runCommand), cl::sub(compileCommand), cl::cat(octetcCategory));
 static cl::opt<bool> runPrintIr("print-ir-after-all",
                                 cl::desc("Print the IR after import and after every pass"),
-                                cl::sub(runCommand), cl::cat(octetcCategory));
+                                cl::sub(runCommand), cl::sub(compileCommand),
+                                cl::cat(octetcCategory));
 static cl::opt<bool> runPrintPlan("print-plan", cl::desc("Print the execution plan"),
                                   cl::sub(runCommand), cl::cat(octetcCategory));
 static cl::opt<bool> runProfile(
@@ -559,8 +608,8 @@ bool runInputSet(const rt::Plan &plan, const InputSet &set, std::string &error) 
 
 } // namespace
 
-static int runRun() {
-  octet::CompileOptions options;
+/// The compile flags that run and compile share (an error is printed).
+static bool compileOptionsFromFlags(octet::CompileOptions &options) {
   if (runGemm == "auto")
     options.kernels.gemm = rt::KernelOptions::Gemm::Auto;
   else if (runGemm == "jit")
@@ -569,14 +618,19 @@ static int runRun() {
     options.kernels.gemm = rt::KernelOptions::Gemm::OneDnn;
   else {
     llvm::errs() << "error: --gemm '" << runGemm << "': give auto, jit or onednn\n";
-    return 1;
+    return false;
   }
   if (runIsa == "avx2")
     options.kernels.allowAvx512 = false;
   else if (runIsa != "host") {
     llvm::errs() << "error: --isa '" << runIsa << "': give host or avx2\n";
-    return 1;
+    return false;
   }
+  if (std::string error; !options.kernels.setTarget(runTarget, error)) {
+    llvm::errs() << "error: --target: " << error << "\n";
+    return false;
+  }
+  options.kernels.autotune = runAutotune;
   options.passes = runPasses;
   if (runInt8 == "static")
     options.int8 = octet::CompileOptions::Int8::Static;
@@ -584,7 +638,7 @@ static int runRun() {
     options.int8 = octet::CompileOptions::Int8::Dynamic;
   else if (runInt8 != "none") {
     llvm::errs() << "error: --int8 '" << runInt8 << "': give static, dynamic or none\n";
-    return 1;
+    return false;
   }
   if (options.int8 != octet::CompileOptions::Int8::Static) {
     // Flags that only static INT8 reads would be silently ignored.
@@ -592,7 +646,7 @@ static int runRun() {
              &runCalib, &runSmoothAlpha, &runNoSmooth, &runCalibPercentile})
       if (flag->getNumOccurrences()) {
         llvm::errs() << "error: --" << flag->ArgStr << " needs --int8=static\n";
-        return 1;
+        return false;
       }
   }
   options.calibrationSamples = runCalib;
@@ -601,7 +655,7 @@ static int runRun() {
   options.smoothquantAlpha = runSmoothAlpha;
   if (runNoSmooth && runSmoothAlpha.getNumOccurrences()) {
     llvm::errs() << "error: --smoothquant-alpha and --no-smoothquant exclude each other\n";
-    return 1;
+    return false;
   }
   if (options.int8 == octet::CompileOptions::Int8::Static) {
     if (runCalib.empty())
@@ -609,43 +663,92 @@ static int runRun() {
                    << " (generated token batches; give real ones with --calib DIR)\n";
     options.progress = [](const std::string &line) { llvm::errs() << line << "\n"; };
   }
+  if (runPrintIr)
+    options.irAfterPass = [](const std::string &pass, const std::string &ir) {
+      llvm::errs() << "// -----// IR Dump After " << pass << " //----- //\n" << ir << "\n\n";
+    };
+  return true;
+}
+
+/// Flags that only compiling reads, for a model.so (compiled already).
+static const std::initializer_list<cl::Option *> compileFlags = {
+    &runGemm, &runIsa, &runPasses, &runInt8, &runCalib,
+    &runSmoothAlpha, &runNoSmooth, &runCalibPercentile, &runPrintIr,
+    &runTarget, &runAutotune, &runPrintKernelChoices};
+
+/// Whether `path` starts with the ELF magic (a model.so rather than ONNX).
+static bool isElfFile(const std::string &path) {
+  const char elf[4] = {0x7f, 'E', 'L', 'F'};
+  char magic[4] = {};
+  std::ifstream file(path, std::ios::binary);
+  return file.read(magic, 4) && std::memcmp(magic, elf, 4) == 0;
+}
+
+static int runRun() {
   if (runThreads < 0) {
     llvm::errs() << "error: --threads must be positive\n";
     return 1;
   }
   if (runThreads > 0)
     omp_set_num_threads(runThreads);
-  if (runPrintIr)
-    options.irAfterPass = [](const std::string &pass, const std::string &ir) {
-      llvm::errs() << "// -----// IR Dump After " << pass << " //----- //\n" << ir << "\n\n";
-    };
   if (!llvm::sys::fs::exists(runModel)) {
     llvm::errs() << "error: cannot open '" << runModel << "': no such file\n";
     return 1;
   }
   std::unique_ptr<rt::Plan> plan;
-  octet::CalibrationSummary calibration;
-  options.calibrationSummary = &calibration;
   auto start = std::chrono::steady_clock::now();
-  rt::Status status = octet::compileOnnxFile(runModel, options, plan);
-  double compileMs =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  if (!status.ok()) {
-    llvm::errs() << "error: " << status.message() << "\n";
-    return 1;
+  auto elapsedMs = [&] {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+        .count();
+  };
+  if (isElfFile(runModel)) {
+    // A model.so of octetc compile: its compile settings are inside it.
+    for (cl::Option *flag : compileFlags)
+      if (flag->getNumOccurrences()) {
+        llvm::errs() << "error: --" << flag->ArgStr << " applies when compiling; '" << runModel
+                     << "' is compiled already\n";
+        return 1;
+      }
+    if (rt::Status status = rt::openAotModel(runModel, plan); !status.ok()) {
+      llvm::errs() << "error: " << status.message() << "\n";
+      return 1;
+    }
+    llvm::outs() << "opened '" << runModel << "' in " << llvm::format("%.1f", elapsedMs()) << " ms";
+  } else {
+    octet::CompileOptions options;
+    if (!compileOptionsFromFlags(options))
+      return 1;
+    octet::CalibrationSummary calibration;
+    options.calibrationSummary = &calibration;
+    rt::GemmChoiceLog choices;
+    options.kernels.choices = &choices;
+    rt::Status status = octet::compileOnnxFile(runModel, options, plan);
+    double compileMs = elapsedMs();
+    if (!status.ok()) {
+      llvm::errs() << "error: " << status.message() << "\n";
+      return 1;
+    }
+    if (runPrintKernelChoices)
+      llvm::outs() << rt::formatGemmChoices(choices, options.kernels);
+    // A plan for another CPU is built, never run here (no SIGILL).
+    if (std::string why = options.kernels.whyNotRunnableHere(); !why.empty()) {
+      llvm::errs() << "error: " << why
+                   << "; run it on such a CPU (octetc compile --target=" << options.kernels.target
+                   << " makes a model.so for it)\n";
+      return 1;
+    }
+    llvm::outs() << "compiled '" << runModel << "' in " << llvm::format("%.1f", compileMs) << " ms";
+    if (calibration.batches > 0)
+      llvm::outs() << " (calibration " << llvm::format("%.1f", 1e3 * calibration.seconds)
+                   << " ms, the rest "
+                   << llvm::format("%.1f", compileMs - 1e3 * calibration.seconds) << " ms)";
   }
   if (rt::Status valid = rt::validatePlan(*plan); !valid.ok()) {
-    llvm::errs() << "error: internal: the compiled plan is malformed: " << valid.message() << "\n";
+    llvm::errs() << "error: internal: the plan is malformed: " << valid.message() << "\n";
     return 1;
   }
-  llvm::outs() << "compiled '" << runModel << "' in " << llvm::format("%.1f", compileMs)
-               << " ms";
-  if (calibration.batches > 0)
-    llvm::outs() << " (calibration " << llvm::format("%.1f", 1e3 * calibration.seconds)
-                 << " ms, the rest " << llvm::format("%.1f", compileMs - 1e3 * calibration.seconds)
-                 << " ms)";
-  llvm::outs() << ": " << plan->steps.size() << " steps, " << plan->tensors.size()
-               << " tensors, " << plan->arenaSlots.size() << " arena slots\n";
+  llvm::outs() << ": " << plan->steps.size() << " steps, " << plan->tensors.size() << " tensors, "
+               << plan->arenaSlots.size() << " arena slots\n";
   if (runPrintPlan)
     llvm::outs() << plan->describe();
   std::vector<InputSet> sets;
@@ -659,6 +762,142 @@ static int runRun() {
       llvm::errs() << "error: " << error << "\n";
       return 1;
     }
+  return 0;
+}
+
+static int runCompile() {
+  if (!llvm::sys::fs::exists(runModel)) {
+    llvm::errs() << "error: cannot open '" << runModel << "': no such file\n";
+    return 1;
+  }
+  octet::CompileOptions options;
+  if (!compileOptionsFromFlags(options))
+    return 1;
+  {
+    // Fail before a long compile (and calibration) when the link cannot work.
+    std::vector<std::string> command, files;
+    std::string compiler, dir;
+    rt::Status status = octet::aot::findCCompiler(command, compiler);
+    if (status.ok())
+      status = octet::aot::findAotRuntime(octet::aot::LinkOptions(), dir, files);
+    if (!status.ok()) {
+      llvm::errs() << "error: " << status.message() << "\n";
+      return 1;
+    }
+  }
+  octet::CalibrationSummary calibration;
+  options.calibrationSummary = &calibration;
+  auto start = std::chrono::steady_clock::now();
+  auto elapsedMs = [](std::chrono::steady_clock::time_point since) {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - since)
+        .count();
+  };
+  rt::GemmChoiceLog choices;
+  options.kernels.choices = &choices;
+  rt::PlanImage image;
+  std::unique_ptr<rt::Plan> plan; // built for the target, never run here
+  if (rt::Status status = octet::compileOnnxFileToImage(runModel, options, image, &plan);
+      !status.ok()) {
+    llvm::errs() << "error: " << status.message() << "\n";
+    return 1;
+  }
+  if (runPrintKernelChoices)
+    llvm::outs() << rt::formatGemmChoices(choices, options.kernels);
+  const double compileMs = elapsedMs(start);
+  octet::aot::LinkOptions link;
+  link.oneDnn = rt::planUsesOneDnn(*plan);
+  octet::aot::LinkReport report;
+  auto linkStart = std::chrono::steady_clock::now();
+  if (rt::Status status = octet::aot::linkSharedObject(image, compileOutput, link, &report);
+      !status.ok()) {
+    llvm::errs() << "error: " << status.message() << "\n";
+    return 1;
+  }
+  llvm::outs() << "wrote '" << compileOutput << "': " << report.bytes << " bytes (plan "
+               << image.plan.size() << ", constants " << image.constants.size() << ", code "
+               << image.code.size() << "; " << plan->steps.size() << " steps, "
+               << image.kernelCalls << " kernel calls of " << image.kernels
+               << " distinct kernels), target '" << options.kernels.target << "', "
+               << (link.oneDnn ? "with" : "without") << " oneDNN\n"
+               << "compiled '" << runModel << "' in " << llvm::format("%.1f", compileMs) << " ms";
+  if (calibration.batches > 0)
+    llvm::outs() << " (calibration " << llvm::format("%.1f", 1e3 * calibration.seconds) << " ms)";
+  llvm::outs() << ", linked in " << llvm::format("%.1f", elapsedMs(linkStart)) << " ms by "
+               << report.compiler << " with the runtime of " << report.runtimeDir << "\n";
+  return 0;
+}
+
+/// Where the mapped byte `address` lies in its shared object's file (through
+/// the loaded segments' program headers), -1 if in none: for tests that
+/// patch a model.so's sections.
+static int64_t fileOffsetOf(const void *address) {
+  struct Search {
+    uintptr_t address;
+    int64_t offset = -1;
+  } search{reinterpret_cast<uintptr_t>(address)};
+  dl_iterate_phdr(
+      [](dl_phdr_info *info, size_t, void *data) {
+        auto *s = static_cast<Search *>(data);
+        for (int i = 0; i < info->dlpi_phnum; ++i) {
+          const ElfW(Phdr) &ph = info->dlpi_phdr[i];
+          uintptr_t begin = info->dlpi_addr + ph.p_vaddr;
+          if (ph.p_type == PT_LOAD && s->address >= begin && s->address < begin + ph.p_filesz) {
+            s->offset = int64_t(ph.p_offset + (s->address - begin));
+            return 1;
+          }
+        }
+        return 0;
+      },
+      &search);
+  return search.offset;
+}
+
+static int runInspect() {
+  std::shared_ptr<const void> library;
+  rt::PlanImageView view;
+  if (rt::Status status = rt::mapAotModel(inspectModel, library, view); !status.ok()) {
+    llvm::errs() << "error: " << status.message() << "\n";
+    return 1;
+  }
+  llvm::outs() << "model.so '" << inspectModel << "': plan " << view.planBytes
+               << " bytes at file offset " << fileOffsetOf(view.plan) << ", constants "
+               << view.constantsBytes << " bytes at file offset " << fileOffsetOf(view.constants)
+               << ", code " << view.codeBytes << " bytes at file offset " << fileOffsetOf(view.code)
+               << "\n";
+  if (!inspectCode.empty()) {
+    std::error_code ec;
+    llvm::raw_fd_ostream file(inspectCode, ec);
+    if (ec) {
+      llvm::errs() << "error: cannot write --code '" << inspectCode << "': " << ec.message()
+                   << "\n";
+      return 1;
+    }
+    file.write(reinterpret_cast<const char *>(view.code), view.codeBytes);
+    llvm::outs() << "code section written to '" << inspectCode << "'\n";
+  }
+  rt::PlanImageInfo info;
+  if (rt::Status status = rt::describePlanImage(view, info); !status.ok()) {
+    llvm::errs() << "error: " << status.message() << "\n";
+    return 1;
+  }
+  llvm::outs() << "Octet " << info.octetVersion << ", plan format " << info.formatVersion
+               << ", target '" << info.target << "' (" << info.features.describe() << "), "
+               << info.constants.size() << " constant ranges, " << info.kernels.size()
+               << " kernel calls:\n";
+  for (size_t i = 0; i < info.kernels.size(); ++i)
+    llvm::outs() << "  kernel " << i << ": " << info.kernels[i].name << " at code offset "
+                 << info.kernels[i].offset << ", " << info.kernels[i].bytes << " bytes\n";
+  std::unique_ptr<rt::Plan> plan;
+  rt::KernelOptions options;
+  if (rt::Status status = rt::readPlanImage(view, library, plan, &options); !status.ok()) {
+    llvm::outs() << "cannot open it on this CPU: " << status.message() << "\n";
+    return 0;
+  }
+  llvm::outs() << "target '" << options.target << "': " << plan->steps.size() << " steps, "
+               << plan->inputs.size() << " inputs, " << plan->outputs.size() << " outputs\n";
+  for (size_t i = 0; i < plan->steps.size(); ++i)
+    llvm::outs() << "  step " << i << ": " << plan->steps[i]->kind() << " '"
+                 << plan->steps[i]->location << "'\n";
   return 0;
 }
 
@@ -762,7 +1001,7 @@ int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   for (cl::SubCommand *command :
        {&cl::SubCommand::getTopLevel(), &importCommand, &opsCommand, &runCommand,
-        &calibrateCommand, &ceilingsCommand})
+        &compileCommand, &inspectCommand, &calibrateCommand, &ceilingsCommand})
     cl::HideUnrelatedOptions(octetcCategory, *command);
   cl::ParseCommandLineOptions(argc, argv,
                               "octetc: the Octet INT8 inference compiler for BERT-family "
@@ -773,10 +1012,14 @@ int main(int argc, char **argv) {
     return runOps();
   if (runCommand)
     return runRun();
+  if (compileCommand)
+    return runCompile();
+  if (inspectCommand)
+    return runInspect();
   if (calibrateCommand)
     return runCalibrate();
   if (ceilingsCommand)
     return runCeilings();
-  llvm::errs() << "octetc: give a subcommand (import, ops, run, calibrate, ceilings); see octetc --help\n";
+  llvm::errs() << "octetc: give a subcommand (import, ops, run, compile, inspect, calibrate, ceilings); see octetc --help\n";
   return 1;
 }

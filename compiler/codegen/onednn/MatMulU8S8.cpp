@@ -266,9 +266,4 @@ std::string MatMulU8S8::implementation() const { return detail::implementationNa
 
 std::string MatMulU8S8::weightsFormat() const { return describe(impl_->pd.weights_desc(), /*strides=*/false); }
 
-bool preferOneDnnU8S8(bool jitAvailable, bool perRowInputScale) {
-  // Figures: bench/gemm_u8s8_providers, docs/kernel-selection.md.
-  return !jitAvailable && !perRowInputScale;
-}
-
 } // namespace octet::onednn

@@ -63,18 +63,15 @@ PackedU8S8 packU8S8(const int8_t *b, int64_t k, int64_t n, WeightLayout layout) 
 
 bool GemmU8S8::hostSupported() { return CpuFeatures::host().supports(Isa::Avx512Vnni); }
 
-GemmU8S8::GemmU8S8(const PackedU8S8 &packed, GemmU8S8Params params)
+GemmU8S8::GemmU8S8(PackedU8S8View packed, GemmU8S8Params params)
     : n_(packed.n), k_(packed.k), packed_(packed), params_(std::move(params)), nr_(packed.nr) {
   checkShape(n_, k_);
-  if (nr_ != gemmU8S8PanelWidth(n_) ||
-      int64_t(packed.data.size()) != roundUp(n_, nr_) * ceilDiv(k_, 4) * 4 ||
-      int64_t(packed.colsum.size()) != n_)
+  if (nr_ != gemmU8S8PanelWidth(n_) || !packed.data ||
+      packed.bytes != roundUp(n_, nr_) * ceilDiv(k_, 4) * 4 || !packed.colsum)
     reject("packed weights are not packU8S8's layout for N " + std::to_string(n_) + ", K " +
            std::to_string(k_));
   if (std::string why = checkGemmU8S8Params(params_, n_); !why.empty())
     reject(why);
-  if (!hostSupported())
-    reject("the host lacks AVX-512 VNNI (F/BW/VL/DQ + VNNI); use another INT8 provider");
 
   panels_ = ceilDiv(n_, nr_);
   k4_ = ceilDiv(k_, 4);
@@ -128,6 +125,10 @@ void GemmU8S8::run(const uint8_t *a, int64_t m, int64_t lda, void *c, int64_t ld
     reject("run: M must be >= 0, got " + std::to_string(m));
   if (m == 0)
     return;
+  static const bool supported = hostSupported();
+  if (!supported) // a plan built for another CPU: never execute its code here
+    throw std::runtime_error("GemmU8S8: cannot run on this host: it lacks AVX-512 VNNI (host "
+                             "has: " + CpuFeatures::host().describe() + ")");
   if (!a || !c)
     reject("run: null A or C");
   if (lda < k_)
@@ -157,7 +158,7 @@ void GemmU8S8::run(const uint8_t *a, int64_t m, int64_t lda, void *c, int64_t ld
         const int64_t rowBegin = mb * mBlock, rowEnd = std::min(m, rowBegin + mBlock);
         const int64_t col = p * nr_;
         const bool tailPanel = n_ - col < nr_;
-        const int8_t *panel = packed_.data.data() + p * k4_ * nr_ * 4;
+        const int8_t *panel = packed_.data + p * k4_ * nr_ * 4;
         for (int64_t kb = 0; kb < kBlocks; ++kb) {
           const int64_t k0 = kb * kc_, len = std::min(kc_, k_ - k0);
           for (int64_t row = rowBegin; row < rowEnd; row += mr_) {

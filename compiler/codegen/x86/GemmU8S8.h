@@ -61,6 +61,24 @@ struct PackedU8S8 {
   std::vector<int32_t> colsum;                          ///< sum_k B[k, n], [N]
 };
 
+/// A packed weight where it lies: a PackedU8S8's, or compile-time packed
+/// bytes used in place (octet-pack-weights; an AOT model's mapped constants).
+/// `data` must outlive the GEMM; `colsum` is read only at construction.
+struct PackedU8S8View {
+  int64_t n = 0, k = 0;
+  int nr = 0;
+  const int8_t *data = nullptr;
+  int64_t bytes = 0;
+  const int32_t *colsum = nullptr; ///< [N]
+  PackedU8S8View() = default;
+  PackedU8S8View(int64_t n, int64_t k, int nr, const int8_t *data, int64_t bytes,
+                 const int32_t *colsum)
+      : n(n), k(k), nr(nr), data(data), bytes(bytes), colsum(colsum) {}
+  PackedU8S8View(const PackedU8S8 &p) // NOLINT: implicit, a PackedU8S8 is a view of itself
+      : PackedU8S8View(p.n, p.k, p.nr, p.data.data(), int64_t(p.data.size()),
+                       p.colsum.size() == size_t(p.n) ? p.colsum.data() : nullptr) {}
+};
+
 /// Packs B ([K, N] or [N, K] s8) into VNNI panels and computes colsum_B.
 /// Throws std::invalid_argument for N or K out of range or a null B.
 PackedU8S8 packU8S8(const int8_t *b, int64_t k, int64_t n, WeightLayout layout);
@@ -91,16 +109,17 @@ public:
   /// Host support: AVX-512 F/BW/VL/DQ and VNNI.
   static bool hostSupported();
 
-  /// `packed` is referenced, not copied: it must outlive this object. Throws
-  /// std::invalid_argument (what and why) for bad parameters, or when the
-  /// host lacks AVX-512 VNNI.
-  GemmU8S8(const PackedU8S8 &packed, GemmU8S8Params params);
+  /// `packed.data` is referenced, not copied: it must outlive this object.
+  /// Throws std::invalid_argument (what and why) for bad parameters.
+  /// Generating needs no VNNI (a plan for another CPU); run() does.
+  GemmU8S8(PackedU8S8View packed, GemmU8S8Params params);
 
   /// lda in bytes (>= K), ldc in elements of the output type (>= N), ldr in
   /// floats (>= N). A rows are read for exactly K bytes. `xScale`: M per-row
   /// A scales (only with GemmU8S8Params::xScalePerRow). `columns`: one [N]
   /// f32 pointer per per-column input of the program. Throws
-  /// std::invalid_argument on bad arguments. Threads: OpenMP's team size.
+  /// std::invalid_argument on bad arguments, std::runtime_error when the host
+  /// lacks AVX-512 VNNI. Threads: OpenMP's team size.
   void run(const uint8_t *a, int64_t m, int64_t lda, void *c, int64_t ldc,
            const float *residual = nullptr, int64_t ldr = 0, const float *xScale = nullptr,
            const float *const *columns = nullptr) const;
@@ -118,7 +137,7 @@ private:
   int64_t mc(int64_t m) const;
 
   int64_t n_, k_;
-  const PackedU8S8 &packed_;
+  PackedU8S8View packed_;
   GemmU8S8Params params_;
   int nr_, mr_;
   int64_t kc_, panels_, k4_;

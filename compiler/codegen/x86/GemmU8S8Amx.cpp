@@ -299,13 +299,13 @@ void emulateGemmU8S8AmxTiles(const GemmU8S8AmxConfig &config, const GemmU8S8AmxA
 // ---------------------------------------------------------------------------
 // Driver
 
-GemmU8S8AmxDriver::GemmU8S8AmxDriver(const PackedU8S8Amx &packed, GemmU8S8Params params)
+GemmU8S8AmxDriver::GemmU8S8AmxDriver(PackedU8S8AmxView packed, GemmU8S8Params params)
     : n_(packed.n), k_(packed.k), packed_(packed), params_(std::move(params)) {
   checkShape(n_, k_);
   panels_ = ceilDiv(n_, kAmxPanel);
   kChunks_ = k_ / kAmxKChunk;
-  if (int64_t(packed.data.size()) != panels_ * ceilDiv(k_, kAmxKChunk) * kChunkBBytes ||
-      int64_t(packed.colsum.size()) != n_)
+  if (!packed.data || packed.bytes != panels_ * ceilDiv(k_, kAmxKChunk) * kChunkBBytes ||
+      !packed.colsum)
     reject("packed weights are not packU8S8Amx's layout for N " + std::to_string(n_) + ", K " +
            std::to_string(k_));
   if (std::string why = checkGemmU8S8Params(params_, n_); !why.empty())
@@ -402,7 +402,7 @@ AmxRunStats GemmU8S8AmxDriver::runWith(const uint8_t *a, int64_t m, int64_t lda,
         const GemmU8S8Amx &kernel = this->kernel(rows, tailPanel);
         const AmxTileConfig config = AmxGemmTiles(rows, kernel.config().columns).config();
         GemmU8S8AmxArgs args{a + row * lda,
-                             packed_.data.data() + p * ceilDiv(k_, kAmxKChunk) * kChunkBBytes,
+                             packed_.data + p * ceilDiv(k_, kAmxKChunk) * kChunkBBytes,
                              sums.data(),
                              aTail.data(),
                              cBytes + (row * ldc + col) * elementBytes,

@@ -59,6 +59,22 @@ struct PackedU8S8Amx {
   std::vector<int32_t> colsum;                          ///< sum_k B[k, n], [N]
 };
 
+/// A packed AMX weight where it lies (PackedU8S8View's counterpart): `data`
+/// must outlive the driver; `colsum` is read only at construction.
+struct PackedU8S8AmxView {
+  int64_t n = 0, k = 0;
+  const int8_t *data = nullptr;
+  int64_t bytes = 0;
+  const int32_t *colsum = nullptr; ///< [N]
+  PackedU8S8AmxView() = default;
+  PackedU8S8AmxView(int64_t n, int64_t k, const int8_t *data, int64_t bytes,
+                    const int32_t *colsum)
+      : n(n), k(k), data(data), bytes(bytes), colsum(colsum) {}
+  PackedU8S8AmxView(const PackedU8S8Amx &p) // NOLINT: implicit, as PackedU8S8View
+      : PackedU8S8AmxView(p.n, p.k, p.data.data(), int64_t(p.data.size()),
+                          p.colsum.size() == size_t(p.n) ? p.colsum.data() : nullptr) {}
+};
+
 /// Byte offset of B[k, n] in packU8S8Amx's layout for a K of `kTotal`.
 int64_t amxPackedOffset(int64_t k, int64_t n, int64_t kTotal);
 
@@ -156,9 +172,9 @@ struct AmxRunStats {
 /// and tail panel widths are generated at construction (no AMX needed).
 class GemmU8S8AmxDriver {
 public:
-  /// `packed` is referenced, not copied: it must outlive this object. Throws
-  /// std::invalid_argument (what and why) for bad parameters.
-  GemmU8S8AmxDriver(const PackedU8S8Amx &packed, GemmU8S8Params params);
+  /// `packed.data` is referenced, not copied: it must outlive this object.
+  /// Throws std::invalid_argument (what and why) for bad parameters.
+  GemmU8S8AmxDriver(PackedU8S8AmxView packed, GemmU8S8Params params);
 
   /// Runs on AMX; throws std::runtime_error saying why when !amxUsable().
   /// Arguments as GemmU8S8::run (throws std::invalid_argument on bad ones).
@@ -185,7 +201,7 @@ private:
                       const float *const *columns, Call call) const;
 
   int64_t n_, k_, panels_, kChunks_;
-  const PackedU8S8Amx &packed_;
+  PackedU8S8AmxView packed_;
   GemmU8S8Params params_;
   std::vector<int32_t, CacheLineAllocator<int32_t>> comp_;
   std::vector<float, CacheLineAllocator<float>> scale_, bias_;

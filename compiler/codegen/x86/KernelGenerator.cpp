@@ -1,175 +1,11 @@
 //===- KernelGenerator.cpp ------------------------------------------------===//
 #include "compiler/codegen/x86/KernelGenerator.h"
 
-#include <xbyak/xbyak_util.h>
-
+#include <atomic>
+#include <stdexcept>
 #include <utility>
 
 namespace octet::x86 {
-
-const char *isaName(Isa isa) {
-  switch (isa) {
-  case Isa::Avx2:
-    return "avx2";
-  case Isa::AvxVnni:
-    return "avx_vnni";
-  case Isa::Avx512:
-    return "avx512";
-  case Isa::Avx512Vnni:
-    return "avx512_vnni";
-  case Isa::AmxInt8:
-    return "amx";
-  }
-  return "unknown";
-}
-
-const CpuFeatures &CpuFeatures::host() {
-  static const CpuFeatures features = [] {
-    Xbyak::util::Cpu cpu;
-    using C = Xbyak::util::Cpu;
-    CpuFeatures f;
-    f.avx2 = cpu.has(C::tAVX2);
-    f.fma = cpu.has(C::tFMA);
-    f.avx512f = cpu.has(C::tAVX512F);
-    f.avx512bw = cpu.has(C::tAVX512BW);
-    f.avx512vl = cpu.has(C::tAVX512VL);
-    f.avx512dq = cpu.has(C::tAVX512DQ);
-    f.avx512vnni = cpu.has(C::tAVX512_VNNI);
-    f.avx512bf16 = cpu.has(C::tAVX512_BF16);
-    f.avxVnni = cpu.has(C::tAVX_VNNI);
-    // Xbyak gates AVX and AVX-512 on XCR0 but not AMX: the OS must also
-    // enable XTILECFG (bit 17) and XTILEDATA (bit 18), or tile instructions #UD.
-    const bool tileState = cpu.has(C::tOSXSAVE) && (cpu.getXfeature() & (3u << 17)) == (3u << 17);
-    f.amxTile = tileState && cpu.has(C::tAMX_TILE);
-    f.amxInt8 = tileState && cpu.has(C::tAMX_INT8);
-    f.amxBf16 = tileState && cpu.has(C::tAMX_BF16);
-    return f;
-  }();
-  return features;
-}
-
-namespace {
-struct Target {
-  const char *name;
-  const char *aliases; // space separated
-  CpuFeatures (*features)();
-};
-
-CpuFeatures avx2Target() {
-  CpuFeatures f;
-  f.avx2 = f.fma = true;
-  return f;
-}
-CpuFeatures avxVnniTarget() {
-  CpuFeatures f = avx2Target();
-  f.avxVnni = true;
-  return f;
-}
-CpuFeatures avx512Target() {
-  CpuFeatures f = avx2Target();
-  f.avx512f = f.avx512bw = f.avx512vl = f.avx512dq = true;
-  return f;
-}
-CpuFeatures avx512VnniTarget() {
-  CpuFeatures f = avx512Target();
-  f.avx512vnni = true;
-  return f;
-}
-CpuFeatures amxTarget() {
-  CpuFeatures f = avx512VnniTarget();
-  f.avx512bf16 = f.avxVnni = true;
-  f.amxTile = f.amxInt8 = f.amxBf16 = true;
-  return f;
-}
-
-const Target kTargets[] = {
-    {"avx2", "haswell broadwell skylake zen2 zen3", avx2Target},
-    {"avx-vnni", "alderlake raptorlake", avxVnniTarget},
-    {"avx512", "skylake-avx512 skx", avx512Target},
-    {"avx512-vnni", "cascadelake icelake-server zen4", avx512VnniTarget},
-    {"amx", "sapphirerapids emeraldrapids graniterapids", amxTarget},
-};
-} // namespace
-
-std::vector<std::string> CpuFeatures::targetNames() {
-  std::vector<std::string> names{"host"};
-  for (const Target &t : kTargets) {
-    names.push_back(t.name);
-    std::string aliases = t.aliases;
-    for (size_t at = 0; at < aliases.size();) {
-      size_t end = aliases.find(' ', at);
-      if (end == std::string::npos)
-        end = aliases.size();
-      names.push_back(aliases.substr(at, end - at));
-      at = end + 1;
-    }
-  }
-  return names;
-}
-
-bool CpuFeatures::forTarget(const std::string &name, CpuFeatures &out, std::string &error) {
-  if (name == "host") {
-    out = host();
-    return true;
-  }
-  for (const Target &t : kTargets) {
-    const std::string aliases = std::string(" ") + t.aliases + " ";
-    if (name == t.name || aliases.find(" " + name + " ") != std::string::npos) {
-      out = t.features();
-      return true;
-    }
-  }
-  error = "unknown target CPU '" + name + "'; known:";
-  for (const std::string &known : targetNames())
-    error += " " + known;
-  return false;
-}
-
-bool CpuFeatures::bestInt8Isa(Isa &isa) const {
-  for (Isa candidate : {Isa::AmxInt8, Isa::Avx512Vnni, Isa::AvxVnni, Isa::Avx2})
-    if (supports(candidate)) {
-      isa = candidate;
-      return true;
-    }
-  return false;
-}
-
-std::string CpuFeatures::describe() const {
-  const std::pair<bool, const char *> all[] = {{avx2, "avx2"},
-                                               {fma, "fma"},
-                                               {avx512f, "avx512f"},
-                                               {avx512bw, "avx512bw"},
-                                               {avx512vl, "avx512vl"},
-                                               {avx512dq, "avx512dq"},
-                                               {avx512vnni, "avx512_vnni"},
-                                               {avx512bf16, "avx512_bf16"},
-                                               {avxVnni, "avx_vnni"},
-                                               {amxTile, "amx_tile"},
-                                               {amxInt8, "amx_int8"},
-                                               {amxBf16, "amx_bf16"}};
-  std::string s;
-  for (const auto &[present, name] : all)
-    if (present)
-      s += (s.empty() ? "" : " ") + std::string(name);
-  return s.empty() ? "none" : s;
-}
-
-bool CpuFeatures::supports(Isa isa) const {
-  bool avx512 = avx512f && avx512bw && avx512vl && avx512dq;
-  switch (isa) {
-  case Isa::Avx2:
-    return avx2 && fma;
-  case Isa::AvxVnni:
-    return avx2 && fma && avxVnni;
-  case Isa::Avx512:
-    return avx512;
-  case Isa::Avx512Vnni:
-    return avx512 && avx512vnni;
-  case Isa::AmxInt8:
-    return avx512 && amxTile && amxInt8;
-  }
-  return false;
-}
 
 // DontSetProtectRWE: the buffer stays read+write while generating and becomes
 // read+execute in finalize(); it is never writable and executable together.
@@ -177,17 +13,58 @@ KernelGenerator::KernelGenerator(std::string name, Isa isa, size_t maxCodeBytes)
     : Xbyak::CodeGenerator(maxCodeBytes, Xbyak::DontSetProtectRWE), name_(std::move(name)),
       isa_(isa) {}
 
+namespace {
+thread_local KernelCodeCapture *activeCapture = nullptr;
+thread_local KernelCodeReplay *activeReplay = nullptr;
+std::atomic<uint64_t> generatedCount{0};
+} // namespace
+
+KernelCodeCapture::KernelCodeCapture() : previous_(activeCapture) { activeCapture = this; }
+KernelCodeCapture::~KernelCodeCapture() { activeCapture = previous_; }
+
+KernelCodeCaptureSuspend::KernelCodeCaptureSuspend() : saved_(activeCapture) {
+  activeCapture = nullptr;
+}
+KernelCodeCaptureSuspend::~KernelCodeCaptureSuspend() { activeCapture = saved_; }
+
+KernelCodeReplay::KernelCodeReplay(std::vector<Kernel> kernels)
+    : previous_(activeReplay), kernels_(std::move(kernels)) {
+  activeReplay = this;
+}
+KernelCodeReplay::~KernelCodeReplay() { activeReplay = previous_; }
+
+uint64_t kernelsGenerated() { return generatedCount.load(); }
+
 void KernelGenerator::finalize() {
   if (generated_)
     return;
+  if (KernelCodeReplay *replay = activeReplay) {
+    if (replay->next_ >= replay->kernels_.size())
+      throw std::runtime_error("kernel '" + name_ + "' is not in the model's code (it holds " +
+                               std::to_string(replay->kernels_.size()) + " kernels)");
+    const KernelCodeReplay::Kernel &k = replay->kernels_[replay->next_];
+    if (k.name != name_)
+      throw std::runtime_error("kernel " + std::to_string(replay->next_) + " of the model's code is '" +
+                               k.name + "', the step asks for '" + name_ + "'");
+    replay->next_ += 1;
+    replayed_ = k.code;
+    replayedSize_ = codeSize_ = k.size;
+    generated_ = true;
+    return;
+  }
   generate();
   readyRE();
   setProtectModeRE();
   generated_ = true;
+  generatedCount.fetch_add(1);
+  if (KernelCodeCapture *capture = activeCapture)
+    capture->kernels_.push_back({name_, std::vector<uint8_t>(getCode(), getCode() + getSize())});
 }
 
 std::vector<uint8_t> KernelGenerator::bytes() {
   finalize();
+  if (replayed_)
+    return std::vector<uint8_t>(replayed_, replayed_ + replayedSize_);
   return std::vector<uint8_t>(getCode(), getCode() + getSize());
 }
 

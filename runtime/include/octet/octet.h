@@ -81,6 +81,23 @@ octet_status octet_model_create_from_bytes(const void *onnx_bytes, size_t size,
                                            const octet_options *options, octet_model **model);
 void octet_model_destroy(octet_model *model); /* NULL is ignored */
 
+/* ---- Models (AOT: compiled by `octetc compile` into a model.so) ------------
+ * Opens the model.so at so_path: the file is checked (an ELF64 x86-64 shared
+ * object, not truncated), loaded, and its Plan rebuilt in place (the weights
+ * and kernel code stay where the file is mapped). A corrupt file, one from
+ * another Octet version, or one compiled for a CPU target this CPU cannot run
+ * (it names the missing features) is OCTET_ERROR_INVALID_MODEL, never a crash;
+ * corrupt weights are found before the first octet_run (it fails so).
+ * so_path NULL: the model embedded in the model.so this program is linked
+ * against (a program that links model.so directly; from liboctet.so it is
+ * OCTET_ERROR_INVALID_ARGUMENT). options may be NULL; only "profile" applies,
+ * a compile option ("int8", "gemm", ...) is OCTET_ERROR_INVALID_ARGUMENT.
+ * A model.so exports this same API; there the compiler's entry points
+ * (octet_model_create_from_*, octet_calibrate) return OCTET_ERROR_UNSUPPORTED.
+ * See docs/aot.md. */
+octet_status octet_model_open(const char *so_path, const octet_options *options,
+                              octet_model **model);
+
 /* ---- Calibration -----------------------------------------------------------
  * Runs the recognition passes and calibration of the model on `samples` (a
  * directory of input sets or "generate:N[xB][xS]"; NULL: the option

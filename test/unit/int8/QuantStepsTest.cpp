@@ -14,6 +14,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/codegen/onednn/MatMulU8S8.h"
+#include "compiler/codegen/x86/AmxSupport.h"
 #include "compiler/codegen/x86/GemmU8S8.h"
 #include "compiler/codegen/x86/QuantizeKernels.h"
 #include "runtime/Steps.h"
@@ -365,7 +366,7 @@ std::vector<Form> forms() {
   return f;
 }
 
-enum class Provider { Reference, Vnni, OneDnn };
+enum class Provider { Reference, Vnni, Amx, OneDnn };
 
 KernelOptions optionsFor(Provider provider) {
   KernelOptions o;
@@ -378,11 +379,13 @@ KernelOptions optionsFor(Provider provider) {
 
 void runQLinear(const QProblem &p, const Form &form, DType outType, bool perRow, bool constScale,
                 Provider provider) {
-  const bool vnni = provider == Provider::Vnni;
+  // The JIT GEMMs share one epilogue: the AMX step must match as the VNNI one.
+  const bool vnni = provider == Provider::Vnni || provider == Provider::Amx;
   const int64_t m = p.b * p.s;
   const std::string what = form.name + " " + dtypeName(outType) + (perRow ? " per-row" : "") +
                            (constScale ? " const-scale" : " runtime-scale") +
-                           (vnni                             ? " vnni"
+                           (provider == Provider::Vnni     ? " vnni"
+                            : provider == Provider::Amx    ? " amx"
                             : provider == Provider::OneDnn ? " onednn"
                                                            : " reference");
   Harness h;
@@ -418,14 +421,20 @@ void runQLinear(const QProblem &p, const Form &form, DType outType, bool perRow,
                  h.tensor({1, p.n}, colExtra.data(), DType::F32)};
   spec.extraPerColumn = {false, false, true};
   spec.epilogue = form.program;
+  // Where the rule would pick AMX (an AMX host), the VNNI case asks for VNNI.
+  if (vnni)
+    spec.provider.fill(provider == Provider::Amx ? GemmProvider::JitAmx : GemmProvider::JitVnni);
   std::string error;
   StepPtr step = makeQLinear(spec, outType, optionsFor(provider), error);
   ASSERT_TRUE(step) << what << ": " << error;
+  std::string vnniKind = form.vnniKind;
+  if (provider == Provider::Amx && vnniKind == "qgemm.jit_vnni")
+    vnniKind = "qgemm.jit_amx";
   if (provider == Provider::OneDnn) {
     EXPECT_EQ(step->kind().rfind("qgemm.onednn", 0), 0u) << what << ": " << step->kind();
   }
   if (vnni && outType == DType::F32) {
-    EXPECT_NE(step->kind().find(form.vnniKind), std::string::npos) << what << ": " << step->kind();
+    EXPECT_NE(step->kind().find(vnniKind), std::string::npos) << what << ": " << step->kind();
   }
   if (vnni && outType != DType::F32 && form.vnniKind == "+post.") {
     EXPECT_NE(step->kind().find("+requant"), std::string::npos) << what << ": " << step->kind();
@@ -467,32 +476,36 @@ void runQLinear(const QProblem &p, const Form &form, DType outType, bool perRow,
 
 TEST(QLinearStep, EveryEpilogueFormMatchesTheFormula) {
   const bool vnniHost = octet::x86::GemmU8S8::hostSupported();
+  std::string amxWhy;
+  const bool amxHost = octet::x86::amxUsable(&amxWhy);
   // Odd shapes: M tails (M = 2·9 = 18 > MR), an N tail, a K tail and K blocks.
   const std::vector<std::array<int64_t, 4>> shapes = {{1, 1, 1, 1}, {2, 9, 37, 53}, {1, 5, 770, 17}};
   for (const auto &shape : shapes) {
     QProblem p(shape[0], shape[1], shape[2], shape[3], unsigned(shape[2] + shape[3]));
     for (const Form &form : forms())
       for (DType outType : {DType::F32, DType::U8, DType::I8})
-        for (bool vnni : {false, true}) {
-          if (vnni && !vnniHost)
+        for (Provider provider : {Provider::Reference, Provider::Vnni, Provider::Amx}) {
+          if ((provider == Provider::Vnni && !vnniHost) || (provider == Provider::Amx && !amxHost))
             continue;
-          runQLinear(p, form, outType, false, true, vnni ? Provider::Vnni : Provider::Reference);
+          runQLinear(p, form, outType, false, true, provider);
         }
   }
   if (!vnniHost)
     GTEST_SKIP() << "host lacks AVX-512 VNNI: only the reference loop ran";
+  if (!amxHost)
+    GTEST_SKIP() << "AMX not usable (" << amxWhy << "): the reference loop and VNNI ran";
 }
 
 TEST(QLinearStep, PerRowAndRunTimeScales) {
   const bool vnniHost = octet::x86::GemmU8S8::hostSupported();
+  const bool amxHost = octet::x86::amxUsable();
   QProblem p(2, 11, 45, 70, 3);
   const std::vector<Form> all = forms();
   for (const Form &form : {all[0], all[1], all[2], all[5]})
     for (DType outType : {DType::F32, DType::U8})
-      for (bool vnni : {false, true}) {
-        if (vnni && !vnniHost)
+      for (Provider provider : {Provider::Reference, Provider::Vnni, Provider::Amx}) {
+        if ((provider == Provider::Vnni && !vnniHost) || (provider == Provider::Amx && !amxHost))
           continue;
-        const Provider provider = vnni ? Provider::Vnni : Provider::Reference;
         runQLinear(p, form, outType, true, false, provider);  // per row
         runQLinear(p, form, outType, false, false, provider); // per tensor, known at run time
       }

@@ -246,6 +246,31 @@ TEST(CApi, Options) {
   octet_model_destroy(nullptr);
 }
 
+// octet_model_open's argument checks in liboctet.so's configuration (CApiJit.cpp);
+// opening real model.so files: test/lit/run/aot-*.test, octet-aot-linker-tests.
+TEST(CApi, OpenArguments) {
+  octet_model *model = reinterpret_cast<octet_model *>(0x1);
+  EXPECT_EQ(octet_model_open("m.so", nullptr, nullptr), OCTET_ERROR_INVALID_ARGUMENT);
+  EXPECT_THAT(octet_last_error(), HasSubstr("octet_model_open: model is null"));
+
+  EXPECT_EQ(octet_model_open(nullptr, nullptr, &model), OCTET_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(model, nullptr);
+  EXPECT_THAT(octet_last_error(), HasSubstr("this is liboctet.so, which embeds none"));
+
+  EXPECT_EQ(octet_model_open("/nonexistent/m.so", nullptr, &model), OCTET_ERROR_INVALID_MODEL);
+  EXPECT_THAT(octet_last_error(), HasSubstr("cannot open '/nonexistent/m.so'"));
+
+  // Only "profile" applies to a compiled model: a compile option is refused
+  // before the file is looked at.
+  octet_options *options = octet_options_create();
+  ASSERT_EQ(octet_options_set(options, "profile", "1"), OCTET_OK);
+  EXPECT_EQ(octet_model_open("/nonexistent/m.so", options, &model), OCTET_ERROR_INVALID_MODEL);
+  ASSERT_EQ(octet_options_set(options, "gemm", "jit"), OCTET_OK);
+  EXPECT_EQ(octet_model_open("/nonexistent/m.so", options, &model), OCTET_ERROR_INVALID_ARGUMENT);
+  EXPECT_THAT(octet_last_error(), HasSubstr("option 'gemm' is a compile option"));
+  octet_options_destroy(options);
+}
+
 TEST(CApi, ConcurrentRunsOnOneModel) {
   ModelPtr model = addModel();
   std::atomic<int> failures{0};

@@ -1,0 +1,127 @@
+//===- CApiJit.cpp - the C API's compiler entry points in liboctet.so -----===//
+//
+// octet_model_create_from_file / _bytes and octet_calibrate: the JIT compiler
+// (compiler/driver) behind the shared C API of CApi.cpp. An AOT model.so links
+// CApiAot.cpp instead.
+//
+//===----------------------------------------------------------------------===//
+#include "octet/octet.h"
+
+#include "compiler/driver/Compile.h"
+#include "runtime/CApiInternal.h"
+
+#include <cctype>
+#include <cstdio>
+#include <string>
+
+using octet::capi::fail;
+using octet::capi::guarded;
+using octet::rt::Plan;
+
+namespace {
+
+/// The compiler's Status carries no category; its messages say "unsupported"
+/// (or "not supported") for valid models Octet cannot compile.
+octet_status compileFailureStatus(const std::string &message) {
+  std::string lower(message);
+  for (char &c : lower)
+    c = char(std::tolower(static_cast<unsigned char>(c)));
+  if (lower.find("unsupported") != std::string::npos ||
+      lower.find("not supported") != std::string::npos ||
+      lower.find("does not support") != std::string::npos)
+    return OCTET_ERROR_UNSUPPORTED;
+  return OCTET_ERROR_INVALID_MODEL;
+}
+
+octet::CompileOptions toCompileOptions(const octet_options *options) {
+  octet::CompileOptions result;
+  if (!options)
+    return result;
+  result.kernels.gemm = options->gemm;
+  result.kernels.allowAvx512 = options->allowAvx512;
+  std::string unknown; // the name was checked when the option was set
+  result.kernels.setTarget(options->target, unknown);
+  result.kernels.autotune = options->autotune;
+  result.int8 = options->int8;
+  result.calibrationSamples = options->calibrationSamples;
+  result.calibrationPercentile = options->calibrationPercentile;
+  result.smoothquant = options->smoothquant;
+  result.smoothquantAlpha = options->smoothquantAlpha;
+  if (options->calibrationProgress)
+    result.progress = [](const std::string &line) { std::fprintf(stderr, "%s\n", line.c_str()); };
+  if (options->printIrAfterAll)
+    result.irAfterPass = [](const std::string &pass, const std::string &ir) {
+      std::fprintf(stderr, "// -----// IR Dump After %s //----- //\n%s\n", pass.c_str(),
+                   ir.c_str());
+    };
+  return result;
+}
+
+octet_status modelFromCompile(octet::rt::Status status, std::unique_ptr<Plan> plan,
+                              const octet_options *options, octet_model **model) {
+  if (!status.ok())
+    return fail(compileFailureStatus(status.message()), status.message());
+  if (!plan)
+    return fail(OCTET_ERROR_RUNTIME, "the compiler returned no plan");
+  // A JIT model runs here: a plan for another CPU's features must not (SIGILL).
+  if (std::string why = toCompileOptions(options).kernels.whyNotRunnableHere(); !why.empty())
+    return fail(OCTET_ERROR_UNSUPPORTED,
+                why + "; make a model.so for that CPU with octetc compile --target");
+  return octet::capi::modelFromPlan(std::move(plan), options, model);
+}
+
+} // namespace
+
+const octet::rt::AotImageDescriptor *octet::capi::embeddedAotImage() { return nullptr; }
+
+extern "C" {
+
+octet_status octet_model_create_from_file(const char *onnx_path, const octet_options *options,
+                                          octet_model **model) {
+  return guarded("octet_model_create_from_file", [&]() -> octet_status {
+    if (!model)
+      return fail(OCTET_ERROR_INVALID_ARGUMENT, "octet_model_create_from_file: model is null");
+    *model = nullptr;
+    if (!onnx_path)
+      return fail(OCTET_ERROR_INVALID_ARGUMENT, "octet_model_create_from_file: path is null");
+    std::unique_ptr<Plan> plan;
+    octet::rt::Status status = octet::compileOnnxFile(onnx_path, toCompileOptions(options), plan);
+    return modelFromCompile(std::move(status), std::move(plan), options, model);
+  });
+}
+
+octet_status octet_model_create_from_bytes(const void *onnx_bytes, size_t size,
+                                           const octet_options *options, octet_model **model) {
+  return guarded("octet_model_create_from_bytes", [&]() -> octet_status {
+    if (!model)
+      return fail(OCTET_ERROR_INVALID_ARGUMENT, "octet_model_create_from_bytes: model is null");
+    *model = nullptr;
+    if (!onnx_bytes)
+      return fail(OCTET_ERROR_INVALID_ARGUMENT, "octet_model_create_from_bytes: bytes is null");
+    if (size == 0)
+      return fail(OCTET_ERROR_INVALID_MODEL, "octet_model_create_from_bytes: the model is empty");
+    std::unique_ptr<Plan> plan;
+    octet::rt::Status status =
+        octet::compileOnnxBytes(onnx_bytes, size, toCompileOptions(options), plan);
+    return modelFromCompile(std::move(status), std::move(plan), options, model);
+  });
+}
+
+octet_status octet_calibrate(const char *onnx_path, const char *samples,
+                             const octet_options *options, const char *output_path) {
+  return guarded("octet_calibrate", [&]() -> octet_status {
+    if (!onnx_path || !output_path)
+      return fail(OCTET_ERROR_INVALID_ARGUMENT, std::string("octet_calibrate: ") +
+                                                    (!onnx_path ? "onnx_path" : "output_path") +
+                                                    " is null");
+    octet::CompileOptions compile = toCompileOptions(options);
+    if (samples)
+      compile.calibrationSamples = samples;
+    octet::rt::Status status = octet::calibrateOnnxFile(onnx_path, compile, output_path);
+    if (!status.ok())
+      return fail(compileFailureStatus(status.message()), "octet_calibrate: " + status.message());
+    return OCTET_OK;
+  });
+}
+
+} // extern "C"

@@ -1,0 +1,129 @@
+//===- StepRecipe.h - a step as the factory call that builds it --*- C++ -*-===//
+//
+// A recipe is one step factory of Steps.h together with its arguments, as
+// plain data. The compiler's PlanBuilder makes every step through buildStep,
+// which keeps the recipe on the step; an AOT model stores the recipes
+// (runtime/PlanImage.h) and opening it calls buildStep again on each, so JIT
+// and AOT build their steps with the same code. Pointers in the specs point
+// at constant bytes that the Plan keeps alive (Plan::constants).
+//
+//===----------------------------------------------------------------------===//
+#ifndef OCTET_RUNTIME_STEPRECIPE_H
+#define OCTET_RUNTIME_STEPRECIPE_H
+
+#include "runtime/Steps.h"
+
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace octet::rt {
+
+namespace recipe {
+struct Binary {
+  BinaryKind kind;
+  TensorId a, b, out;
+};
+struct Unary {
+  UnaryKind kind;
+  TensorId in, out;
+};
+struct Cast {
+  TensorId in, out;
+};
+struct Where {
+  TensorId condition, a, b, out;
+};
+struct Gather {
+  TensorId data, indices;
+  int axis;
+  TensorId out;
+};
+struct Copy {
+  TensorId in, out;
+};
+struct Concat {
+  std::vector<TensorId> ins;
+  int axis;
+  TensorId out;
+};
+struct Reduce {
+  ReduceKind kind;
+  TensorId in;
+  std::vector<int> axes;
+  TensorId out;
+};
+struct CumSum {
+  TensorId in;
+  int axis;
+  bool exclusive, reverse;
+  TensorId out;
+};
+struct Softmax {
+  TensorId in;
+  int axis;
+  TensorId out;
+};
+struct Range {
+  ScalarId start, delta;
+  TensorId out;
+};
+struct FromElements {
+  std::vector<ScalarId> elements;
+  TensorId out;
+};
+struct MatMul {
+  TensorId a, b, out;
+};
+struct Linear {
+  LinearSpec spec;
+};
+struct LayerNorm {
+  LayerNormSpec spec;
+};
+struct Attention {
+  AttentionSpec spec;
+};
+struct FusedElementwise {
+  ElementwiseProgram program;
+  std::vector<TensorId> inputs;
+  TensorId output;
+};
+struct Quantize {
+  TensorId in, scale, zeroPoint;
+  int axis;
+  TensorId out;
+};
+struct Dequantize {
+  TensorId in, scale, zeroPoint;
+  int axis;
+  TensorId out;
+};
+struct QuantizePerRow {
+  TensorId in, out, scaleOut;
+};
+struct QLinear {
+  QLinearSpec spec;
+  DType outType;
+};
+} // namespace recipe
+
+struct StepRecipe {
+  /// The alternatives' order is part of the AOT format (PlanImage.cpp writes
+  /// the index): append new ones at the end and bump kPlanFormatVersion.
+  using Call =
+      std::variant<recipe::Binary, recipe::Unary, recipe::Cast, recipe::Where, recipe::Gather,
+                   recipe::Copy, recipe::Concat, recipe::Reduce, recipe::CumSum, recipe::Softmax,
+                   recipe::Range, recipe::FromElements, recipe::MatMul, recipe::Linear,
+                   recipe::LayerNorm, recipe::Attention, recipe::FusedElementwise,
+                   recipe::Quantize, recipe::Dequantize, recipe::QuantizePerRow, recipe::QLinear>;
+  Call call;
+};
+
+/// Calls the recipe's factory; the step keeps a copy of the recipe
+/// (Step::recipe). Null with `error` set when the factory fails or throws.
+StepPtr buildStep(const StepRecipe &recipe, const KernelOptions &options, std::string &error);
+
+} // namespace octet::rt
+
+#endif

@@ -1,0 +1,230 @@
+//===- PlanImageTest.cpp - the AOT Plan format round trip -----------------===//
+//
+// Compiles a generated BERT (argv[1], an ONNX file) to a PlanImage, reads it
+// back from 64-byte aligned copies of its sections (as a mapped model.so
+// holds them) and checks that:
+//  - the rebuilt Plan runs bit-identically to the JIT Plan, FP32 and INT8,
+//  - opening generates no kernel (the code comes from the image),
+//  - a corrupt, truncated or foreign image is a clear error.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/codegen/x86/KernelGenerator.h"
+#include "compiler/driver/Compile.h"
+#include "runtime/Executor.h"
+#include "runtime/PlanImage.h"
+
+#include <gtest/gtest.h>
+
+#include <sys/mman.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+
+namespace {
+using namespace octet;
+
+std::string modelPath;
+
+/// One section copied to 64-byte aligned memory, as the loader sees it.
+struct Aligned {
+  std::shared_ptr<uint8_t> data;
+  size_t bytes = 0;
+  explicit Aligned(const std::vector<uint8_t> &v) : bytes(v.size()) {
+    void *p = std::aligned_alloc(64, (v.size() + 63) / 64 * 64 + 64);
+    data.reset(static_cast<uint8_t *>(p), std::free);
+    if (!v.empty())
+      std::memcpy(p, v.data(), v.size());
+  }
+};
+
+/// The code section in read+execute pages, as model.so's .text.
+struct Executable {
+  std::shared_ptr<uint8_t> data;
+  size_t bytes = 0;
+  explicit Executable(const std::vector<uint8_t> &v) : bytes(v.size()) {
+    size_t mapped = (v.size() + 4095) / 4096 * 4096 + 4096;
+    void *p = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+      std::abort();
+    std::memcpy(p, v.data(), v.size());
+    if (mprotect(p, mapped, PROT_READ | PROT_EXEC) != 0)
+      std::abort();
+    data.reset(static_cast<uint8_t *>(p), [mapped](uint8_t *q) { munmap(q, mapped); });
+  }
+};
+
+struct Sections {
+  Aligned plan, constants;
+  Executable code;
+  explicit Sections(const rt::PlanImage &image)
+      : plan(image.plan), constants(image.constants), code(image.code) {}
+  rt::PlanImageView view(size_t planBytes) const {
+    return {plan.data.get(), planBytes, constants.data.get(), constants.bytes,
+            code.data.get(), code.bytes};
+  }
+  rt::PlanImageView view() const { return view(plan.bytes); }
+};
+
+/// Runs `plan` on seeded token ids (batch 2, sequence 9) and returns the
+/// bytes of every output.
+std::vector<std::vector<uint8_t>> run(const rt::Plan &plan) {
+  std::vector<std::vector<int64_t>> storage;
+  std::vector<rt::RunTensor> inputs;
+  std::mt19937 gen(7);
+  for (const rt::IoInfo &io : plan.inputs) {
+    const bool ids = io.checkRange;
+    std::vector<int64_t> values(2 * 9);
+    for (int64_t &v : values)
+      v = ids ? io.rangeBegin + int64_t(gen() % uint64_t(io.rangeEnd - io.rangeBegin)) : 1;
+    storage.push_back(values);
+    rt::RunTensor t;
+    t.dtype = io.dtype;
+    t.rank = 2;
+    t.dims[0] = 2, t.dims[1] = 9;
+    t.data = storage.back().data();
+    t.bytes = values.size() * sizeof(int64_t);
+    EXPECT_EQ(io.dtype, rt::DType::I64) << io.name;
+    inputs.push_back(t);
+  }
+  std::vector<rt::RunTensor> outputs(plan.outputs.size());
+  rt::Status status = rt::execute(plan, inputs, outputs);
+  EXPECT_TRUE(status.ok()) << status.message();
+  std::vector<std::vector<uint8_t>> bytes;
+  for (rt::RunTensor &t : outputs) {
+    auto *p = static_cast<uint8_t *>(t.data);
+    bytes.emplace_back(p, p + t.bytes);
+    std::free(t.data);
+  }
+  return bytes;
+}
+
+struct Mode {
+  const char *name;
+  CompileOptions::Int8 int8;
+  bool autotune; ///< the timed candidates' kernels must not reach the image
+};
+
+class PlanImageRoundTrip : public ::testing::TestWithParam<Mode> {};
+
+TEST_P(PlanImageRoundTrip, RunsBitIdenticalWithoutGeneratingKernels) {
+  CompileOptions options;
+  options.int8 = GetParam().int8;
+  options.kernels.autotune = GetParam().autotune;
+  options.calibrationSamples = "generate:2x2x16";
+  // The JIT Plan of the same compile (autotune's choices vary between runs).
+  std::unique_ptr<rt::Plan> jit;
+  rt::PlanImage image;
+  rt::Status status = compileOnnxFileToImage(modelPath, options, image, &jit);
+  ASSERT_TRUE(status.ok()) << status.message();
+  EXPECT_FALSE(image.code.empty());
+  EXPECT_FALSE(image.constants.empty());
+
+  Sections sections(image);
+  const uint64_t generatedBefore = x86::kernelsGenerated();
+  std::unique_ptr<rt::Plan> aot;
+  status = rt::readPlanImage(sections.view(), nullptr, aot);
+  ASSERT_TRUE(status.ok()) << status.message();
+  EXPECT_EQ(x86::kernelsGenerated(), generatedBefore) << "opening generated kernel code";
+  ASSERT_TRUE(rt::validatePlan(*aot).ok());
+  EXPECT_EQ(aot->describe(), jit->describe());
+  EXPECT_EQ(run(*aot), run(*jit));
+
+  // The same model compiles to the same bytes (timings aside).
+  if (options.kernels.autotune)
+    return;
+  rt::PlanImage again;
+  ASSERT_TRUE(compileOnnxFileToImage(modelPath, options, again).ok());
+  EXPECT_EQ(again.plan, image.plan);
+  EXPECT_EQ(again.constants, image.constants);
+  EXPECT_EQ(again.code, image.code);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Modes, PlanImageRoundTrip,
+    ::testing::Values(Mode{"Fp32", CompileOptions::Int8::None, false},
+                      Mode{"Int8Static", CompileOptions::Int8::Static, false},
+                      Mode{"Int8Dynamic", CompileOptions::Int8::Dynamic, false},
+                      Mode{"Int8StaticAutotuned", CompileOptions::Int8::Static, true}),
+    [](const auto &info) { return std::string(info.param.name); });
+
+class PlanImageErrors : public ::testing::Test {
+protected:
+  static void SetUpTestSuite() {
+    image_ = new rt::PlanImage;
+    rt::Status status = compileOnnxFileToImage(modelPath, CompileOptions(), *image_);
+    ASSERT_TRUE(status.ok()) << status.message();
+  }
+  static void TearDownTestSuite() { delete image_; }
+  /// The error of reading `image` (with the plan section cut to `planBytes`).
+  static std::string errorOf(const rt::PlanImage &image, size_t planBytes = SIZE_MAX) {
+    Sections sections(image);
+    std::unique_ptr<rt::Plan> plan;
+    rt::Status status = rt::readPlanImage(
+        sections.view(std::min(planBytes, image.plan.size())), nullptr, plan);
+    EXPECT_FALSE(status.ok());
+    EXPECT_EQ(plan, nullptr);
+    return status.message();
+  }
+  static rt::PlanImage *image_;
+};
+rt::PlanImage *PlanImageErrors::image_ = nullptr;
+
+TEST_F(PlanImageErrors, CorruptPlanOrCodeIsCaughtAtOpen) {
+  for (size_t at : {size_t(60), image_->plan.size() / 2, image_->plan.size() - 1}) {
+    rt::PlanImage bad = *image_;
+    bad.plan[at] ^= 0x40;
+    EXPECT_NE(errorOf(bad).find("plan section's checksum"), std::string::npos) << errorOf(bad);
+  }
+  for (size_t at : {size_t(0), image_->code.size() / 2, image_->code.size() - 1}) {
+    rt::PlanImage bad = *image_;
+    bad.code[at] ^= 0x08;
+    EXPECT_NE(errorOf(bad).find("code section's checksum"), std::string::npos);
+  }
+}
+
+TEST_F(PlanImageErrors, CorruptWeightsFailTheFirstRun) {
+  // Opening does not read every weight page (it must be fast); every run does
+  // the check first, so no output is ever computed from corrupt weights.
+  rt::PlanImage bad = *image_;
+  bad.constants[bad.constants.size() / 3] ^= 1;
+  Sections sections(bad);
+  std::unique_ptr<rt::Plan> plan;
+  ASSERT_TRUE(rt::readPlanImage(sections.view(), nullptr, plan).ok());
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    std::vector<rt::RunTensor> inputs(plan->inputs.size()), outputs(plan->outputs.size());
+    rt::RunError kind = rt::RunError::None;
+    rt::Status status = rt::execute(*plan, inputs, outputs, &kind);
+    EXPECT_FALSE(status.ok());
+    EXPECT_EQ(kind, rt::RunError::Runtime);
+    EXPECT_NE(status.message().find("constants (weights) section's checksum"), std::string::npos)
+        << status.message();
+  }
+}
+
+TEST_F(PlanImageErrors, TruncatedOrForeignSectionsAreClearErrors) {
+  for (size_t cut : {size_t(0), size_t(5), size_t(20), image_->plan.size() - 1})
+    EXPECT_NE(errorOf(*image_, cut).find(cut < 8 ? "not an Octet compiled model" : "corrupt"),
+              std::string::npos)
+        << "cut at " << cut << ": " << errorOf(*image_, cut);
+  rt::PlanImage bad = *image_;
+  bad.plan[8] += 1; // the format version
+  EXPECT_NE(errorOf(bad).find("compile it again"), std::string::npos) << errorOf(bad);
+  bad = *image_;
+  bad.plan[0] = 'X';
+  EXPECT_NE(errorOf(bad).find("not an Octet compiled model"), std::string::npos);
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: %s MODEL.onnx (a small generated BERT)\n", argv[0]);
+    return 2;
+  }
+  modelPath = argv[1];
+  return RUN_ALL_TESTS();
+}
