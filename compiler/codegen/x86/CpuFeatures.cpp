@@ -1,6 +1,10 @@
 //===- CpuFeatures.cpp ----------------------------------------------------===//
 #include "compiler/codegen/x86/CpuFeatures.h"
 
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+
 #include <xbyak/xbyak_util.h>
 
 #include <utility>
@@ -23,6 +27,33 @@ const char *isaName(Isa isa) {
   return "unknown";
 }
 
+namespace {
+/// OCTET_CPU_DISABLE="amx_tile,amx_int8 ...": act as a CPU without these
+/// features (as oneDNN's ONEDNN_MAX_CPU_ISA), to compare kernels or to test
+/// what a CPU without them does. An unknown name is reported once and ignored.
+void hideFeatures(CpuFeatures &f, const char *names) {
+  if (!names)
+    return;
+  std::string list(names);
+  for (char &c : list)
+    if (c == ',')
+      c = ' ';
+  size_t at = 0;
+  while ((at = list.find_first_not_of(' ', at)) != std::string::npos) {
+    size_t end = std::min(list.find(' ', at), list.size());
+    const std::string name = list.substr(at, end - at);
+    at = end;
+    bool known = false;
+    for (const CpuFeatures::Flag &flag : CpuFeatures::flags())
+      if (name == flag.name)
+        f.*flag.field = false, known = true;
+    if (!known)
+      std::fprintf(stderr, "octet: OCTET_CPU_DISABLE: unknown CPU feature '%s' ignored\n",
+                   name.c_str());
+  }
+}
+} // namespace
+
 const CpuFeatures &CpuFeatures::host() {
   static const CpuFeatures features = [] {
     Xbyak::util::Cpu cpu;
@@ -43,6 +74,7 @@ const CpuFeatures &CpuFeatures::host() {
     f.amxTile = tileState && cpu.has(C::tAMX_TILE);
     f.amxInt8 = tileState && cpu.has(C::tAMX_INT8);
     f.amxBf16 = tileState && cpu.has(C::tAMX_BF16);
+    hideFeatures(f, std::getenv("OCTET_CPU_DISABLE"));
     return f;
   }();
   return features;

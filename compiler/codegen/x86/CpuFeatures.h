@@ -28,6 +28,8 @@ struct CpuFeatures {
   bool avx512f = false, avx512bw = false, avx512vl = false, avx512dq = false;
   bool avx512vnni = false, avx512bf16 = false, avxVnni = false;
   bool amxTile = false, amxInt8 = false, amxBf16 = false;
+  /// This CPU, less the features named in $OCTET_CPU_DISABLE (comma or space
+  /// separated describe() names, e.g. "amx_tile,amx_int8").
   static const CpuFeatures &host();
   /// Features of a target CPU by name: "host", "avx2" (Haswell),
   /// "avx-vnni" (Alder Lake), "avx512" (Skylake-SP), "avx512-vnni"
