@@ -323,8 +323,12 @@ public:
       // Inputs besides the accumulator fuse when they are per-column vectors.
       const ColumnExtras columns = columnExtras(split.rest, spec_.extraPerColumn);
       std::string why;
+      // A fused program's result is requantized in the GEMM (no post-pass):
+      // its GELU need not be more accurate than an output step.
+      const x86::GeluAccuracy gelu = outType_ == DType::F32 ? x86::GeluAccuracy::Full
+                                                            : x86::GeluAccuracy::ForRequantize;
       if (columns.fusable)
-        fused_ = x86::ProgramEpilogue::create(split.rest, why, columns.perColumn);
+        fused_ = x86::ProgramEpilogue::create(split.rest, why, columns.perColumn, gelu);
       // Otherwise (pressure, no vector form) the post-pass below applies it.
       if (fused_)
         columnExtras_ = columns.extras;

@@ -93,7 +93,7 @@ double geluTanhRef(double x) {
 TEST(VectorMath, GeneratesEveryOp) {
   for (UnaryOp op : {UnaryOp::Neg, UnaryOp::Abs, UnaryOp::Exp, UnaryOp::Erf, UnaryOp::Tanh,
                      UnaryOp::Sigmoid, UnaryOp::Rsqrt, UnaryOp::Reciprocal, UnaryOp::GeluErf,
-                     UnaryOp::GeluTanh}) {
+                     UnaryOp::GeluTanh, UnaryOp::GeluErfFast, UnaryOp::GeluTanhFast}) {
     UnaryKernel kernel(op);
     EXPECT_FALSE(kernel.bytes().empty());
   }
@@ -166,32 +166,72 @@ TEST(VectorMath, Reciprocal) {
   EXPECT_LE(maxUlp(UnaryOp::Reciprocal, logspace(1e-37, 1e37, 1000000), ref), 0.5);
 }
 
-/// GELU: |err| <= 2^-22 max(1, |x|) everywhere; geluTanh also <= 3 ulp for x >= 0.
-void checkGelu(UnaryOp op, const std::function<double(double)> &ref) {
-  std::vector<float> x = linspace(-20, 20, 1000000);
+/// Max of |err| / max(1, |x|) over x.
+double maxGeluError(UnaryOp op, const std::vector<float> &x,
+                    const std::function<double(double)> &ref) {
   std::vector<float> y = mapThrough(op, x);
   double worst = 0;
   for (size_t i = 0; i < x.size(); ++i)
-    worst = std::max(worst, std::fabs(y[i] - ref(x[i])) /
-                                (std::ldexp(1.0, -22) * std::max(1.0, std::fabs(double(x[i])))));
-  EXPECT_LE(worst, 1.0);
-  std::vector<float> s = mapThrough(op, {kInf, -kInf, kNaN, 0.0f});
+    worst = std::max(worst, std::fabs(y[i] - ref(x[i])) / std::max(1.0, std::fabs(double(x[i]))));
+  return worst;
+}
+
+/// GELU: |err| <= bound max(1, |x|) everywhere (accurate: 2^-22; fast: 4e-5);
+/// inf, -inf, NaN, +-0 like x·Φ(x).
+void checkGelu(UnaryOp op, const std::function<double(double)> &ref, double bound) {
+  EXPECT_LE(maxGeluError(op, linspace(-20, 20, 1000000), ref), bound);
+  EXPECT_LE(maxGeluError(op, linspace(-1e4, 1e4, 100000), ref), bound);
+  std::vector<float> s = mapThrough(op, {kInf, -kInf, kNaN, 0.0f, -0.0f, FLT_MAX, -FLT_MAX});
   EXPECT_EQ(s[0], kInf);
   // x·Φ(x) evaluated as written, as ONNX Runtime does: -inf · 0 is NaN.
   EXPECT_TRUE(std::isnan(s[1]));
   EXPECT_TRUE(std::isnan(s[2]));
   EXPECT_EQ(s[3], 0.0f);
+  EXPECT_EQ(s[4], 0.0f);
+  EXPECT_EQ(s[5], FLT_MAX);
+  EXPECT_EQ(s[6], 0.0f);
 }
 
 TEST(VectorMath, GeluErf) {
   REQUIRE_AVX512();
-  checkGelu(UnaryOp::GeluErf, geluErfRef);
+  checkGelu(UnaryOp::GeluErf, geluErfRef, std::ldexp(1.0, -22));
 }
 
 TEST(VectorMath, GeluTanh) {
   REQUIRE_AVX512();
-  checkGelu(UnaryOp::GeluTanh, geluTanhRef);
+  checkGelu(UnaryOp::GeluTanh, geluTanhRef, std::ldexp(1.0, -22));
   EXPECT_LE(maxUlp(UnaryOp::GeluTanh, linspace(0, 20, 1000000), geluTanhRef), 3.0);
+}
+
+// The fast forms: the sweeps above, every float with 3 <= |x| <= 5 (the
+// largest errors: the fit's near 3.6, Phi's tail and the clamp at 4), and
+// exact tails from |x| = 4 on.
+void checkFastGelu(UnaryOp op, const std::function<double(double)> &ref) {
+  constexpr double kBound = 4e-5; // VectorMath.h
+  checkGelu(op, ref, kBound);
+  std::vector<float> x;
+  for (float v = 3.0f; v <= 5.0f; v = std::nextafter(v, 6.0f))
+    x.push_back(v), x.push_back(-v);
+  const double worst = maxGeluError(op, x, ref);
+  EXPECT_LE(worst, kBound);
+  EXPECT_GT(worst, kBound / 4) << "the bound is loose: measure and tighten it";
+  std::vector<float> tails = mapThrough(op, {4.0f, 4.5f, 17.0f, -4.0f, -4.5f, -17.0f});
+  EXPECT_EQ(tails[0], 4.0f);
+  EXPECT_EQ(tails[1], 4.5f);
+  EXPECT_EQ(tails[2], 17.0f);
+  EXPECT_EQ(tails[3], 0.0f);
+  EXPECT_EQ(tails[4], 0.0f);
+  EXPECT_EQ(tails[5], 0.0f);
+}
+
+TEST(VectorMath, GeluErfFast) {
+  REQUIRE_AVX512();
+  checkFastGelu(UnaryOp::GeluErfFast, geluErfRef);
+}
+
+TEST(VectorMath, GeluTanhFast) {
+  REQUIRE_AVX512();
+  checkFastGelu(UnaryOp::GeluTanhFast, geluTanhRef);
 }
 
 /// Loads 16 floats, reduces, stores the broadcast result.

@@ -51,6 +51,8 @@ public:
   virtual int scratchZmmCount() const = 0;
   virtual int columnInputCount() const { return 0; }
   virtual std::vector<float> constants() const { return {}; }
+  /// Its math is accurate enough only for a result requantized to u8/s8.
+  virtual bool requantizedOutputOnly() const { return false; }
   virtual void emit(Xbyak::CodeGenerator &gen, const Xbyak::Zmm &acc,
                     const std::vector<Xbyak::Zmm> &scratch, const Xbyak::Label &constants,
                     const ColumnInput &column) const = 0;

@@ -38,7 +38,10 @@ std::string checkGemmU8S8Epilogue(const GemmU8S8EpilogueConfig &c) {
     return "the elementwise program reads " + std::to_string(columns) +
            " per-column inputs but no column stride was given";
   if (c.output == QuantOutput::F32)
-    return "";
+    return c.elementwise && c.elementwise->requantizedOutputOnly()
+               ? "the elementwise program's fast GELU is accurate enough only for a u8/s8 "
+                 "output, not f32"
+               : "";
   if (!(c.outScale > 0) || !std::isfinite(c.outScale))
     return "output scale must be positive and finite";
   const int32_t lo = c.output == QuantOutput::U8 ? 0 : -128;
@@ -52,7 +55,9 @@ std::string gemmU8S8EpilogueSuffix(const GemmU8S8EpilogueConfig &c) {
   const int columns = c.elementwise ? c.elementwise->columnInputCount() : 0;
   return std::string(c.compensation ? "_comp" : "") + (c.xScalePerRow ? "_rowscale" : "") +
          gemmEpilogueSuffix(c.bias, c.residual, c.elementwise != nullptr) +
-         (columns ? "_columns" + std::to_string(columns) : "") + "_" + quantOutputName(c.output);
+         (columns ? "_columns" + std::to_string(columns) : "") +
+         (c.elementwise && c.elementwise->requantizedOutputOnly() ? "_fastgelu" : "") + "_" +
+         quantOutputName(c.output);
 }
 
 GemmU8S8EpilogueAvx512::GemmU8S8EpilogueAvx512(std::string name, Isa isa, size_t maxCodeBytes,
@@ -60,10 +65,15 @@ GemmU8S8EpilogueAvx512::GemmU8S8EpilogueAvx512(std::string name, Isa isa, size_t
                                                const GemmU8S8EpilogueConfig &epilogue)
     : GemmTileAvx512(std::move(name), isa, maxCodeBytes, mr, nr, columns), epilogue_(epilogue) {}
 
-bool GemmU8S8EpilogueAvx512::exactReciprocal() const {
+// A power of two has an exact reciprocal. After a fast GELU (error ~4e-5 per
+// unit) the reciprocal's extra rounding (~6e-8 relative) is noise, and vdivps
+// would cost about as much as that whole GELU.
+bool GemmU8S8EpilogueAvx512::multipliesByReciprocal() const {
   const float s = epilogue_.outScale;
-  return epilogue_.output != QuantOutput::F32 && std::ilogb(s) > -126 &&
-         std::ldexp(1.0f, std::ilogb(s)) == s;
+  if (epilogue_.output == QuantOutput::F32)
+    return false;
+  const bool exact = std::ilogb(s) > -126 && std::ldexp(1.0f, std::ilogb(s)) == s;
+  return exact || (epilogue_.elementwise && epilogue_.elementwise->requantizedOutputOnly());
 }
 
 Address GemmU8S8EpilogueAvx512::constant(int index) const {
@@ -120,11 +130,11 @@ void GemmU8S8EpilogueAvx512::emitU8S8Epilogue(const ColumnPointer &column,
   }
   if (epilogue_.output == QuantOutput::F32)
     return;
-  // Requantize: RNE(v / out_scale) + out_zp, saturated. A power-of-two scale
-  // multiplies by its exact reciprocal; others divide, as the formula says.
+  // Requantize: RNE(v / out_scale) + out_zp, saturated. Divides, as the
+  // formula says, unless multipliesByReciprocal().
   for (int r = 0; r < accCount_; ++r) {
     const Zmm z(r);
-    if (exactReciprocal())
+    if (multipliesByReciprocal())
       vmulps(z, z, constant(kOutScale));
     else
       vdivps(z, z, constant(kOutScale));
@@ -167,7 +177,8 @@ void GemmU8S8EpilogueAvx512::emitU8S8Constants() {
   align(64);
   L(ownConstants_);
   uint32_t own[kOwnConstantCount] = {};
-  own[kOutScale] = bitsOf(exactReciprocal() ? 1.0f / epilogue_.outScale : epilogue_.outScale);
+  own[kOutScale] =
+      bitsOf(multipliesByReciprocal() ? 1.0f / epilogue_.outScale : epilogue_.outScale);
   own[kClampLow] = bitsOf(-kClamp);
   own[kClampHigh] = bitsOf(kClamp);
   own[kOutZeroPoint] = uint32_t(epilogue_.outZeroPoint);

@@ -41,10 +41,12 @@ struct GemmU8S8EpilogueConfig {
   int32_t outZeroPoint = 0; ///< u8/s8 output: 0..255 / -128..127
 };
 
-/// "" or why the configuration is invalid (output scale, zero point range).
+/// "" or why the configuration is invalid (output scale, zero point range, a
+/// fast-GELU program with an f32 output).
 std::string checkGemmU8S8Epilogue(const GemmU8S8EpilogueConfig &config);
 /// Kernel-name suffix: "_comp", "_rowscale", "_bias", "_residual",
-/// "_elementwise", "_columns<count>", "_<output>".
+/// "_elementwise", "_columns<count>", "_fastgelu" (GeluAccuracy::ForRequantize),
+/// "_<output>".
 std::string gemmU8S8EpilogueSuffix(const GemmU8S8EpilogueConfig &config);
 
 class GemmU8S8EpilogueAvx512 : public GemmTileAvx512 {
@@ -75,7 +77,7 @@ protected:
   const GemmU8S8EpilogueConfig epilogue_;
 
 private:
-  bool exactReciprocal() const;
+  bool multipliesByReciprocal() const;
   Xbyak::Address constant(int index) const; // own table, {1to16}
   Xbyak::Label ownConstants_;
 };

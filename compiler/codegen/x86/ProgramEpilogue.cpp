@@ -27,7 +27,8 @@ uint32_t bitsOf(float f) {
   return b;
 }
 
-bool toUnaryOp(Op op, UnaryOp &out) {
+bool toUnaryOp(Op op, GeluAccuracy gelu, UnaryOp &out) {
+  const bool fast = gelu == GeluAccuracy::ForRequantize;
   switch (op) {
   case Op::Neg:
     out = UnaryOp::Neg;
@@ -54,14 +55,56 @@ bool toUnaryOp(Op op, UnaryOp &out) {
     out = UnaryOp::Reciprocal;
     return true;
   case Op::GeluErf:
-    out = UnaryOp::GeluErf;
+    out = fast ? UnaryOp::GeluErfFast : UnaryOp::GeluErf;
     return true;
   case Op::GeluTanh:
-    out = UnaryOp::GeluTanh;
+    out = fast ? UnaryOp::GeluTanhFast : UnaryOp::GeluTanh;
     return true;
   default:
     return false;
   }
+}
+
+bool isConstant(const rt::ElementwiseProgram &p, int i, float value) {
+  return p.instrs[i].op == Op::Constant && p.instrs[i].value == value;
+}
+
+/// The same value: one instruction, or two reading the same input.
+bool sameValue(const rt::ElementwiseProgram &p, int i, int j) {
+  const auto &x = p.instrs[i], &y = p.instrs[j];
+  return i == j || (x.op == Op::Input && y.op == Op::Input && x.a == y.a);
+}
+
+/// `in` is `op` with the constant `value` as one operand (Div: the divisor):
+/// the other operand, or -1.
+int operandBeside(const rt::ElementwiseProgram &p, const rt::ElementwiseProgram::Instr &in, Op op,
+                  float value) {
+  if (in.op != op)
+    return -1;
+  if (isConstant(p, in.b, value))
+    return in.a;
+  return op != Op::Div && isConstant(p, in.a, value) ? in.b : -1;
+}
+
+/// Instruction `i` is GELU (erf) as a fused region spells octet.gelu,
+/// (x * 0.5) * (erf(x * 2^-1/2 or x / 2^1/2) + 1), operands in either order:
+/// x, or -1.
+int decomposedGeluErf(const rt::ElementwiseProgram &p, int i) {
+  const auto &mul = p.instrs[i];
+  if (mul.op != Op::Mul)
+    return -1;
+  for (auto [half, onePlusErf] : {std::pair(mul.a, mul.b), std::pair(mul.b, mul.a)}) {
+    const int x = operandBeside(p, p.instrs[half], Op::Mul, 0.5f);
+    const int erf = operandBeside(p, p.instrs[onePlusErf], Op::Add, 1.0f);
+    if (x < 0 || erf < 0 || p.instrs[erf].op != Op::Erf)
+      continue;
+    const auto &scaled = p.instrs[p.instrs[erf].a];
+    const int byMul = operandBeside(p, scaled, Op::Mul, float(M_SQRT1_2));
+    const int byDiv = operandBeside(p, scaled, Op::Div, float(M_SQRT2));
+    if ((byMul >= 0 && sameValue(p, byMul, x)) || (byDiv >= 0 && sameValue(p, byDiv, x)))
+      return x;
+  }
+  return -1;
 }
 
 /// Pow exponents with an exact or VectorMath-accurate vector form.
@@ -71,15 +114,23 @@ bool powExponentSupported(float e) {
 } // namespace
 
 std::string ProgramLowering::plan(const rt::ElementwiseProgram &source, bool input0InResult,
-                                  int maxZmm) {
+                                  int maxZmm, GeluAccuracy gelu) {
   steps_.clear();
   slots_ = 1, temps_ = 0, masks_ = 0;
+  gelu_ = gelu;
+  fastGelu_ = false;
   if (std::string e = source.verify(); !e.empty())
     return "malformed program: " + e;
   rt::ElementwiseProgram program = source;
   if (program.instrs.empty()) // identity
     program.instrs.push_back({Op::Input, 0, -1, 0});
   const int n = int(program.instrs.size());
+  // A requantized result takes the fast GELU also where the program spells
+  // it out; the erf and friends it replaces are dead below.
+  if (gelu == GeluAccuracy::ForRequantize)
+    for (int i = 0; i < n; ++i)
+      if (const int x = decomposedGeluErf(program, i); x >= 0)
+        program.instrs[i] = {Op::GeluErf, x, -1, 0};
   inputsRead_.assign(std::max(program.numInputs, 1), false);
 
   // Canonical value per instruction (one per distinct input and constant).
@@ -105,13 +156,23 @@ std::string ProgramLowering::plan(const rt::ElementwiseProgram &source, bool inp
       std::swap(in.a, in.b);
   }
 
+  // Which values the result depends on.
+  const int result = canon[n - 1];
+  std::vector<bool> live(n, false);
+  live[result] = true;
+  for (int i = n - 1; i >= 0; --i)
+    if (live[i] && ins[i].op != Op::Input && ins[i].op != Op::Constant) {
+      live[ins[i].a] = true;
+      if (ins[i].b >= 0)
+        live[ins[i].b] = true;
+    }
+
   // Which constants need a register, and each value's last use.
   std::vector<bool> needsRegister(n, false);
   std::vector<int> lastUse(n, -1);
-  const int result = canon[n - 1];
   for (int i = 0; i < n; ++i) {
     const auto &in = ins[i];
-    if (in.op == Op::Input || in.op == Op::Constant)
+    if (!live[i] || in.op == Op::Input || in.op == Op::Constant)
       continue;
     if (in.op == Op::Log)
       return "instruction %" + std::to_string(i) + ": log has no vector form";
@@ -188,8 +249,9 @@ std::string ProgramLowering::plan(const rt::ElementwiseProgram &source, bool inp
 
     int zmm = 0, mask = 0;
     UnaryOp unary;
-    if (toUnaryOp(in.op, unary)) {
+    if (toUnaryOp(in.op, gelu_, unary)) {
       zmm = zmmScratchFor(unary), mask = maskScratchFor(unary);
+      fastGelu_ |= unary == UnaryOp::GeluErfFast || unary == UnaryOp::GeluTanhFast;
     } else if (in.op == Op::Relu) {
       zmm = 1;
     } else if (in.op == Op::Max || in.op == Op::Min) {
@@ -278,7 +340,7 @@ void ProgramLowering::emit(Xbyak::CodeGenerator &gen, ConstantTable &constants, 
       continue;
     }
     UnaryOp unary;
-    if (toUnaryOp(s.op, unary)) {
+    if (toUnaryOp(s.op, gelu_, unary)) {
       math.unary(unary, d, a);
       continue;
     }
@@ -317,7 +379,8 @@ void ProgramLowering::emit(Xbyak::CodeGenerator &gen, ConstantTable &constants, 
 
 std::unique_ptr<ProgramEpilogue> ProgramEpilogue::create(const rt::ElementwiseProgram &program,
                                                          std::string &error,
-                                                         const std::vector<bool> &perColumn) {
+                                                         const std::vector<bool> &perColumn,
+                                                         GeluAccuracy gelu) {
   std::unique_ptr<ProgramEpilogue> e(new ProgramEpilogue());
   e->columnOf_.assign(size_t(std::max(program.numInputs, 1)), -1);
   for (size_t i = 1; i < e->columnOf_.size(); ++i)
@@ -332,7 +395,7 @@ std::unique_ptr<ProgramEpilogue> ProgramEpilogue::create(const rt::ElementwisePr
       return nullptr;
     }
   }
-  error = e->lowering_.plan(program, true, kMaxEpilogueScratch + 1);
+  error = e->lowering_.plan(program, true, kMaxEpilogueScratch + 1, gelu);
   if (!error.empty())
     return nullptr;
   e->scratch_ = e->lowering_.extraValueRegisters() + e->lowering_.tempRegisters();

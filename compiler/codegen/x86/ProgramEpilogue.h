@@ -21,7 +21,8 @@
 //    (NR = 48) of accumulators.
 //
 // Semantics follow ElementwiseProgram::evaluate: Max/Min/Relu propagate NaN;
-// math functions carry VectorMath's error bounds (a few ulp).
+// math functions carry VectorMath's error bounds (a few ulp; the GELUs of a
+// program planned with GeluAccuracy::ForRequantize: 4e-5 max(1, |x|)).
 //
 //===----------------------------------------------------------------------===//
 #ifndef OCTET_COMPILER_CODEGEN_X86_PROGRAMEPILOGUE_H
@@ -43,8 +44,14 @@ public:
   /// Plans `program`. `input0InResult`: input 0 is already in the result
   /// register when the code starts (a GEMM accumulator); other inputs are
   /// loaded by emit()'s callback. `maxZmm` bounds value + temporary registers.
+  /// `gelu`: which GELU GeluErf / GeluTanh become (VectorMath.h).
+  /// ForRequantize also lowers GELU (erf) spelled out as a fused region has
+  /// it, (x * 0.5) * (erf(x * 2^-1/2) + 1), to the fast one.
   /// Returns "" or why the program cannot be lowered.
-  std::string plan(const rt::ElementwiseProgram &program, bool input0InResult, int maxZmm);
+  std::string plan(const rt::ElementwiseProgram &program, bool input0InResult, int maxZmm,
+                   GeluAccuracy gelu = GeluAccuracy::Full);
+  /// The plan uses a GELU accurate only for a requantized result.
+  bool usesFastGelu() const { return fastGelu_; }
 
   /// Value registers besides the result register, and math temporaries.
   int extraValueRegisters() const { return slots_ - 1; }
@@ -75,6 +82,8 @@ private:
   std::vector<Step> steps_;
   std::vector<bool> inputsRead_;
   int slots_ = 1, temps_ = 0, masks_ = 0;
+  GeluAccuracy gelu_ = GeluAccuracy::Full;
+  bool fastGelu_ = false;
 };
 
 /// Scratch zmm a program epilogue may ask of the GEMM.
@@ -86,9 +95,13 @@ public:
   /// become the emitter's column inputs 0, 1, ... in input order. Null with
   /// `error` set when the program reads another input besides 0, does not fit
   /// kMaxEpilogueScratch scratch registers or has an op without a vector form.
+  /// GeluAccuracy::ForRequantize: only for a GEMM that requantizes its result
+  /// (checkGemmU8S8Epilogue rejects it with an f32 output).
   static std::unique_ptr<ProgramEpilogue> create(const rt::ElementwiseProgram &program,
                                                  std::string &error,
-                                                 const std::vector<bool> &perColumn = {});
+                                                 const std::vector<bool> &perColumn = {},
+                                                 GeluAccuracy gelu = GeluAccuracy::Full);
+  bool requantizedOutputOnly() const override { return lowering_.usesFastGelu(); }
 
   int scratchZmmCount() const override { return scratch_; }
   int columnInputCount() const override { return columnInputs_; }

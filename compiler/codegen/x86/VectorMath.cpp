@@ -31,6 +31,17 @@ constexpr float kErfLargeFrom = 1.0f, kErfClamp = 4.0f;
 constexpr float kTanhSmall[] = {-3.333333135e-01f, 1.333321035e-01f, -5.394720286e-02f,
                                 2.170296758e-02f,  -8.182673715e-03f, 2.147536958e-03f};
 constexpr float kTanhLargeFrom = 0.625f;
+// Phi(a) - 1/2 for a in [0, 4] (Phi the normal CDF: 0.5 erf(a / sqrt 2)), and
+// its tanh-form counterpart 0.5 tanh(sqrt(2/pi) (a + 0.044715 a^3)); fitted
+// with P(4) = 1/2 + 2e-6 so that min(P, 1/2) is exactly 1/2 from 4 on.
+constexpr float kGeluErfFastPhi[] = {3.358462709e-05f,  3.980036974e-01f,  3.979413770e-03f,
+                                     -7.084359229e-02f, -2.857069252e-03f, 1.918481477e-02f,
+                                     -7.238599006e-03f, 1.124973758e-03f,  -6.588495307e-05f};
+constexpr float kGeluTanhFastPhi[] = {3.091718099e-05f,  3.980289400e-01f,  4.147002473e-03f,
+                                      -7.213218510e-02f, -1.360416180e-03f, 1.850752719e-02f,
+                                      -7.104770280e-03f, 1.115766936e-03f,  -6.599523476e-05f};
+constexpr float kGeluFastClamp = 4.0f;
+static_assert(sizeof kGeluErfFastPhi == sizeof kGeluTanhFastPhi, "geluFast: one degree");
 
 constexpr float kLog2e = 1.44269504088896341f;
 // ln2 split so that n * kLn2Hi is exact in the fma (Cody-Waite).
@@ -93,6 +104,8 @@ int zmmScratchFor(UnaryOp op) {
   case UnaryOp::Rsqrt:
     return 2;
   case UnaryOp::Sigmoid:
+  case UnaryOp::GeluErfFast:
+  case UnaryOp::GeluTanhFast:
     return 3;
   case UnaryOp::Erf:
   case UnaryOp::Tanh:
@@ -317,6 +330,21 @@ void VectorMath::geluTanh(const Zmm &d, const Zmm &s) {
   gen_.vmulps(d, u, s);
 }
 
+// GELU(x) = x Phi(x) = x/2 + |x| (Phi(|x|) - 1/2). A NaN |x| clamps to 4 but
+// the last fma keeps it; x = -inf gives -inf + inf = NaN, as x Phi(x) does.
+void VectorMath::geluFast(const Zmm &d, const Zmm &s, const float *oddPhi) {
+  const Zmm &a = zmm(0), &clamped = zmm(1), &p = zmm(2);
+  gen_.vpandd(a, s, constants_.bits(kAbsMask));
+  gen_.vminps(clamped, a, constant(kGeluFastClamp));
+  horner(p, clamped, oddPhi, size(kGeluErfFastPhi));
+  gen_.vminps(p, p, constant(0.5f));
+  gen_.vmulps(d, s, constant(0.5f));
+  gen_.vfmadd231ps(d, p, a);
+}
+
+void VectorMath::geluErfFast(const Zmm &d, const Zmm &s) { geluFast(d, s, kGeluErfFastPhi); }
+void VectorMath::geluTanhFast(const Zmm &d, const Zmm &s) { geluFast(d, s, kGeluTanhFastPhi); }
+
 void VectorMath::unary(UnaryOp op, const Zmm &d, const Zmm &s) {
   switch (op) {
   case UnaryOp::Neg:
@@ -339,6 +367,10 @@ void VectorMath::unary(UnaryOp op, const Zmm &d, const Zmm &s) {
     return geluErf(d, s);
   case UnaryOp::GeluTanh:
     return geluTanh(d, s);
+  case UnaryOp::GeluErfFast:
+    return geluErfFast(d, s);
+  case UnaryOp::GeluTanhFast:
+    return geluTanhFast(d, s);
   }
 }
 

@@ -206,13 +206,13 @@ INSTANTIATE_TEST_SUITE_P(OddShapes, GemmU8S8AmxShapes,
                                             ::testing::Values(1, 3, 4, 63, 64, 65, 130, 770)),
                          octet::test::MnkName());
 
-std::unique_ptr<ProgramEpilogue> geluEpilogue() {
+std::unique_ptr<ProgramEpilogue> geluEpilogue(GeluAccuracy accuracy = GeluAccuracy::Full) {
   octet::rt::ElementwiseProgram program;
   using Op = octet::rt::ElementwiseProgram::Op;
   program.numInputs = 1;
   program.instrs = {{Op::Input, 0, -1, 0}, {Op::GeluErf, 0, -1, 0}};
   std::string error;
-  auto e = ProgramEpilogue::create(program, error);
+  auto e = ProgramEpilogue::create(program, error, {}, accuracy);
   EXPECT_TRUE(e) << error;
   return e;
 }
@@ -233,7 +233,9 @@ TEST(GemmU8S8Amx, EmulatedEqualsVnniForEveryEpilogue) {
     wScale[j] = half(gen), bias[j] = unit(gen);
   for (float &r : residual)
     r = unit(gen);
-  std::unique_ptr<ProgramEpilogue> gelu = geluEpilogue();
+  // u8/s8 outputs take the fast GELU, as QLinearStep asks.
+  std::unique_ptr<ProgramEpilogue> gelu = geluEpilogue(),
+                                   fastGelu = geluEpilogue(GeluAccuracy::ForRequantize);
   PackedU8S8Amx amxPacked = packU8S8Amx(d.b.data(), k, n, WeightLayout::KN);
   PackedU8S8 vnniPacked = packU8S8(d.b.data(), k, n, WeightLayout::KN);
   for (int combo = 0; combo < 24; ++combo) {
@@ -243,8 +245,9 @@ TEST(GemmU8S8Amx, EmulatedEqualsVnniForEveryEpilogue) {
     p.wScale = wScale;
     p.bias = combo & 1 ? bias.data() : nullptr;
     p.residual = combo & 2;
-    p.elementwise = combo & 4 ? gelu.get() : nullptr;
     p.output = QuantOutput(combo / 8);
+    p.elementwise =
+        combo & 4 ? (p.output == QuantOutput::F32 ? gelu.get() : fastGelu.get()) : nullptr;
     p.outScale = combo % 2 ? 0.015625f * 1.37f : 0.0078125f; // vdivps and the exact reciprocal
     p.outZeroPoint = p.output == QuantOutput::U8 ? 37 : -5;
     const int bytes = p.output == QuantOutput::F32 ? 4 : 1;
@@ -282,7 +285,8 @@ TEST(GemmU8S8Amx, EmulatedEqualsVnniWithRowScalesAndColumnInputs) {
   program.instrs = {{Op::Input, 0, -1, 0}, {Op::GeluErf, 0, -1, 0}, {Op::Input, 1, -1, 0},
                     {Op::Mul, 1, 2, 0}};
   std::string error;
-  auto epilogue = ProgramEpilogue::create(program, error, {false, true});
+  auto epilogue =
+      ProgramEpilogue::create(program, error, {false, true}, GeluAccuracy::ForRequantize);
   ASSERT_TRUE(epilogue) << error;
   const float *columns[] = {inv.data()};
   PackedU8S8Amx amxPacked = packU8S8Amx(d.b.data(), k, n, WeightLayout::KN);
@@ -383,16 +387,17 @@ TEST(GemmU8S8Amx, RealKernelEqualsEmulation) {
                          {33, 16, 3072}}) {
     Data d(m, n, k, unsigned(m + n + k));
     PackedU8S8Amx packed = packU8S8Amx(d.b.data(), k, n, WeightLayout::KN);
-    std::unique_ptr<ProgramEpilogue> gelu = geluEpilogue();
+    std::unique_ptr<ProgramEpilogue> gelu = geluEpilogue(),
+                                     fastGelu = geluEpilogue(GeluAccuracy::ForRequantize);
     std::vector<float> bias(n, 0.25f), residual(m * n, -0.5f);
-    for (int combo = 0; combo < 4; ++combo) {
+    for (int combo = 0; combo < 5; ++combo) {
       GemmU8S8Params p = unitParams(combo % 2 ? 128 : 0);
       p.xScale = 1e-4f;
       p.bias = combo & 2 ? bias.data() : nullptr;
       p.residual = combo & 2;
-      p.elementwise = combo == 3 ? gelu.get() : nullptr;
-      p.output = combo == 1 ? QuantOutput::U8 : QuantOutput::F32;
-      p.outScale = 0.05f, p.outZeroPoint = combo == 1 ? 10 : 0;
+      p.elementwise = combo == 3 ? gelu.get() : combo == 4 ? fastGelu.get() : nullptr;
+      p.output = combo == 1 || combo == 4 ? QuantOutput::U8 : QuantOutput::F32;
+      p.outScale = 0.05f, p.outZeroPoint = combo == 1 || combo == 4 ? 10 : 0;
       GemmU8S8AmxDriver gemm(packed, p);
       const int bytes = p.output == QuantOutput::F32 ? 4 : 1;
       std::vector<uint8_t> real(m * n * bytes), emulated(m * n * bytes);

@@ -8,6 +8,10 @@
 //    GELU adds its own 2^-22 max(1, |x|) and passes the input error on
 //    (|GELU'| < 1.13).
 //  - u8/s8: exact, except within that error of a rounding tie (then +-1).
+//    Their GELU is the fast one (GeluAccuracy::ForRequantize, as QLinearStep
+//    asks): it adds 4e-5 max(1, |x|), and the requantize multiplies by
+//    1 / out_scale (2^-22 relative more), so a code may differ by exactly 1
+//    where the true value lies within that bound of a rounding boundary.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/codegen/x86/GemmU8S8.h"
@@ -45,13 +49,38 @@ using octet::test::ThreadCount;
 
 double gelu(double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }
 
-std::unique_ptr<ProgramEpilogue> geluEpilogue() {
+/// The bound of VectorMath::geluErfFast (VectorMath.h).
+constexpr double kFastGeluError = 4e-5;
+
+/// (x * 0.5) * (erf(x * scale) + 1): GELU (erf) for scale 2^-1/2, as a fused
+/// region spells it out.
+octet::rt::ElementwiseProgram spelledOutGelu(float scale) {
+  using Op = octet::rt::ElementwiseProgram::Op;
+  octet::rt::ElementwiseProgram program;
+  program.numInputs = 1;
+  program.instrs = {{Op::Input, 0, -1, 0},
+                    {Op::Constant, -1, -1, scale},
+                    {Op::Mul, 0, 1, 0},
+                    {Op::Erf, 2, -1, 0},
+                    {Op::Constant, -1, -1, 1},
+                    {Op::Add, 3, 4, 0},
+                    {Op::Constant, -1, -1, 0.5f},
+                    {Op::Mul, 0, 6, 0},
+                    {Op::Mul, 7, 5, 0}};
+  return program;
+}
+
+/// GELU (erf) as one op, or `spelledOut`.
+std::unique_ptr<ProgramEpilogue> geluEpilogue(GeluAccuracy accuracy = GeluAccuracy::Full,
+                                              bool spelledOut = false) {
   octet::rt::ElementwiseProgram program;
   using Op = octet::rt::ElementwiseProgram::Op;
   program.numInputs = 1;
   program.instrs = {{Op::Input, 0, -1, 0}, {Op::GeluErf, 0, -1, 0}};
+  if (spelledOut)
+    program = spelledOutGelu(0.70710677f);
   std::string error;
-  auto e = ProgramEpilogue::create(program, error);
+  auto e = ProgramEpilogue::create(program, error, {}, accuracy);
   EXPECT_TRUE(e) << error;
   return e;
 }
@@ -116,7 +145,12 @@ struct Problem {
   void run(const Options &o) const {
     const PackedU8S8 packed =
         packU8S8(o.layout == WeightLayout::KN ? bKN.data() : bNK.data(), k, n, o.layout);
-    std::unique_ptr<ProgramEpilogue> program = o.gelu ? geluEpilogue() : nullptr;
+    // s8 outputs take GELU spelled out: the fast lowering must recognize it.
+    const bool fastGelu = o.gelu && o.output != QuantOutput::F32;
+    std::unique_ptr<ProgramEpilogue> program =
+        o.gelu ? geluEpilogue(fastGelu ? GeluAccuracy::ForRequantize : GeluAccuracy::Full,
+                              o.output == QuantOutput::S8)
+               : nullptr;
     GemmU8S8Params params;
     params.aZeroPoint = o.aZeroPoint;
     params.xScale = o.unitScales ? 1.0f : xScale;
@@ -160,7 +194,9 @@ struct Problem {
           v += residual[i * ldr + j], mag += std::fabs(residual[i * ldr + j]);
         double tol = std::ldexp(1.0, -22) * mag;
         if (o.gelu) {
-          tol = 1.13 * tol + std::ldexp(1.0, -22) * std::max(1.0, std::fabs(v));
+          const double geluError =
+              fastGelu ? kFastGeluError + std::ldexp(1.0, -22) : std::ldexp(1.0, -22);
+          tol = 1.13 * tol + geluError * std::max(1.0, std::fabs(v));
           v = gelu(v);
         }
         if (o.output == QuantOutput::F32) {
@@ -392,6 +428,57 @@ TEST(GemmU8S8, RejectsBadShapesAndParameters) {
   EXPECT_NE(errorOf([&] { gemm.run(a.data(), -1, 64, c.data(), 16, r.data(), 16); }).find("M"),
             std::string::npos);
   EXPECT_EQ(errorOf([&] { gemm.run(a.data(), 4, 64, c.data(), 16, r.data(), 16); }), "");
+}
+
+// The fast GELU is a property of the epilogue, so of the kernel: its name
+// says so, and an f32 output (nothing rounds its error away) is refused.
+TEST(GemmU8S8, FastGeluOnlyForRequantizedOutputs) {
+  std::unique_ptr<ProgramEpilogue> fast = geluEpilogue(GeluAccuracy::ForRequantize);
+  std::unique_ptr<ProgramEpilogue> full = geluEpilogue();
+  EXPECT_TRUE(fast->requantizedOutputOnly());
+  EXPECT_FALSE(full->requantizedOutputOnly());
+  EXPECT_LT(fast->scratchZmmCount(), full->scratchZmmCount());
+  GemmU8S8EpilogueConfig config;
+  config.elementwise = fast.get();
+  config.output = QuantOutput::U8;
+  EXPECT_EQ(checkGemmU8S8Epilogue(config), "");
+  EXPECT_EQ(gemmU8S8EpilogueSuffix(config), "_elementwise_fastgelu_u8");
+  config.output = QuantOutput::F32;
+  EXPECT_NE(checkGemmU8S8Epilogue(config).find("fast GELU"), std::string::npos);
+  config.elementwise = full.get();
+  EXPECT_EQ(checkGemmU8S8Epilogue(config), "");
+  EXPECT_EQ(gemmU8S8EpilogueSuffix(config), "_elementwise_f32");
+
+  // Without a GELU the accuracy asked for changes nothing.
+  octet::rt::ElementwiseProgram relu;
+  relu.numInputs = 1;
+  relu.instrs = {{octet::rt::ElementwiseProgram::Op::Input, 0, -1, 0},
+                 {octet::rt::ElementwiseProgram::Op::Relu, 0, -1, 0}};
+  std::string error;
+  auto reluFast = ProgramEpilogue::create(relu, error, {}, GeluAccuracy::ForRequantize);
+  ASSERT_TRUE(reluFast) << error;
+  EXPECT_FALSE(reluFast->requantizedOutputOnly());
+
+  // GELU spelled out becomes the fast one only when asked for; the erf it
+  // replaces is not computed (the scratch of the fast GELU alone).
+  EXPECT_TRUE(geluEpilogue(GeluAccuracy::ForRequantize, true)->requantizedOutputOnly());
+  EXPECT_EQ(geluEpilogue(GeluAccuracy::ForRequantize, true)->scratchZmmCount(),
+            fast->scratchZmmCount());
+  EXPECT_FALSE(geluEpilogue(GeluAccuracy::Full, true)->requantizedOutputOnly());
+  // erf(x * 0.7) is not GELU's.
+  const octet::rt::ElementwiseProgram notGelu = spelledOutGelu(0.7f);
+  auto notGeluFast = ProgramEpilogue::create(notGelu, error, {}, GeluAccuracy::ForRequantize);
+  ASSERT_TRUE(notGeluFast) << error;
+  EXPECT_FALSE(notGeluFast->requantizedOutputOnly());
+
+  std::vector<int8_t> b(64 * 16, 1);
+  PackedU8S8 packed = packU8S8(b.data(), 64, 16, WeightLayout::KN);
+  GemmU8S8Params params;
+  params.wScale = {1.0f};
+  params.elementwise = fast.get();
+  EXPECT_NE(errorOf([&] { GemmU8S8 g(packed, params); }).find("fast GELU"), std::string::npos);
+  params.output = QuantOutput::S8;
+  EXPECT_EQ(errorOf([&] { GemmU8S8 g(packed, params); }), "");
 }
 
 // Saturation: huge positive and negative sums clamp to the type's range.
