@@ -17,6 +17,7 @@
 // OpenMP team on the calling thread), so time slicing drops out.
 //
 //===----------------------------------------------------------------------===//
+#include "bench/BertGemmData.h"
 #include "compiler/codegen/onednn/MatMulU8S8.h"
 #include "compiler/codegen/x86/GemmU8S8.h"
 #include "compiler/codegen/x86/ProgramEpilogue.h"
@@ -64,19 +65,6 @@ std::pair<double, double> bestOfAlternating(int reps, bool cpuTime,
   return {ta, tb};
 }
 
-std::unique_ptr<x86::ProgramEpilogue> geluErf() {
-  rt::ElementwiseProgram program;
-  using Op = rt::ElementwiseProgram::Op;
-  program.numInputs = 1;
-  program.instrs = {{Op::Input, 0, -1, 0}, {Op::GeluErf, 0, -1, 0}};
-  std::string error;
-  auto e = x86::ProgramEpilogue::create(program, error);
-  if (!e) {
-    std::fprintf(stderr, "GELU epilogue: %s\n", error.c_str());
-    std::exit(1);
-  }
-  return e;
-}
 } // namespace
 
 int main(int argc, char **argv) {
@@ -103,26 +91,12 @@ int main(int argc, char **argv) {
               "jit/onednn time");
 
   std::mt19937 gen(1);
-  std::uniform_int_distribution<int> u8(0, 255), s8(-128, 127);
-  std::uniform_real_distribution<float> unit(-1, 1);
-  const std::unique_ptr<x86::ProgramEpilogue> gelu = geluErf();
-  const int64_t kn[][2] = {{768, 2304}, {768, 768}, {768, 3072}, {3072, 768}};
+  const std::unique_ptr<x86::ProgramEpilogue> gelu = bench::bertGeluEpilogue();
   std::string implementation;
   for (int64_t m : {128, 1024})
-    for (auto [k, n] : kn) {
-      std::vector<uint8_t> a(m * k), c(m * n * 4);
-      std::vector<int8_t> w(k * n);
-      std::vector<float> bias(n), residual(m * n), wScale(n);
-      for (uint8_t &x : a)
-        x = uint8_t(u8(gen));
-      for (int8_t &x : w)
-        x = int8_t(s8(gen));
-      for (float &x : bias)
-        x = unit(gen);
-      for (float &x : residual)
-        x = unit(gen);
-      for (float &x : wScale)
-        x = 0.01f * (1.5f + unit(gen));
+    for (auto [k, n] : bench::kBertGemmKN) {
+      bench::BertGemmData data(m, k, n, gen);
+      auto &[a, c, w, bias, residual, wScale] = data;
       const x86::PackedU8S8 packed = x86::packU8S8(w.data(), k, n, WeightLayout::KN);
       const bool ffnIn = n == 3072, residualBlock = n == 768;
       for (bool bert : {false, true}) {

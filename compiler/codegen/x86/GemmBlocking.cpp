@@ -36,4 +36,22 @@ int64_t mBlock(int64_t m, int64_t k, int mr, int64_t panels, int elementBytes) {
   return evenBlock(m, l2Bytes() / 2 / (std::max<int64_t>(k, 1) * elementBytes), mr, wanted);
 }
 
+int64_t panelsPerL2Half(int64_t panelBytes) {
+  return std::max<int64_t>(1, l2Bytes() / 2 / std::max<int64_t>(panelBytes, 1));
+}
+
+ThreadGrid threadGrid(int64_t threads, int64_t panels, int64_t mBlocks, int64_t panelBytes,
+                      int64_t blockBytes) {
+  ThreadGrid best;
+  int64_t bestWork = 0, bestBytes = 0;
+  for (int64_t pt = 1; pt <= std::min(threads, panels); ++pt) {
+    const int64_t rt = std::max<int64_t>(1, std::min(threads / pt, mBlocks));
+    const int64_t p = ceilDiv(panels, pt), b = ceilDiv(mBlocks, rt);
+    const int64_t work = p * b, bytes = p * panelBytes + b * blockBytes;
+    if (pt == 1 || work < bestWork || (work == bestWork && bytes < bestBytes))
+      best = {pt, rt}, bestWork = work, bestBytes = bytes;
+  }
+  return best;
+}
+
 } // namespace octet::x86::gemm_blocking

@@ -33,6 +33,23 @@ int64_t kBlock(int64_t k, int nr, int elementBytes);
 /// rows and `panels` N panels, with the current OpenMP team size.
 int64_t mBlock(int64_t m, int64_t k, int mr, int64_t panels, int elementBytes);
 
+/// How many B panels of `panelBytes` each fit in half of L2 (at least 1): the
+/// panels an M block passes over before the next M block reuses them from L2.
+int64_t panelsPerL2Half(int64_t panelBytes);
+
+/// A team laid over panels x M blocks: thread t takes panel range t % panels
+/// and M-block range t / panels (threads past panels * mBlocks idle).
+struct ThreadGrid {
+  int64_t panelThreads = 1, rowThreads = 1;
+};
+/// The split of `threads` over `panels` B panels of `panelBytes` and
+/// `mBlocks` A blocks of `blockBytes`: the least work (panel x block pairs)
+/// on the busiest thread, then the fewest A and B bytes a thread reads
+/// (measured on BERT's shapes: splitting N wins where B dominates, M = 128;
+/// splitting M where N is small and M large).
+ThreadGrid threadGrid(int64_t threads, int64_t panels, int64_t mBlocks, int64_t panelBytes,
+                      int64_t blockBytes);
+
 } // namespace octet::x86::gemm_blocking
 
 #endif

@@ -21,7 +21,8 @@
 // (A1), B0, (B1), then tdpbusd for each (r, c). The K tail (K % 64 bytes) is
 // staged: each A row's tail is read with a zero-masked byte load (never past
 // the row) into a 64-byte row of a per-thread buffer, whose tile then meets
-// the zero-padded B chunk. The tile sums are stored (tilestored) as s32 rows
+// the zero-padded B chunk. Each chunk prefetches the next 64 bytes of the A
+// rows into L1 (A is reused from L2 across panels). The tile sums are stored (tilestored) as s32 rows
 // of 32 into a per-thread buffer, and the AVX-512 epilogue (GemmU8S8Epilogue)
 // runs over them row by row into C.
 //
@@ -140,6 +141,7 @@ protected:
 private:
   void kStep(int) override {} // the K loop is tiles, not GemmTileAvx512's zmm walk
   void dotChunk(const Xbyak::Reg64 &aBase, int64_t aRowTileOffset, const Xbyak::Reg64 &aStride);
+  void prefetchNextAChunk();
   void stageKTail();
   void rowEpilogue();
 
@@ -148,6 +150,7 @@ private:
   Xbyak::Label tileConfig_;
   // Tile part.
   const Xbyak::Reg64 regA_ = r9, regA1_ = r10, regStride64_ = r8, regStage_ = r12;
+  const Xbyak::Reg64 regPrefetchLda3_ = rbp, regPrefetch_ = r11; // the K loop only
   // Epilogue: sums row, rows left, column arrays, residual and C rows.
   const Xbyak::Reg64 regSums_ = rax, regRowsLeft_ = r8;
   const Xbyak::Reg64 regComp_ = rsi, regScale_ = rdx, regBias_ = rcx;
@@ -168,7 +171,8 @@ struct AmxRunStats {
 };
 
 /// Blocked, threaded driver: M blocks of 32 rows x 32-column panels, all of K
-/// per call. Kernels for every row count 1..32 that M can need and the full
+/// per call; threads over a panels x blocks grid (gemm_blocking::threadGrid),
+/// each M block passing over an L2-sized chunk of panels. Kernels for every row count 1..32 that M can need and the full
 /// and tail panel widths are generated at construction (no AMX needed).
 class GemmU8S8AmxDriver {
 public:

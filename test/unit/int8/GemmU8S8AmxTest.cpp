@@ -10,6 +10,7 @@
 //    permission); elsewhere skipped with the reason.
 //
 //===----------------------------------------------------------------------===//
+#include "compiler/codegen/x86/GemmBlocking.h"
 #include "compiler/codegen/x86/GemmU8S8Amx.h"
 #include "compiler/codegen/x86/ProgramEpilogue.h"
 #include "test/unit/TestData.h"
@@ -178,7 +179,8 @@ TEST_P(GemmU8S8AmxShapes, EmulatedMatchesIntegerReference) {
     GemmU8S8AmxDriver gemm(packed, unitParams(zp));
     const int64_t ldc = n + 3;
     std::vector<float> c(m * ldc + 16, -7.5f);
-    for (int threads : {1, 2}) {
+    // 3 and 5 threads: threadGrid's 2-D splits and idle threads.
+    for (int threads : {1, 2, 3, 5}) {
       ThreadCount scope(threads);
       gemm.runEmulated(d.a.data(), m, d.lda, c.data(), ldc);
       int failures = 0;
@@ -319,9 +321,32 @@ TEST(GemmU8S8Amx, EmulatedEqualsVnniWithRowScalesAndColumnInputs) {
   }
 }
 
+// The team split: every thread busy where the work allows, the least work
+// on the busiest thread, then the fewest bytes read per thread.
+TEST(GemmU8S8Amx, ThreadGridSplitsByWorkThenBytes) {
+  // panels x blocks per thread of a K = 768 GEMM with `threads` threads.
+  auto grid = [](int64_t threads, int64_t panels, int64_t blocks) {
+    auto g = octet::x86::gemm_blocking::threadGrid(threads, panels, blocks, 12 * 2048, 32 * 768);
+    return std::pair(g.panelThreads, g.rowThreads);
+  };
+  using Grid = std::pair<int64_t, int64_t>;
+  // BERT QKV at M = 128: N split (B, 72 panels of 24 KiB, dominates).
+  EXPECT_EQ(grid(2, 72, 4), Grid(2, 1));
+  // Attention out at M = 1024 (24 panels, 32 blocks): M split reads less.
+  EXPECT_EQ(grid(2, 24, 32), Grid(1, 2));
+  // One panel: the team goes over M; one block: over N.
+  EXPECT_EQ(grid(4, 1, 10), Grid(1, 4));
+  EXPECT_EQ(grid(4, 10, 1), Grid(4, 1));
+  // 5 threads on 4 panels x 4 blocks: 1 x 4, 2 x 2 and 4 x 1 all give 4
+  // pairs per thread; 2 x 2 reads 2 panels + 2 blocks, the others 5 (one idle).
+  EXPECT_EQ(grid(5, 4, 4), Grid(2, 2));
+  // More threads than work: never more than one thread per pair.
+  EXPECT_EQ(grid(8, 1, 1), Grid(1, 1));
+}
+
 // ldtilecfg only when a thread's configuration changes; one tilerelease per
 // thread. M = 70: row blocks 32, 32, 6 (a second configuration); N = 100:
-// 4 panels (the last 4 columns wide, same configuration).
+// 4 panels (the last 4 columns wide, same configuration), one L2 chunk.
 TEST(GemmU8S8Amx, ConfigurationReissuedOnlyWhenItChanges) {
   SKIP_WITHOUT_AVX512();
   Data d(70, 100, 100);
@@ -329,7 +354,7 @@ TEST(GemmU8S8Amx, ConfigurationReissuedOnlyWhenItChanges) {
   GemmU8S8AmxDriver gemm(packed, unitParams(0));
   std::vector<float> c(70 * 100);
   {
-    ThreadCount scope(1);
+    ThreadCount scope(1); // block 0 x panels 0-3, block 1 x 0-3, block 2 (6 rows) x 0-3
     AmxRunStats s = gemm.runEmulated(d.a.data(), 70, d.lda, c.data(), 100);
     EXPECT_EQ(s.calls, 12);
     EXPECT_EQ(s.configLoads, 2);
@@ -339,10 +364,12 @@ TEST(GemmU8S8Amx, ConfigurationReissuedOnlyWhenItChanges) {
     EXPECT_EQ(s.configLoads, 2);
   }
   {
-    ThreadCount scope(2); // calls 0-5 (rows 32) and 6-11 (rows 32, then 6)
+    // threadGrid: 2 panels x 3 blocks per thread (panels split: A is read by
+    // both, B halved), each thread loads both configurations.
+    ThreadCount scope(2);
     AmxRunStats s = gemm.runEmulated(d.a.data(), 70, d.lda, c.data(), 100);
     EXPECT_EQ(s.calls, 12);
-    EXPECT_EQ(s.configLoads, 3);
+    EXPECT_EQ(s.configLoads, 4);
     EXPECT_EQ(s.releases, 2);
   }
 }
