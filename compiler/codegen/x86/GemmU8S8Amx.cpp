@@ -9,7 +9,6 @@
 #include <cstddef>
 #include <cstring>
 #include <exception>
-#include <optional>
 #include <stdexcept>
 
 namespace octet::x86 {
@@ -428,7 +427,8 @@ AmxRunStats GemmU8S8AmxDriver::runWith(const uint8_t *a, int64_t m, int64_t lda,
                   mEnd = active ? mBlocks * (rt + 1) / grid.rowThreads : 0;
     const int64_t calls = (pEnd - pBegin) * (mEnd - mBegin);
     AmxRunStats mine;
-    std::optional<AmxTileConfig> loaded;
+    // The configuration depends on the rows only (AmxGemmTiles::config).
+    int loadedRows = 0;
     try {
       for (int64_t c0 = pBegin, chunk = 0; c0 < pEnd && calls; c0 += chunkPanels, ++chunk)
         for (int64_t i = 0; i < mEnd - mBegin; ++i)
@@ -438,7 +438,6 @@ AmxRunStats GemmU8S8AmxDriver::runWith(const uint8_t *a, int64_t m, int64_t lda,
             const int rows = int(std::min<int64_t>(kAmxBlockRows, m - row));
             const bool tailPanel = n_ - col < kAmxPanel;
             const GemmU8S8Amx &kernel = this->kernel(rows, tailPanel);
-            const AmxTileConfig config = AmxGemmTiles(rows, kernel.config().columns).config();
             GemmU8S8AmxArgs args{a + row * lda,
                                  packed_.data + p * panelBytes,
                                  sums.data(),
@@ -452,12 +451,12 @@ AmxRunStats GemmU8S8AmxDriver::runWith(const uint8_t *a, int64_t m, int64_t lda,
                                  ldc,
                                  ldr,
                                  kChunks_,
-                                 !(loaded && *loaded == config),
+                                 loadedRows != rows,
                                  mine.calls + 1 == calls,
                                  0,
                                  params_.xScalePerRow ? xScale + row : nullptr,
                                  columnInputs.empty() ? nullptr : columnInputs.data() + col};
-            loaded = config;
+            loadedRows = rows;
             mine.calls += 1, mine.configLoads += args.configure != 0,
                 mine.releases += args.release;
             call(kernel, kernelFns_[(rows - 1) * 2 + tailPanel], args);

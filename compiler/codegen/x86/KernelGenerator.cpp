@@ -1,8 +1,14 @@
 //===- KernelGenerator.cpp ------------------------------------------------===//
 #include "compiler/codegen/x86/KernelGenerator.h"
 
+#include <unistd.h>
+
 #include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
 #include <stdexcept>
+#include <string>
 #include <utility>
 
 namespace octet::x86 {
@@ -35,6 +41,27 @@ KernelCodeReplay::~KernelCodeReplay() { activeReplay = previous_; }
 
 uint64_t kernelsGenerated() { return generatedCount.load(); }
 
+namespace {
+/// With OCTET_PERF_MAP set (not "0"), each kernel's code range and name go to
+/// /tmp/perf-PID.map, the file `perf report` reads to name JIT code.
+void notePerfMap(const void *code, size_t size, const std::string &name) {
+  static const bool enabled = [] {
+    const char *v = std::getenv("OCTET_PERF_MAP");
+    return v && *v && std::string(v) != "0";
+  }();
+  if (!enabled)
+    return;
+  static std::mutex mutex;
+  std::lock_guard<std::mutex> lock(mutex);
+  static FILE *map =
+      std::fopen(("/tmp/perf-" + std::to_string(getpid()) + ".map").c_str(), "a");
+  if (!map)
+    return;
+  std::fprintf(map, "%lx %zx %s\n", reinterpret_cast<unsigned long>(code), size, name.c_str());
+  std::fflush(map);
+}
+} // namespace
+
 void KernelGenerator::finalize() {
   if (generated_)
     return;
@@ -50,6 +77,7 @@ void KernelGenerator::finalize() {
     replayed_ = k.code;
     replayedSize_ = codeSize_ = k.size;
     generated_ = true;
+    notePerfMap(replayed_, replayedSize_, name_);
     return;
   }
   generate();
@@ -57,6 +85,7 @@ void KernelGenerator::finalize() {
   setProtectModeRE();
   generated_ = true;
   generatedCount.fetch_add(1);
+  notePerfMap(getCode(), getSize(), name_);
   if (KernelCodeCapture *capture = activeCapture)
     capture->kernels_.push_back({name_, std::vector<uint8_t>(getCode(), getCode() + getSize())});
 }
