@@ -75,7 +75,7 @@ def ort_qdq_model(fp32, out, sets):
                       extra_options={"QDQOpTypePerChannelSupportToAxis": {"MatMul": 1}})
 
 
-def gemm_efficiency(octetc, model, shape, calib_dir, target, int8_gops_hint=None):
+def gemm_efficiency(octetc, model, shape, calib_dir, target, attention, int8_gops_hint=None):
     """Octet's profile: GEMM ops / GEMM time against the vpdpbusd (and tdpbusd) ceilings it
     measures."""
     batch, seq = shape.split("x")
@@ -83,6 +83,7 @@ def gemm_efficiency(octetc, model, shape, calib_dir, target, int8_gops_hint=None
         out = os.path.join(tmp, "profile.json")
         subprocess.run([octetc, "run", model, "--int8=static", f"--calib={calib_dir}", "--batch", batch,
                         "--seq", seq, "--repeat", "10", "--warmup", "2", f"--target={target}",
+                        f"--attention={attention}",
                         "--profile-json", out],
                        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         profile = json.load(open(out))
@@ -116,6 +117,8 @@ def main():
     ap.add_argument("--target", default="host",
                     help="Octet's target CPU (host, avx512-vnni, amx, ...): avx512-vnni on an AMX "
                          "host measures the VNNI kernels")
+    ap.add_argument("--attention", default="f32", choices=["f32", "bf16"],
+                    help="Octet's attention precision (bf16: AMX-BF16 where the target has it)")
     ap.add_argument("--shapes", default="1x128,8x128", help="batch x sequence, comma separated")
     ap.add_argument("--rounds", type=int, default=5, help="alternating rounds per shape")
     ap.add_argument("--repeat", type=int, default=5, help="timed runs per round")
@@ -152,13 +155,14 @@ def main():
     # Compile time without calibration: dynamic mode needs none; static mode is timed whole
     # (calibration included) and its calibration share is printed by octetc --verbose.
     start = time.perf_counter()
-    OctetModel(args.lib, model, {"int8": "dynamic", "target": args.target})
+    OctetModel(args.lib, model, {"int8": "dynamic", "target": args.target,
+                                 "attention": args.attention})
     compile_dynamic = time.perf_counter() - start
     start = time.perf_counter()
     octet = OctetModel(args.lib, model, {"int8": "static", "calibration_samples": calib_dir,
-                                         "target": args.target})
+                                         "target": args.target, "attention": args.attention})
     compile_static = time.perf_counter() - start
-    print(f"threads {threads}; Octet target {args.target}; ONNX Runtime {ort.__version__}; Octet compile: INT8 dynamic "
+    print(f"threads {threads}; Octet target {args.target}, attention {args.attention}; ONNX Runtime {ort.__version__}; Octet compile: INT8 dynamic "
           f"{compile_dynamic:.2f} s, INT8 static {compile_static:.2f} s (calibration over "
           f"{args.calib_sets} x 4 x 128 included)", flush=True)
 
@@ -196,7 +200,8 @@ def main():
     print("\nGEMM efficiency (octetc run --profile-json, same model and samples):")
     for shape in args.shapes.split(","):
         gops, peak, amx_peak, gemm_s, e2e_s, by_kind = gemm_efficiency(args.octetc, model, shape,
-                                                                       calib_dir, args.target)
+                                                                       calib_dir, args.target,
+                                                                       args.attention)
         amx = f" ({100 * gops / amx_peak:.1f}% of the tdpbusd peak {amx_peak:.0f})" if amx_peak else ""
         print(f"  {shape}: INT8 GEMMs {gops:.0f} GOP/s = {100 * gops / peak:.1f}% of the vpdpbusd peak "
               f"{peak:.0f} GOP/s{amx}; GEMMs {1e3 * gemm_s:.1f} ms of {1e3 * e2e_s:.1f} ms end to end")

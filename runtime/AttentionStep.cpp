@@ -21,9 +21,17 @@
 // S. Hosts without AVX-512 (or allowAvx512 == false) run the compiled C++ twins
 // of the same kernels through the same driver.
 //
+// bf16 (AttentionSpec::bf16, INT8 plans, on a target with AMX-BF16 and
+// AVX512-BF16; docs/attention-bf16.md): Kᵀ and V_h are packed as bf16 tiles
+// (AttentionBf16PackKernel), each block of 32 query rows converted to bf16,
+// Q·Kᵀ and P·V run on AMX (AttentionTileBf16Kernel, f32 sums), the softmax
+// in f32 as above, its P converted to bf16 rows; rows and keys are padded to
+// multiples of 32 with zeros inside the per-thread scratch.
+//
 //===----------------------------------------------------------------------===//
 #include "runtime/Steps.h"
 
+#include "compiler/codegen/x86/AttentionBf16Kernels.h"
 #include "compiler/codegen/x86/AttentionKernels.h"
 
 #include <omp.h>
@@ -76,15 +84,31 @@ struct Geometry {
   int64_t mB = 0, mH = 0, mQ = 0, mK = 0;
 };
 
+/// Query rows per block of the bf16 path: two 16-row tiles.
+constexpr int64_t kBf16RowBlock = 32;
+
 class AttentionStep final : public Step {
 public:
-  AttentionStep(const AttentionSpec &spec, bool jit) : spec_(spec), jit_(jit) {
+  AttentionStep(const AttentionSpec &spec, bool jit, bool bf16)
+      : spec_(spec), jit_(jit), bf16_(bf16) {
     inputs = {spec.q, spec.k, spec.v};
     if (spec.mask >= 0)
       inputs.push_back(spec.mask);
     outputs = {spec.output};
     if (!jit_)
       return;
+    softmaxKernel_ = std::make_unique<AttentionSoftmaxKernel>(spec.mask >= 0);
+    softmaxFn_ = softmaxKernel_->entry<AttentionSoftmaxKernel::Fn>();
+    if (bf16_) {
+      for (x86::Bf16Pack mode : {x86::Bf16Pack::Rows, x86::Bf16Pack::Keys, x86::Bf16Pack::Values}) {
+        auto &kernel = packKernels_[int(mode)];
+        kernel = std::make_unique<x86::AttentionBf16PackKernel>(mode);
+        packFns_[int(mode)] = kernel->entry<x86::AttentionBf16PackKernel::Fn>();
+      }
+      tileKernel_ = std::make_unique<x86::AttentionTileBf16Kernel>();
+      tileFn_ = tileKernel_->entry<x86::AttentionTileBf16Kernel::Fn>();
+      return;
+    }
     // Every kernel run() may call, generated now (never inside run()).
     for (int nv = 1; nv <= AttentionGemmKernel::kMaxVectors; ++nv)
       for (int mr = 1; mr <= AttentionGemmKernel::maxRows(nv); ++mr) {
@@ -92,11 +116,11 @@ public:
         kernel = std::make_unique<AttentionGemmKernel>(mr, nv);
         gemmFns_[nv - 1][mr - 1] = kernel->entry<AttentionGemmKernel::Fn>();
       }
-    softmaxKernel_ = std::make_unique<AttentionSoftmaxKernel>(spec.mask >= 0);
-    softmaxFn_ = softmaxKernel_->entry<AttentionSoftmaxKernel::Fn>();
   }
 
-  std::string kind() const override { return jit_ ? "attention.jit_avx512" : "attention.cpp"; }
+  std::string kind() const override {
+    return bf16_ ? "attention.amx_bf16" : jit_ ? "attention.jit_avx512" : "attention.cpp";
+  }
 
   /// Q·Kᵀ and P·V: 4·B·H·S²·D ops, plus the softmax's per score; bytes: q, k,
   /// v, the mask (at its own, broadcast size) and out once.
@@ -122,7 +146,7 @@ public:
       return s;
     if (g.batch == 0 || g.seq == 0 || g.width == 0)
       return {};
-    return compute(ctx, g);
+    return bf16_ ? computeBf16(ctx, g) : compute(ctx, g);
   }
 
 private:
@@ -227,36 +251,64 @@ private:
     }
   }
 
-  Status compute(const ExecContext &ctx, const Geometry &g) const {
-    const float *q = ctx.data<float>(spec_.q), *k = ctx.data<float>(spec_.k),
-                *v = ctx.data<float>(spec_.v);
-    const float *mask = spec_.mask >= 0 ? ctx.data<float>(spec_.mask) : nullptr;
-    float *out = ctx.data<float>(spec_.output);
-    const int64_t S = g.seq, D = g.headDim, H = g.heads;
-    const int64_t panels = (S + kPanel - 1) / kPanel, dPanels = (D + kPanel - 1) / kPanel;
-    const int64_t ldScores = (S + 15) / 16 * 16;
-    const bool maskRowsContiguous = !mask || g.mK == 1 || S == 1;
+  /// scale + mask + softmax over `n` rows of scores (row r = query r0 + r).
+  void softmaxBlock(const Geometry &g, const float *mask, bool maskRowsContiguous, int64_t b,
+                    int64_t h, int64_t r0, int64_t n, float *scores, int64_t ldScores,
+                    float *maskRow) const {
+    AttentionSoftmaxArgs sm;
+    sm.x = scores;
+    sm.ldx = ldScores;
+    sm.n = g.seq;
+    sm.scale = spec_.scale;
+    sm.rows = n;
+    if (!mask) {
+      softmax(sm);
+    } else if (maskRowsContiguous) {
+      sm.mask = mask + b * g.mB + h * g.mH + r0 * g.mQ;
+      sm.ldMask = g.mQ;
+      softmax(sm);
+    } else {
+      // A mask broadcast (or strided) along the keys: gather each row.
+      sm.rows = 1;
+      sm.mask = maskRow;
+      for (int64_t r = 0; r < n; ++r) {
+        const float *src = mask + b * g.mB + h * g.mH + (r0 + r) * g.mQ;
+        for (int64_t t = 0; t < g.seq; ++t)
+          maskRow[t] = src[t * g.mK];
+        sm.x = scores + r * ldScores;
+        softmax(sm);
+      }
+    }
+  }
 
-    // Tasks: (batch, head, block of query rows); blocks only when there are fewer
-    // heads than threads, and never under 32 rows (each task packs its Kᵀ).
+  /// Per-thread scratch of one path; `allocate` sizes it for the geometry.
+  struct Scratch {
+    Buffer scores, keys, values, maskRow, rows, tile;
+    bool tilesConfigured = false; ///< bf16: this thread loaded the tile configuration
+  };
+
+  /// Runs body(scratch, b, h, head, row0, rows) over the tasks (batch, head,
+  /// block of query rows) in parallel: blocks only when there are fewer heads
+  /// than threads, never under 32 rows, `rowMultiple` rows each. `head`
+  /// (b·H + h) lets a thread keep its packed Kᵀ and V_h between tasks.
+  template <typename Allocate, typename Body>
+  Status forEachTask(const Geometry &g, int64_t rowMultiple, Allocate allocateScratch,
+                     Body body) const {
+    const int64_t S = g.seq, H = g.heads;
     const int64_t heads = g.batch * H;
     const int64_t threads = omp_get_max_threads();
     int64_t blocks = heads >= threads ? 1 : std::min((threads + heads - 1) / heads, (S + 31) / 32);
     int64_t rowsPerBlock = (S + blocks - 1) / blocks;
-    rowsPerBlock = (rowsPerBlock + kMaxRows - 1) / kMaxRows * kMaxRows;
+    rowsPerBlock = (rowsPerBlock + rowMultiple - 1) / rowMultiple * rowMultiple;
     blocks = (S + rowsPerBlock - 1) / rowsPerBlock;
     const int64_t tasks = heads * blocks;
 
     std::atomic<bool> outOfMemory{false};
 #pragma omp parallel if (tasks > 1)
     {
-      Buffer scores, keys, values, maskRow;
+      Scratch scratch;
       try {
-        scores = allocate(std::min(kRowBlock, S) * ldScores);
-        keys = allocate(panels * kPanel * D);
-        values = allocate(S * dPanels * kPanel);
-        if (!maskRowsContiguous)
-          maskRow = allocate(S);
+        allocateScratch(scratch);
       } catch (const std::bad_alloc &) {
         outOfMemory = true;
       }
@@ -267,64 +319,14 @@ private:
         if (!ready)
           continue;
         const int64_t head = task / blocks, block = task % blocks;
-        const int64_t b = head / H, h = head % H;
         const int64_t row0 = block * rowsPerBlock, rows = std::min(rowsPerBlock, S - row0);
-        const float *kHead = k + b * g.kB + h * D;
-        if (packedHead != head) {
-          // keys[p][d][j] = K[b, 64p + j, hD + d]
-          for (int64_t t = 0; t < S; ++t) {
-            float *panel = keys.get() + (t / kPanel) * kPanel * D + t % kPanel;
-            const float *keyRow = kHead + t * g.kS;
-            for (int64_t d = 0; d < D; ++d)
-              panel[d * kPanel] = keyRow[d];
-          }
-          // values[p][t][j] = V[b, t, hD + 64p + j]: P·V rereads V_h once per mr rows,
-          // from L2 and one page, rather than from S rows a (3)·H·D stride apart.
-          const float *vHead = v + b * g.vB + h * D;
-          for (int64_t p = 0; p < dPanels; ++p) {
-            const int64_t columns = std::min(kPanel, D - p * kPanel);
-            for (int64_t t = 0; t < S; ++t)
-              std::copy_n(vHead + t * g.vS + p * kPanel, columns,
-                          values.get() + (p * S + t) * kPanel);
-          }
-          packedHead = head;
-        }
-        // Blocks of kRowBlock query rows: their scores stay in cache between the
-        // three kernels, while Kᵀ and V_h (packed) are reread from L2.
-        for (int64_t r0 = row0; r0 < row0 + rows; r0 += kRowBlock) {
-          const int64_t n = std::min(kRowBlock, row0 + rows - r0);
-          // scores = Q rows · Kᵀ
-          gemmRows(q + b * g.qB + r0 * g.qS + h * D, g.qS, n, keys.get(), kPanel, kPanel * D, S, D,
-                   scores.get(), ldScores);
-          // scale + mask + softmax
-          AttentionSoftmaxArgs sm;
-          sm.x = scores.get();
-          sm.ldx = ldScores;
-          sm.n = S;
-          sm.scale = spec_.scale;
-          sm.rows = n;
-          if (!mask) {
-            softmax(sm);
-          } else if (maskRowsContiguous) {
-            sm.mask = mask + b * g.mB + h * g.mH + r0 * g.mQ;
-            sm.ldMask = g.mQ;
-            softmax(sm);
-          } else {
-            // A mask broadcast (or strided) along the keys: gather each row.
-            sm.rows = 1;
-            sm.mask = maskRow.get();
-            for (int64_t r = 0; r < n; ++r) {
-              const float *src = mask + b * g.mB + h * g.mH + (r0 + r) * g.mQ;
-              for (int64_t t = 0; t < S; ++t)
-                maskRow[t] = src[t * g.mK];
-              sm.x = scores.get() + r * ldScores;
-              softmax(sm);
-            }
-          }
-          // out rows, head columns = P · V_h
-          gemmRows(scores.get(), ldScores, n, values.get(), kPanel, S * kPanel, D, S,
-                   out + b * g.oB + r0 * g.oS + h * D, g.oS);
-        }
+        body(scratch, head / H, head % H, packedHead != head, row0, rows);
+        packedHead = head;
+      }
+      if (bf16_ && ready) { // the thread's tiles back to the INIT state
+        x86::AttentionTileBf16Args release;
+        release.release = 1;
+        tileFn_(&release);
       }
     }
     if (outOfMemory)
@@ -332,8 +334,135 @@ private:
     return {};
   }
 
+  Status compute(const ExecContext &ctx, const Geometry &g) const {
+    const float *q = ctx.data<float>(spec_.q), *k = ctx.data<float>(spec_.k),
+                *v = ctx.data<float>(spec_.v);
+    const float *mask = spec_.mask >= 0 ? ctx.data<float>(spec_.mask) : nullptr;
+    float *out = ctx.data<float>(spec_.output);
+    const int64_t S = g.seq, D = g.headDim;
+    const int64_t panels = (S + kPanel - 1) / kPanel, dPanels = (D + kPanel - 1) / kPanel;
+    const int64_t ldScores = (S + 15) / 16 * 16;
+    const bool maskRowsContiguous = !mask || g.mK == 1 || S == 1;
+
+    auto allocateScratch = [&](Scratch &s) {
+      s.scores = allocate(std::min(kRowBlock, S) * ldScores);
+      s.keys = allocate(panels * kPanel * D);
+      s.values = allocate(S * dPanels * kPanel);
+      if (!maskRowsContiguous)
+        s.maskRow = allocate(S);
+    };
+    auto body = [&](Scratch &s, int64_t b, int64_t h, bool newHead, int64_t row0, int64_t rows) {
+      if (newHead) {
+        // keys[p][d][j] = K[b, 64p + j, hD + d]
+        const float *kHead = k + b * g.kB + h * D;
+        for (int64_t t = 0; t < S; ++t) {
+          float *panel = s.keys.get() + (t / kPanel) * kPanel * D + t % kPanel;
+          const float *keyRow = kHead + t * g.kS;
+          for (int64_t d = 0; d < D; ++d)
+            panel[d * kPanel] = keyRow[d];
+        }
+        // values[p][t][j] = V[b, t, hD + 64p + j]: P·V rereads V_h once per mr rows,
+        // from L2 and one page, rather than from S rows a (3)·H·D stride apart.
+        const float *vHead = v + b * g.vB + h * D;
+        for (int64_t p = 0; p < dPanels; ++p) {
+          const int64_t columns = std::min(kPanel, D - p * kPanel);
+          for (int64_t t = 0; t < S; ++t)
+            std::copy_n(vHead + t * g.vS + p * kPanel, columns,
+                        s.values.get() + (p * S + t) * kPanel);
+        }
+      }
+      // Blocks of kRowBlock query rows: their scores stay in cache between the
+      // three kernels, while Kᵀ and V_h (packed) are reread from L2.
+      for (int64_t r0 = row0; r0 < row0 + rows; r0 += kRowBlock) {
+        const int64_t n = std::min(kRowBlock, row0 + rows - r0);
+        // scores = Q rows · Kᵀ
+        gemmRows(q + b * g.qB + r0 * g.qS + h * D, g.qS, n, s.keys.get(), kPanel, kPanel * D, S,
+                 D, s.scores.get(), ldScores);
+        softmaxBlock(g, mask, maskRowsContiguous, b, h, r0, n, s.scores.get(), ldScores,
+                     s.maskRow.get());
+        // out rows, head columns = P · V_h
+        gemmRows(s.scores.get(), ldScores, n, s.values.get(), kPanel, S * kPanel, D, S,
+                 out + b * g.oB + r0 * g.oS + h * D, g.oS);
+      }
+    };
+    return forEachTask(g, kMaxRows, allocateScratch, body);
+  }
+
+  /// c[32 x 32 colPairs] (f32, row stride ldc) = bf16(src rows) · tiles: `n`
+  /// rows of `cols` floats converted into s.rows (zero-padded to 32 x padCols),
+  /// then one tile call with K = padCols. The thread's first call configures.
+  void rowsTimesTiles(Scratch &s, const float *src, int64_t lds, int64_t n, int64_t cols,
+                      int64_t padCols, const uint16_t *tiles, int64_t colPairs, float *c,
+                      int64_t ldc) const {
+    auto *rows = reinterpret_cast<uint16_t *>(s.rows.get());
+    x86::AttentionBf16PackArgs pack;
+    pack.src = src, pack.lds = lds, pack.rows = n, pack.cols = cols;
+    pack.dst = rows, pack.ldd = padCols, pack.padRows = kBf16RowBlock, pack.padCols = padCols;
+    packFns_[int(x86::Bf16Pack::Rows)](&pack);
+    x86::AttentionTileBf16Args tile;
+    tile.a = rows, tile.lda = padCols * 2, tile.b = tiles;
+    tile.c = c, tile.ldc = ldc * 4;
+    tile.kChunks = padCols / x86::kBf16Chunk, tile.colPairs = colPairs;
+    tile.configure = !s.tilesConfigured;
+    s.tilesConfigured = true;
+    tileFn_(&tile);
+  }
+
+  Status computeBf16(const ExecContext &ctx, const Geometry &g) const {
+    const float *q = ctx.data<float>(spec_.q), *k = ctx.data<float>(spec_.k),
+                *v = ctx.data<float>(spec_.v);
+    const float *mask = spec_.mask >= 0 ? ctx.data<float>(spec_.mask) : nullptr;
+    float *out = ctx.data<float>(spec_.output);
+    const int64_t S = g.seq, D = g.headDim;
+    const int64_t sPad = x86::bf16Padded(S), dPad = x86::bf16Padded(D);
+    const bool maskRowsContiguous = !mask || g.mK == 1 || S == 1;
+    auto bf16 = [](const Buffer &b) { return reinterpret_cast<uint16_t *>(b.get()); };
+    const auto pack = [&](x86::Bf16Pack mode, const x86::AttentionBf16PackArgs &args) {
+      packFns_[int(mode)](&args);
+    };
+
+    auto allocateScratch = [&](Scratch &s) {
+      s.scores = allocate(kBf16RowBlock * sPad);        // f32 scores, then P
+      s.keys = allocate(sPad * dPad / 2);               // bf16 Kᵀ tiles
+      s.values = allocate(sPad * dPad / 2);             // bf16 V_h tiles
+      s.rows = allocate(kBf16RowBlock * std::max(sPad, dPad) / 2); // bf16 Q or P rows
+      s.tile = allocate(kBf16RowBlock * dPad);          // f32 P·V of a block
+      if (!maskRowsContiguous)
+        s.maskRow = allocate(S);
+    };
+    // forEachTask releases the tiles after a thread's last task.
+    auto body = [&](Scratch &s, int64_t b, int64_t h, bool newHead, int64_t row0, int64_t rows) {
+      if (newHead) {
+        x86::AttentionBf16PackArgs kv;
+        kv.rows = S, kv.cols = D, kv.padRows = sPad, kv.padCols = dPad;
+        kv.src = k + b * g.kB + h * D, kv.lds = g.kS, kv.dst = bf16(s.keys);
+        pack(x86::Bf16Pack::Keys, kv);
+        kv.src = v + b * g.vB + h * D, kv.lds = g.vS, kv.dst = bf16(s.values);
+        pack(x86::Bf16Pack::Values, kv);
+      }
+      for (int64_t r0 = row0; r0 < row0 + rows; r0 += kBf16RowBlock) {
+        const int64_t n = std::min(kBf16RowBlock, row0 + rows - r0);
+        // scores = bf16(Q rows) · bf16(Kᵀ), f32
+        rowsTimesTiles(s, q + b * g.qB + r0 * g.qS + h * D, g.qS, n, D, dPad, bf16(s.keys),
+                       sPad / x86::kBf16Chunk, s.scores.get(), sPad);
+        softmaxBlock(g, mask, maskRowsContiguous, b, h, r0, n, s.scores.get(), sPad,
+                     s.maskRow.get());
+        // out rows = bf16(P) · bf16(V_h), f32, through the block's tile buffer
+        rowsTimesTiles(s, s.scores.get(), sPad, n, S, sPad, bf16(s.values),
+                       dPad / x86::kBf16Chunk, s.tile.get(), dPad);
+        for (int64_t r = 0; r < n; ++r)
+          std::copy_n(s.tile.get() + r * dPad, D, out + b * g.oB + (r0 + r) * g.oS + h * D);
+      }
+    };
+    return forEachTask(g, kBf16RowBlock, allocateScratch, body);
+  }
+
   AttentionSpec spec_;
-  bool jit_;
+  bool jit_, bf16_;
+  std::unique_ptr<x86::AttentionBf16PackKernel> packKernels_[3];
+  x86::AttentionBf16PackKernel::Fn packFns_[3] = {};
+  std::unique_ptr<x86::AttentionTileBf16Kernel> tileKernel_;
+  x86::AttentionTileBf16Kernel::Fn tileFn_ = nullptr;
   std::unique_ptr<AttentionGemmKernel> gemmKernels_[AttentionGemmKernel::kMaxVectors][kMaxRows];
   AttentionGemmKernel::Fn gemmFns_[AttentionGemmKernel::kMaxVectors][kMaxRows] = {};
   std::unique_ptr<AttentionSoftmaxKernel> softmaxKernel_;
@@ -356,8 +485,14 @@ StepPtr makeAttention(const AttentionSpec &spec, const KernelOptions &options, s
     return nullptr;
   }
   const bool jit = options.allowAvx512 && options.cpu.supports(x86::Isa::Avx512);
+  // bf16 where the plan allows it and the target has AMX-BF16 (and, when the
+  // target is this CPU, Linux grants the tile state); else f32.
+  const x86::CpuFeatures &cpu = options.cpu;
+  const bool bf16 = spec.bf16 && jit && cpu.avx512bw && cpu.avx512bf16 && cpu.amxTile &&
+                    cpu.amxBf16 &&
+                    !(cpu == x86::CpuFeatures::host() && !x86::requestAmxPermission().empty());
   try {
-    return std::make_unique<AttentionStep>(spec, jit);
+    return std::make_unique<AttentionStep>(spec, jit, bf16);
   } catch (const std::exception &e) {
     error = std::string("attention: cannot generate its kernels: ") + e.what();
     return nullptr;

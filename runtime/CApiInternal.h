@@ -32,6 +32,7 @@ struct octet_options {
   bool allowAvx512 = true;
   std::string target = "host"; ///< KernelOptions::setTarget's name (checked when set)
   bool autotune = false;
+  bool attentionBf16 = false;
   bool printIrAfterAll = false;
   bool profile = false;
   octet::CompileOptions::Int8 int8 = octet::CompileOptions::Int8::None;

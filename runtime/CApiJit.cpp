@@ -42,6 +42,7 @@ octet::CompileOptions toCompileOptions(const octet_options *options) {
   std::string unknown; // the name was checked when the option was set
   result.kernels.setTarget(options->target, unknown);
   result.kernels.autotune = options->autotune;
+  result.kernels.attentionBf16 = options->attentionBf16;
   result.int8 = options->int8;
   result.calibrationSamples = options->calibrationSamples;
   result.calibrationPercentile = options->calibrationPercentile;

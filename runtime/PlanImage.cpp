@@ -334,7 +334,7 @@ struct SpecWriter {
   void operator()(const recipe::Attention &r) {
     const AttentionSpec &s = r.spec;
     w.i32(s.q), w.i32(s.k), w.i32(s.v), w.i32(s.mask), w.i32(s.output);
-    w.i64(s.numHeads), w.f32(s.scale);
+    w.i64(s.numHeads), w.f32(s.scale), w.u8(s.bf16);
   }
   void operator()(const recipe::FusedElementwise &r) {
     program(r.program);
@@ -496,7 +496,7 @@ struct SpecReader {
     case 15: {
       AttentionSpec s;
       s.q = r.i32(), s.k = r.i32(), s.v = r.i32(), s.mask = r.i32(), s.output = r.i32();
-      s.numHeads = r.i64(), s.scale = r.f32();
+      s.numHeads = r.i64(), s.scale = r.f32(), s.bf16 = r.u8() != 0;
       return Attention{s};
     }
     case 16: {

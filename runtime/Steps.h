@@ -107,6 +107,10 @@ struct KernelOptions {
   /// Resolve Auto GEMM providers by timing the candidates that run here (at
   /// build time, per M bucket) instead of by the rule alone.
   bool autotune = false;
+  /// Attention's Q·Kᵀ and P·V on bf16 operands (AMX-BF16, f32 sums) where the
+  /// target has AMX-BF16; PlanBuilder sets AttentionSpec::bf16 from it
+  /// (docs/attention-bf16.md). Off: f32, the default.
+  bool attentionBf16 = false;
   /// Not owned, may be null: receives one record per GEMM whose provider a
   /// factory resolved (--print-kernel-choices). Also caches timings per shape.
   GemmChoiceLog *choices = nullptr;
@@ -166,6 +170,9 @@ struct AttentionSpec {
   TensorId q = -1, k = -1, v = -1, mask = -1, output = -1;
   int64_t numHeads = 1;
   float scale = 1;
+  /// Q·Kᵀ and P·V may run on bf16 operands (AMX-BF16, f32 sums) where the
+  /// target has AMX-BF16: INT8 plans (docs/attention-bf16.md).
+  bool bf16 = false;
 };
 StepPtr makeAttention(const AttentionSpec &spec, const KernelOptions &options,
                       std::string &error);

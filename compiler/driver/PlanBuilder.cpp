@@ -1453,6 +1453,7 @@ LogicalResult PlanWalker::visit(Operation *op) {
         spec.output = out;
         spec.numHeads = a.getNumHeads();
         spec.scale = a.getScale().convertToFloat();
+        spec.bf16 = options_.attentionBf16;
         return addStep(op, rt::recipe::Attention{spec}, "attention");
       })
       .Default([&](Operation *) -> LogicalResult {

@@ -44,7 +44,11 @@ for _feature, _present, _why in (
 # host-amx: this CPU runs AMX-INT8 (tests of a foreign --target amx need a CPU without it).
 try:
     with open("/proc/cpuinfo") as _cpuinfo:
-        if "amx_int8" in _cpuinfo.read().split():
+        _flags = _cpuinfo.read().split()
+        if "amx_int8" in _flags:
             config.available_features.add("host-amx")
+        # host-amx-bf16: the bf16 attention path runs here (AMX-BF16 + AVX512-BF16).
+        if "amx_bf16" in _flags and "avx512_bf16" in _flags:
+            config.available_features.add("host-amx-bf16")
 except OSError:
     pass

@@ -9,6 +9,8 @@
 //   octet-jit-dump --kernel gemm-u8s8-amx --mr 32 --columns 32 --k-tail 5 [gemm-u8s8's epilogue
 //                  options]   (AMX tiles; --mr rows 1..32, --columns 1..32, --k-tail K % 64)
 //   octet-jit-dump --kernel ceiling-tdpbusd   (the AMX peak loop of `octetc ceilings`)
+//   octet-jit-dump --kernel attention-tile-bf16   (attention's AMX-BF16 tile GEMM)
+//   octet-jit-dump --kernel attention-bf16-keys|attention-bf16-values|attention-bf16-rows
 //
 // Generates one kernel (Xbyak only emits bytes: no AVX-512 needed on the host)
 // and prints its code, up to and including the final `ret`, as llvm-mc
@@ -18,6 +20,7 @@
 // start. Check it by piping this tool's output straight to FileCheck.
 //
 //===----------------------------------------------------------------------===//
+#include "compiler/codegen/x86/AttentionBf16Kernels.h"
 #include "compiler/codegen/x86/FusedKernels.h"
 #include "compiler/codegen/x86/GemmF32Avx512.h"
 #include "compiler/codegen/x86/GemmU8S8Amx.h"
@@ -36,7 +39,19 @@
 using namespace octet::x86;
 namespace cl = llvm::cl;
 
-enum class Kernel { GemmF32, GemmU8S8, GemmU8S8Amx, CeilingTdpbusd, LayerNorm, Softmax, Unary };
+enum class Kernel {
+  GemmF32,
+  GemmU8S8,
+  GemmU8S8Amx,
+  CeilingTdpbusd,
+  AttentionTileBf16,
+  AttentionBf16Rows,
+  AttentionBf16Keys,
+  AttentionBf16Values,
+  LayerNorm,
+  Softmax,
+  Unary
+};
 
 static cl::opt<Kernel> kernel(
     "kernel", cl::Required, cl::desc("Kernel to generate"),
@@ -49,6 +64,14 @@ static cl::opt<Kernel> kernel(
                           "--k-tail K % 64, epilogue options as gemm-u8s8)"),
                clEnumValN(Kernel::CeilingTdpbusd, "ceiling-tdpbusd",
                           "the AMX tdpbusd peak loop of the machine ceilings (no options)"),
+               clEnumValN(Kernel::AttentionTileBf16, "attention-tile-bf16",
+                          "attention's AMX-BF16 tile GEMM (no options)"),
+               clEnumValN(Kernel::AttentionBf16Rows, "attention-bf16-rows",
+                          "f32 rows to bf16 rows (no options)"),
+               clEnumValN(Kernel::AttentionBf16Keys, "attention-bf16-keys",
+                          "K to bf16 Q·Kᵀ B tiles (no options)"),
+               clEnumValN(Kernel::AttentionBf16Values, "attention-bf16-values",
+                          "V to bf16 P·V B tiles (no options)"),
                clEnumValN(Kernel::LayerNorm, "layernorm", "LayerNorm over rows of --n"),
                clEnumValN(Kernel::Softmax, "softmax", "softmax over rows of --n"),
                clEnumValN(Kernel::Unary, "unary", "elementwise --op")));
@@ -123,6 +146,14 @@ static std::unique_ptr<KernelGenerator> makeKernel() {
   }
   case Kernel::CeilingTdpbusd:
     return octet::rt::makeAmxPeakLoop();
+  case Kernel::AttentionTileBf16:
+    return std::make_unique<AttentionTileBf16Kernel>();
+  case Kernel::AttentionBf16Rows:
+    return std::make_unique<AttentionBf16PackKernel>(Bf16Pack::Rows);
+  case Kernel::AttentionBf16Keys:
+    return std::make_unique<AttentionBf16PackKernel>(Bf16Pack::Keys);
+  case Kernel::AttentionBf16Values:
+    return std::make_unique<AttentionBf16PackKernel>(Bf16Pack::Values);
   case Kernel::LayerNorm: {
     std::vector<RowSource> sources(residual ? 2 : 1, RowSource::Dense);
     if (embedding)

@@ -140,6 +140,12 @@ static cl::opt<bool> runAutotune(
     cl::desc("Choose each GEMM's provider per M bucket by timing the candidates that run here "
              "(docs/kernel-selection.md); default: the documented rule"),
     cl::sub(runCommand), cl::sub(compileCommand), cl::cat(octetcCategory));
+static cl::opt<std::string> runAttention(
+    "attention",
+    cl::desc("f32 (default), or bf16: attention's Q·Kᵀ and P·V on bf16 operands (AMX-BF16, f32 "
+             "sums) where the target has AMX-BF16 (docs/attention-bf16.md)"),
+    cl::value_desc("f32|bf16"), cl::init("f32"), cl::sub(runCommand), cl::sub(compileCommand),
+    cl::cat(octetcCategory));
 static cl::opt<bool> runPrintKernelChoices(
     "print-kernel-choices",
     cl::desc("Print each GEMM's provider per M bucket: candidates' times, choice and reason"),
@@ -631,6 +637,11 @@ static bool compileOptionsFromFlags(octet::CompileOptions &options) {
     return false;
   }
   options.kernels.autotune = runAutotune;
+  if (runAttention != "f32" && runAttention != "bf16") {
+    llvm::errs() << "error: --attention '" << runAttention << "': give f32 or bf16\n";
+    return false;
+  }
+  options.kernels.attentionBf16 = runAttention == "bf16";
   options.passes = runPasses;
   if (runInt8 == "static")
     options.int8 = octet::CompileOptions::Int8::Static;

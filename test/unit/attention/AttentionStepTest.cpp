@@ -6,6 +6,7 @@
 // kernels (skipped without AVX-512) and with the compiled C++ fallback.
 //
 //===----------------------------------------------------------------------===//
+#include "compiler/codegen/x86/AmxSupport.h"
 #include "compiler/codegen/x86/AttentionKernels.h"
 #include "runtime/Steps.h"
 #include "test/unit/PlanTestUtil.h"
@@ -25,6 +26,22 @@ namespace octet::rt {
 namespace {
 
 bool hostHasAvx512() { return x86::CpuFeatures::host().supports(x86::Isa::Avx512); }
+
+/// What makeAttention needs for the bf16 path on this host.
+bool hostRunsBf16(std::string *why = nullptr) {
+  const x86::CpuFeatures &f = x86::CpuFeatures::host();
+  if (!(f.supports(x86::Isa::Avx512) && f.avx512bw && f.avx512bf16 && f.amxTile && f.amxBf16)) {
+    if (why)
+      *why = "host lacks AVX512-BF16 or AMX-BF16 (has: " + f.describe() + ")";
+    return false;
+  }
+  if (const std::string &denied = x86::requestAmxPermission(); !denied.empty()) {
+    if (why)
+      *why = "AMX state not granted: " + denied;
+    return false;
+  }
+  return true;
+}
 
 using PlanBuilder = test::BoundPlan;
 
@@ -58,11 +75,12 @@ struct Case {
   bool merged = true; ///< q/k/v are column slices of one [B, S, 3HD] buffer
   bool allowAvx512 = true;
   float scale = 0.25f;
+  bool bf16 = false; ///< AttentionSpec::bf16: AMX-BF16 where the host has it
   std::string describe() const {
     std::ostringstream os;
     os << "B=" << batch << " S=" << seq << " H=" << heads << " D=" << dim
        << " mask=" << maskName(mask) << " masked=" << int(masked) << " merged=" << merged
-       << " avx512=" << allowAvx512;
+       << " avx512=" << allowAvx512 << " bf16=" << bf16;
     return os.str();
   }
 };
@@ -157,12 +175,16 @@ void runCase(const Case &c) {
   spec.q = q, spec.k = k, spec.v = v, spec.mask = mask, spec.output = o;
   spec.numHeads = H;
   spec.scale = c.scale;
+  spec.bf16 = c.bf16;
   KernelOptions options;
   options.allowAvx512 = c.allowAvx512;
   std::string error;
   StepPtr step = makeAttention(spec, options, error);
   ASSERT_TRUE(step) << error;
-  EXPECT_EQ(step->kind(), c.allowAvx512 ? "attention.jit_avx512" : "attention.cpp");
+  const bool bf16 = c.bf16 && c.allowAvx512 && hostRunsBf16();
+  EXPECT_EQ(step->kind(), bf16             ? "attention.amx_bf16"
+                          : c.allowAvx512 ? "attention.jit_avx512"
+                                          : "attention.cpp");
   Status status = pb.run(*step);
   ASSERT_TRUE(status.ok()) << status.message();
 
@@ -193,7 +215,10 @@ void runCase(const Case &c) {
           ASSERT_FALSE(std::isnan(got)) << "b=" << b << " h=" << h << " s=" << s << " d=" << d;
           double err = std::abs(got - expected);
           worst = std::max(worst, err);
-          ASSERT_LE(err, 2e-6 + 2e-6 * std::abs(expected))
+          // bf16 operands (8 significant bits) with f32 sums: ~1e-3 here;
+          // a layout or padding fault moves outputs by O(0.1).
+          const double tolerance = bf16 ? 1e-2 : 2e-6 + 2e-6 * std::abs(expected);
+          ASSERT_LE(err, tolerance)
               << "b=" << b << " h=" << h << " s=" << s << " d=" << d << " expected " << expected;
         }
       }
@@ -268,6 +293,68 @@ TEST(Attention, SingleThreadAndRowBlocks) {
     }
   }
   omp_set_num_threads(saved);
+}
+
+// The bf16 path (AMX-BF16): shapes, every mask, odd head dims, row blocks
+// and one thread, against the same double reference within bf16's error.
+// Elsewhere the step falls back to f32, which the kind check confirms.
+TEST(Attention, Bf16OnAmx) {
+  std::string why;
+  if (!hostRunsBf16(&why)) {
+    Case c;
+    c.bf16 = true;
+    runCase(c); // the f32 kernels, kind checked
+    GTEST_SKIP() << "bf16 attention not run: " << why;
+  }
+  auto run = [](Case c) {
+    c.bf16 = true;
+    runCase(c);
+  };
+  for (int64_t seq : {1, 7, 33, 128})
+    for (auto [heads, dim] : {std::pair<int64_t, int64_t>{1, 16}, {2, 32}, {12, 64}, {2, 80}}) {
+      Case c;
+      c.batch = 2, c.seq = seq, c.heads = heads, c.dim = dim, c.merged = seq % 2 == 0;
+      run(c);
+    }
+  for (MaskShape m : {MaskShape::B11S, MaskShape::B1SS, MaskShape::One11S, MaskShape::BHSS,
+                      MaskShape::SS, MaskShape::B1S1})
+    for (Masked masked : {Masked::None, Masked::NegInf, Masked::FltMax}) {
+      Case c;
+      c.batch = 3, c.seq = 37, c.heads = 2, c.dim = 64, c.mask = m, c.masked = masked;
+      run(c);
+    }
+  Case bert;
+  bert.batch = 2, bert.seq = 128, bert.heads = 12, bert.dim = 64, bert.mask = MaskShape::B11S;
+  bert.masked = Masked::FltMax, bert.scale = 0.125f;
+  run(bert);
+  const int saved = omp_get_max_threads();
+  for (int threads : {1, 5}) {
+    omp_set_num_threads(threads);
+    Case c;
+    c.batch = 1, c.seq = 97, c.heads = 1, c.dim = 64, c.mask = MaskShape::B1SS;
+    c.masked = Masked::NegInf;
+    run(c);
+  }
+  omp_set_num_threads(saved);
+}
+
+// A target without AMX-BF16 keeps f32 attention although the plan allows bf16.
+TEST(Attention, Bf16NeedsAmxBf16OnTheTarget) {
+  if (!hostHasAvx512())
+    GTEST_SKIP() << "no AVX-512: the f32 fallback is the C++ twin either way";
+  AttentionSpec spec;
+  spec.q = 0, spec.k = 1, spec.v = 2, spec.output = 3, spec.numHeads = 2, spec.bf16 = true;
+  KernelOptions options;
+  options.cpu.amxBf16 = false;
+  std::string error;
+  StepPtr step = makeAttention(spec, options, error);
+  ASSERT_TRUE(step) << error;
+  EXPECT_EQ(step->kind(), "attention.jit_avx512");
+  options = KernelOptions();
+  options.cpu.avx512bf16 = false;
+  step = makeAttention(spec, options, error);
+  ASSERT_TRUE(step) << error;
+  EXPECT_EQ(step->kind(), "attention.jit_avx512");
 }
 
 TEST(Attention, OneStepServesEveryShape) {

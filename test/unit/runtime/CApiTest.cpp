@@ -206,6 +206,11 @@ TEST(CApi, Options) {
   EXPECT_EQ(octet_options_set(options, "gemm", "onednn"), OCTET_OK);
   EXPECT_EQ(octet_options_set(options, "isa", "avx2"), OCTET_OK);
   EXPECT_EQ(octet_options_set(options, "print_ir_after_all", "1"), OCTET_OK);
+  EXPECT_EQ(octet_options_set(options, "attention", "bf16"), OCTET_OK);
+  EXPECT_EQ(octet_options_set(options, "attention", "f32"), OCTET_OK);
+  EXPECT_EQ(octet_options_set(options, "attention", "fp16"), OCTET_ERROR_INVALID_ARGUMENT);
+  EXPECT_THAT(octet_last_error(),
+              HasSubstr("option 'attention': invalid value 'fp16' (expected f32 or bf16)"));
   EXPECT_EQ(octet_options_set(options, "gemm", "fast"), OCTET_ERROR_INVALID_ARGUMENT);
   EXPECT_THAT(octet_last_error(),
               HasSubstr("option 'gemm': invalid value 'fast' (expected auto, jit or onednn)"));
