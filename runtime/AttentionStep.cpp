@@ -146,7 +146,13 @@ public:
       return s;
     if (g.batch == 0 || g.seq == 0 || g.width == 0)
       return {};
-    return bf16_ ? computeBf16(ctx, g) : compute(ctx, g);
+    if (!bf16_)
+      return compute(ctx, g);
+    // A plan built for another AMX CPU may run here: without the tile state
+    // the first tile instruction would be SIGILL, so ask (once per process).
+    if (const std::string &denied = x86::requestAmxPermission(); !denied.empty())
+      return error("the bf16 attention needs AMX tile state: " + denied);
+    return computeBf16(ctx, g);
   }
 
 private:
