@@ -62,6 +62,17 @@ constexpr int64_t kRowBlock = 24;
 /// (+1 for the mask's add).
 constexpr double kSoftmaxOpsPerScore = 6;
 
+/// Rows of Q, K and V lie a head-row stride apart (3·H·D floats in a merged
+/// QKV output), each on its own page, where the hardware prefetchers do not
+/// follow: the packing loops ask for rows this far ahead.
+constexpr int64_t kPrefetchRows = 8;
+
+/// Prefetches the cache lines of `floats` contiguous floats.
+void prefetchRow(const float *row, int64_t floats) {
+  for (int64_t i = 0; i < floats; i += 16)
+    __builtin_prefetch(row + i);
+}
+
 struct FreeDeleter {
   void operator()(float *p) const { std::free(p); }
 };
@@ -364,6 +375,8 @@ private:
         for (int64_t t = 0; t < S; ++t) {
           float *panel = s.keys.get() + (t / kPanel) * kPanel * D + t % kPanel;
           const float *keyRow = kHead + t * g.kS;
+          if (t + kPrefetchRows < S)
+            prefetchRow(keyRow + kPrefetchRows * g.kS, D);
           for (int64_t d = 0; d < D; ++d)
             panel[d * kPanel] = keyRow[d];
         }
@@ -372,15 +385,21 @@ private:
         const float *vHead = v + b * g.vB + h * D;
         for (int64_t p = 0; p < dPanels; ++p) {
           const int64_t columns = std::min(kPanel, D - p * kPanel);
-          for (int64_t t = 0; t < S; ++t)
+          for (int64_t t = 0; t < S; ++t) {
+            if (t + kPrefetchRows < S)
+              prefetchRow(vHead + (t + kPrefetchRows) * g.vS + p * kPanel, columns);
             std::copy_n(vHead + t * g.vS + p * kPanel, columns,
                         s.values.get() + (p * S + t) * kPanel);
+          }
         }
       }
       // Blocks of kRowBlock query rows: their scores stay in cache between the
       // three kernels, while Kᵀ and V_h (packed) are reread from L2.
       for (int64_t r0 = row0; r0 < row0 + rows; r0 += kRowBlock) {
         const int64_t n = std::min(kRowBlock, row0 + rows - r0);
+        // The next block's query rows, while this block computes.
+        for (int64_t r = r0 + kRowBlock; r < std::min(r0 + 2 * kRowBlock, row0 + rows); ++r)
+          prefetchRow(q + b * g.qB + r * g.qS + h * D, D);
         // scores = Q rows · Kᵀ
         gemmRows(q + b * g.qB + r0 * g.qS + h * D, g.qS, n, s.keys.get(), kPanel, kPanel * D, S,
                  D, s.scores.get(), ldScores);
