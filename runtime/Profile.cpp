@@ -61,6 +61,9 @@ double rooflineBound(const Ceilings &c, const std::string &kind, double ops, dou
   bool int8 = false;
   for (const char *tag : {"int8", "i8", "u8s8", "s8s8", "vnni", "amx"})
     int8 |= kind.find(tag) != std::string::npos;
+  // bf16 kernels ("attention.amx_bf16") are measured against the FP32 ceiling:
+  // no bf16 peak is measured, and theirs is not the int8 one.
+  int8 &= kind.find("bf16") == std::string::npos;
   const double peak = int8 && c.int8Gops > 0 ? c.int8Gops : c.fp32Gflops;
   const bool fitsL3 = c.l3CacheBytes > 0 && bytes <= double(c.l3CacheBytes);
   const double bandwidth = fitsL3 ? c.l3GBs : c.dramGBs;

@@ -268,6 +268,9 @@ TEST(Roofline, BoundIsMinOfPeakAndIntensityTimesBandwidth) {
   EXPECT_DOUBLE_EQ(rooflineBound(c, "gemm.int8_vnni", 1e7, 1e3, nullptr, &compute), 400);
   EXPECT_EQ(compute, "int8");
   EXPECT_DOUBLE_EQ(rooflineBound(c, "gemm.u8s8_vnni+epilogue", 1e7, 1e3), 400);
+  // bf16 on AMX: not the int8 peak (none of bf16 is measured): the FP32 one.
+  EXPECT_DOUBLE_EQ(rooflineBound(c, "attention.amx_bf16", 1e7, 1e3, nullptr, &compute), 100);
+  EXPECT_EQ(compute, "fp32");
 }
 
 TEST(Roofline, AnalyzeTakesMediansSharesAndFractions) {
