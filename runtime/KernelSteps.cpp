@@ -393,6 +393,8 @@ Status LayerNormStep::run(const ExecContext &ctx) const {
     args.y = static_cast<float *>(y);
     args.gamma = spec_.gamma;
     args.beta = spec_.beta;
+    args.qGamma = spec_.qGamma;
+    args.qBeta = spec_.qBeta;
     args.rows = rows;
     args.q = q;
     args.rowScale = static_cast<float *>(rowScale);
@@ -420,6 +422,12 @@ Status LayerNormStep::run(const ExecContext &ctx) const {
       var += (row[j] - mean) * (row[j] - mean);
     var /= double(n);
     const float rstd = float(1.0 / std::sqrt(var + eps)), meanF = float(mean);
+    std::vector<float> own; // quant_affine: the quantized row's own affine
+    if (spec_.qGamma) {
+      own.resize(n);
+      for (int64_t j = 0; j < n; ++j)
+        own[j] = (row[j] - meanF) * rstd * spec_.qGamma[j] + spec_.qBeta[j];
+    }
     for (int64_t j = 0; j < n; ++j)
       row[j] = (row[j] - meanF) * rstd * gamma[j] + beta[j];
     if (y)
@@ -428,8 +436,9 @@ Status LayerNormStep::run(const ExecContext &ctx) const {
       static_cast<float *>(rowScale)[r] =
           x86::quantizeRowScalar(row.data(), n, static_cast<uint8_t *>(q) + r * n);
     } else if (q) {
+      const std::vector<float> &yq = spec_.qGamma ? own : row;
       for (int64_t j = 0; j < n; ++j) {
-        const int32_t v = x86::quantizeScalar(row[j], spec_.qScale, spec_.qZeroPoint, lo, lo + 255);
+        const int32_t v = x86::quantizeScalar(yq[j], spec_.qScale, spec_.qZeroPoint, lo, lo + 255);
         if (signedQ)
           static_cast<int8_t *>(q)[r * n + j] = int8_t(v);
         else
@@ -482,6 +491,11 @@ StepPtr makeLayerNorm(const LayerNormSpec &spec, const KernelOptions &options, s
     quant.signedOutput = i8;
     quant.scale = spec.qScale;
     quant.zeroPoint = spec.qZeroPoint;
+    if (bool(spec.qGamma) != bool(spec.qBeta) || (spec.qGamma && spec.rowScale >= 0)) {
+      error = "layernorm: a quantized affine needs both gamma and beta, per tensor only";
+      return nullptr;
+    }
+    quant.ownAffine = spec.qGamma != nullptr;
   } else if (spec.rowScale >= 0) {
     error = "layernorm: a row scale output needs a quantized output";
     return nullptr;

@@ -330,6 +330,11 @@ struct SpecWriter {
     pointer(s.beta, "layer norm beta");
     w.i64(s.n), w.f32(s.epsilon), w.i32(s.quantized), w.i32(s.rowScale);
     w.u8(uint8_t(s.quantizedType)), w.f32(s.qScale), w.i32(s.qZeroPoint);
+    w.u8(s.qGamma != nullptr);
+    if (s.qGamma) {
+      pointer(s.qGamma, "layer norm quantized gamma");
+      pointer(s.qBeta, "layer norm quantized beta");
+    }
   }
   void operator()(const recipe::Attention &r) {
     const AttentionSpec &s = r.spec;
@@ -491,6 +496,8 @@ struct SpecReader {
       s.gamma = pointer<float>(), s.beta = pointer<float>();
       s.n = r.i64(), s.epsilon = r.f32(), s.quantized = r.i32(), s.rowScale = r.i32();
       s.quantizedType = dtype(), s.qScale = r.f32(), s.qZeroPoint = r.i32();
+      if (r.u8())
+        s.qGamma = pointer<float>(), s.qBeta = pointer<float>();
       return LayerNorm{s};
     }
     case 15: {

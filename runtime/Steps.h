@@ -160,6 +160,10 @@ struct LayerNormSpec {
   DType quantizedType = DType::U8; ///< U8 or I8 (per row: U8)
   float qScale = 1;
   int32_t qZeroPoint = 0;
+  /// Per tensor only: `quantized` is that of the same normalization with this
+  /// affine, `output` keeps gamma / beta (octet.layer_norm_quantize's
+  /// quant_affine: SmoothQuant's LayerNorm copy merged into the original).
+  const float *qGamma = nullptr, *qBeta = nullptr;
 };
 StepPtr makeLayerNorm(const LayerNormSpec &spec, const KernelOptions &options, std::string &error);
 

@@ -1133,6 +1133,14 @@ LogicalResult PlanWalker::visitLayerNorm(Operation *op) {
       spec.qZeroPoint = spec.quantizedType == DType::U8 ? *static_cast<const uint8_t *>(*z)
                                                         : *static_cast<const int8_t *>(*z);
     }
+    if (Value quantGamma = lnq.getQuantGamma()) {
+      FailureOr<const void *> g2 = constantBytes(op, quantGamma);
+      FailureOr<const void *> b2 = constantBytes(op, lnq.getQuantBeta());
+      if (failed(g2) || failed(b2))
+        return failure();
+      spec.qGamma = static_cast<const float *>(*g2);
+      spec.qBeta = static_cast<const float *>(*b2);
+    }
   }
   for (auto [i, result] : llvm::enumerate(op->getResults())) {
     if (i == 0 && lnq && result.use_empty())

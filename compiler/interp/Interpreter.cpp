@@ -1166,7 +1166,14 @@ LogicalResult Interpreter::layerNormQuantize(LayerNormQuantizeOp op) {
   if (failed(y))
     return failure();
   if (op.getScale()) {
-    FailureOr<HostTensor> q = quantize(op, *y, op.getScale(), op.getZeroPoint(), std::nullopt, false,
+    // quant_affine: the quantized value is the same normalization with its own affine.
+    FailureOr<HostTensor> yq = *y;
+    if (op.getQuantGamma())
+      yq = addLayerNorm(op, op.getInput(), op.getResidual(), op.getQuantGamma(), op.getQuantBeta(),
+                        op.getAxis(), op.getEpsilon().convertToDouble());
+    if (failed(yq))
+      return failure();
+    FailureOr<HostTensor> q = quantize(op, *yq, op.getScale(), op.getZeroPoint(), std::nullopt, false,
                                          elementTypeOf(op.getQuantized()));
     if (failed(q) || failed(define(op, op.getQuantized(), std::move(q))))
       return failure();

@@ -1774,6 +1774,15 @@ LogicalResult LayerNormQuantizeOp::verify() {
     return emitOpError("quantized shape ") << shapeStr(quantized.getShape())
                                            << " must equal the input shape "
                                            << shapeStr(input.getShape());
+  if (bool(getQuantGamma()) != bool(getQuantBeta()))
+    return emitOpError("quant_affine needs both a gamma and a beta");
+  if (Value quantGamma = getQuantGamma()) {
+    if (!getScale())
+      return emitOpError("quant_affine is per tensor only: it needs a scale operand");
+    if (quantGamma.getType() != getGamma().getType() ||
+        getQuantBeta().getType() != getGamma().getType())
+      return emitOpError("quant_affine types must equal gamma's ") << getGamma().getType();
+  }
   if (Value scale = getScale()) {
     if (!getZeroPoint())
       return emitOpError("a per-tensor scale needs a zero point");

@@ -468,6 +468,13 @@ def Octet_LayerNormQuantizeOp : Octet_Op<"layer_norm_quantize",
     writes nothing but the bytes. Normalizes over the last dim only.
     `octet-fuse-elementwise` forms it.
 
+    With `quant_affine(%g2, %b2)` (per tensor only) the quantized result is
+    that of a second LayerNorm of the same input with its own affine,
+    `quantize(layer_norm(input (+ residual)) with %g2, %b2)`, while `y` keeps
+    `%g, %b`: SmoothQuant's smoothed copy of a LayerNorm merged into the
+    original by `octet-merge-layer-norms`, so that one pass over the input
+    writes both.
+
     ```mlir
     %y, %q = octet.layer_norm_quantize %x residual(%r : tensor<?x?x768xf32>), %g, %b
                axis = 2 epsilon = 1.0e-12 scale(%s, %zp : tensor<f32>, tensor<ui8>)
@@ -480,13 +487,16 @@ def Octet_LayerNormQuantizeOp : Octet_Op<"layer_norm_quantize",
   let arguments = (ins Octet_F32Tensor:$input, Optional<Octet_F32Tensor>:$residual,
                        Octet_F32Tensor:$gamma, Optional<Octet_F32Tensor>:$beta,
                        Octet_Axis:$axis, F32Attr:$epsilon,
-                       Optional<Octet_F32Tensor>:$scale, Optional<Octet_QuantTensor>:$zero_point);
+                       Optional<Octet_F32Tensor>:$scale, Optional<Octet_QuantTensor>:$zero_point,
+                       Optional<Octet_F32Tensor>:$quant_gamma, Optional<Octet_F32Tensor>:$quant_beta);
   let results = (outs Octet_F32Tensor:$result, Octet_QuantTensor:$quantized,
                       Optional<Octet_F32Tensor>:$row_scale);
   let assemblyFormat = [{
     $input (`residual` `(` $residual^ `:` type($residual) `)`)? `,` $gamma (`,` $beta^)?
     `axis` `=` $axis `epsilon` `=` $epsilon
-    (`scale` `(` $scale^ `,` $zero_point `:` type($scale) `,` type($zero_point) `)`)? attr-dict
+    (`scale` `(` $scale^ `,` $zero_point `:` type($scale) `,` type($zero_point) `)`)?
+    (`quant_affine` `(` $quant_gamma^ `,` $quant_beta `:` type($quant_gamma) `,` type($quant_beta) `)`)?
+    attr-dict
     `:` type($input) `,` type($gamma) (`,` type($beta)^)? `->` type($quantized) (`,` type($row_scale)^)?
   }];
   let hasVerifier = 1;

@@ -195,7 +195,7 @@ bool fuseLayerNormQuantize(Operation *ln, Operation *q) {
   auto fused = LayerNormQuantizeOp::create(
       builder, builder.getFusedLoc({ln->getLoc(), q->getLoc()}), ln->getResult(0).getType(),
       q->getResult(0).getType(), rowScaleType, input, residual, gamma, beta, axis, epsilon, scale,
-      zeroPoint);
+      zeroPoint, /*quant_gamma=*/Value(), /*quant_beta=*/Value());
   q->getResult(0).replaceAllUsesWith(fused.getQuantized());
   if (!scale)
     q->getResult(1).replaceAllUsesWith(fused.getRowScale());

@@ -133,6 +133,37 @@ def OctetFuseGemmEpilogue : Pass<"octet-fuse-gemm-epilogue", "::mlir::func::Func
                            "::mlir::math::MathDialect"];
 }
 
+def OctetMergeLayerNorms : Pass<"octet-merge-layer-norms", "::mlir::func::FuncOp"> {
+  let summary = "merge SmoothQuant's smoothed LayerNorm copy into the original";
+  let description = [{
+    SmoothQuant (`octet-smoothquant`, duplicate-norm) leaves post-LN BERT with
+    two normalizations of each LayerNorm input: the original (`octet.layer_norm`
+    or `octet.add_layer_norm`), whose f32 result feeds the residual, and a copy
+    with the smoothed affine, fused with its quantize into an
+    `octet.layer_norm_quantize` whose f32 result is dead. Both read the same
+    rows and compute the same mean and variance. This pass makes them one
+    `octet.layer_norm_quantize` with the original affine for `y` and the copy's
+    as `quant_affine`, so one pass over the input writes both (docs/int8.md).
+
+    Merged when: the same input (and residual, or neither), axis and epsilon;
+    the copy quantizes per tensor, its `y` is unused and it has no
+    `quant_affine` yet; both have a beta. The merged op sits where the earlier
+    of the two was; every operand of the other must dominate that point.
+
+    Before:
+    ```mlir
+    %y = octet.add_layer_norm %x, %r, %g, %b axis = 2 epsilon = 1.0e-12 : ...
+    %dead, %q = octet.layer_norm_quantize %x residual(%r : ...), %g2, %b2 axis = 2
+                  epsilon = 1.0e-12 scale(%s, %zp : tensor<f32>, tensor<ui8>) : ...
+    ```
+    After:
+    ```mlir
+    %y, %q = octet.layer_norm_quantize %x residual(%r : ...), %g, %b axis = 2
+               epsilon = 1.0e-12 scale(%s, %zp : ...) quant_affine(%g2, %b2 : ...) : ...
+    ```
+  }];
+}
+
 def OctetFuseElementwise : Pass<"octet-fuse-elementwise", "::mlir::func::FuncOp"> {
   let summary = "group connected f32 pointwise ops into one octet.fused";
   let description = [{

@@ -59,6 +59,7 @@ void octet::buildInt8LoweringPipeline(OpPassManager &pm, const Int8PipelineOptio
   fn.addPass(createOctetEliminateQdq());
   fn.addPass(createOctetCleanup());
   fn.addPass(createOctetFuseElementwise());
+  fn.addPass(createOctetMergeLayerNorms());
   std::string packIsa = options.packIsa == "host" ? defaultPackIsa() : options.packIsa;
   if (packIsa != "none")
     fn.addPass(createOctetPackWeights(OctetPackWeightsOptions{packIsa}));
@@ -82,7 +83,8 @@ void octet::registerOctetPipelines() {
   PassPipelineRegistration<Int8LoweringOptions>(
       "octet-int8-lowering",
       "The INT8 lowering after recognition (and calibration for mode=static): [smoothquant], "
-      "quantize, eliminate-qdq, cleanup, fuse-elementwise, [pack-weights], plan-memory",
+      "quantize, eliminate-qdq, cleanup, fuse-elementwise, merge-layer-norms, [pack-weights], "
+      "plan-memory",
       [](OpPassManager &pm, const Int8LoweringOptions &textual) {
         Int8PipelineOptions options;
         options.mode = textual.mode;

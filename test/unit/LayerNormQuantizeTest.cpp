@@ -148,6 +148,59 @@ TEST(LayerNormQuantize, MatchesUnfusedKernels) {
             check(Case{n, m, sources, writeY, quant}, rng);
 }
 
+// ownAffine (octet.layer_norm_quantize's quant_affine, the SmoothQuant copy
+// merged into the original): y bit for bit the plain LayerNorm's with gamma /
+// beta, q bit for bit the separate quantizing LayerNorm's with its own affine
+// -- the pair the merge replaces, so merging changes no output.
+TEST(LayerNormQuantize, OwnAffineEqualsTheTwoKernelsItMerges) {
+  REQUIRE_AVX512();
+  std::mt19937 rng(17);
+  std::uniform_real_distribution<float> d(-3, 5), g(0.5f, 1.5f), b(-1, 1), inv(0.2f, 4.0f);
+  for (int64_t n : {1, 7, 17, 64, 768, 777})
+    for (int64_t m : {1, 5, 37})
+      for (int sources : {1, 2})
+        for (bool writeY : {true, false})
+          for (bool s8 : {false, true}) {
+            SCOPED_TRACE("n=" + std::to_string(n) + " m=" + std::to_string(m) + " sources=" +
+                         std::to_string(sources) + " writeY=" + std::to_string(writeY) +
+                         " s8=" + std::to_string(s8));
+            Guarded<float> x(m * n), res(m * n), y(m * n), yRef(m * n);
+            Guarded<float> gamma(n), beta(n), gamma2(n), beta2(n);
+            Guarded<uint8_t> q(m * n), qRef(m * n);
+            for (int64_t i = 0; i < m * n; ++i)
+              x[i] = d(rng), res[i] = d(rng);
+            for (int64_t j = 0; j < n; ++j) {
+              gamma[j] = g(rng), beta[j] = b(rng);
+              const float s = inv(rng); // SmoothQuant's 1/s per channel
+              gamma2[j] = gamma[j] * s, beta2[j] = beta[j] * s;
+            }
+            std::vector<RowSource> src(sources, RowSource::Dense);
+            LayerNormQuantize quant;
+            quant.mode = Mode::PerTensor, quant.signedOutput = s8;
+            quant.scale = 0.04f, quant.zeroPoint = s8 ? -5 : 128;
+            LayerNormArgs a;
+            a.src[0] = x.data();
+            a.src[1] = sources > 1 ? res.data() : nullptr;
+            a.rows = m;
+            // The pair: y with gamma / beta, q (y unwritten) with gamma2 / beta2.
+            a.gamma = gamma.data(), a.beta = beta.data(), a.y = yRef.data();
+            LayerNormKernel(n, src, false, 1e-12f).run(a);
+            LayerNormQuantize copy = quant;
+            copy.writeY = false;
+            a.gamma = gamma2.data(), a.beta = beta2.data(), a.y = nullptr, a.q = qRef.data();
+            LayerNormKernel(n, src, false, 1e-12f, copy).run(a);
+            // Merged.
+            LayerNormQuantize merged = quant;
+            merged.writeY = writeY, merged.ownAffine = true;
+            a.gamma = gamma.data(), a.beta = beta.data(), a.y = writeY ? y.data() : nullptr;
+            a.qGamma = gamma2.data(), a.qBeta = beta2.data(), a.q = q.data();
+            LayerNormKernel(n, src, false, 1e-12f, merged).run(a);
+            ASSERT_EQ(std::memcmp(q.data(), qRef.data(), m * n), 0);
+            if (writeY)
+              ASSERT_EQ(std::memcmp(y.data(), yRef.data(), m * n * sizeof(float)), 0);
+          }
+}
+
 TEST(LayerNormQuantize, RejectsBadConfigurations) {
   LayerNormQuantize bad;
   bad.mode = Mode::PerTensor, bad.scale = 0.0f;
@@ -160,6 +213,10 @@ TEST(LayerNormQuantize, RejectsBadConfigurations) {
                std::invalid_argument);
   perRow.signedOutput = true;
   EXPECT_THROW(LayerNormKernel(8, {RowSource::Dense}, false, 1e-5f, perRow),
+               std::invalid_argument);
+  LayerNormQuantize perRowAffine;
+  perRowAffine.mode = Mode::PerRow, perRowAffine.ownAffine = true;
+  EXPECT_THROW(LayerNormKernel(8, {RowSource::Dense}, false, 1e-5f, perRowAffine),
                std::invalid_argument);
   LayerNormQuantize none;
   none.writeY = false;

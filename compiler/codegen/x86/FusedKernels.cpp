@@ -124,6 +124,8 @@ std::string layerNormName(const LayerNormQuantize &q) {
   std::string name = q.mode == Mode::PerRow ? "layernorm_quantize_per_row"
                                             : q.signedOutput ? "layernorm_quantize_s8"
                                                              : "layernorm_quantize_u8";
+  if (q.ownAffine)
+    name += "_affine";
   return q.writeY ? name + "_y" : name;
 }
 } // namespace
@@ -148,6 +150,8 @@ LayerNormKernel::LayerNormKernel(int64_t n, std::vector<RowSource> sources, bool
     throw std::invalid_argument("layernorm: quantization scale " + std::to_string(quant_.scale) +
                                 " must be finite and > 0, zero point " +
                                 std::to_string(quant_.zeroPoint) + " in the output's range");
+  if (quant_.ownAffine && quant_.mode != LayerNormQuantize::Mode::PerTensor)
+    throw std::invalid_argument("layernorm: the quantized value's own affine is per tensor only");
   if (quant_.mode == LayerNormQuantize::Mode::PerRow && quant_.signedOutput)
     throw std::invalid_argument("layernorm: per-row quantization writes u8");
 }
@@ -185,26 +189,34 @@ void LayerNormKernel::generate() {
       sumSources(u, disp, tail);
   };
   // y = (x - mean) · rstd · gamma + beta, the same instructions in every pass.
+  // d = s · gamma + beta (d may be s), the same instructions for either affine.
+  auto affine = [&](const Zmm &d, const Zmm &s, int u, int disp, bool tail,
+                    const Xbyak::Reg64 &gamma, const Xbyak::Reg64 &beta) {
+    if (tail) {
+      load(tmp(u), ptr[gamma + rCol + disp], tail);
+      vmulps(d, s, tmp(u));
+      load(tmp(u), ptr[beta + rCol + disp], tail);
+      vaddps(d, d, tmp(u));
+    } else {
+      vmulps(d, s, ptr[gamma + rCol + disp]);
+      vaddps(d, d, ptr[beta + rCol + disp]);
+    }
+  };
+  // ownAffine: acc(u) = the quantized value's own affine of the same
+  // normalization (accumulators are free in pass 3 per tensor).
   auto normalize = [&](int u, int disp, bool tail) {
     loadX(u, disp, tail);
     vsubps(val(u), val(u), zMean);
     vmulps(val(u), val(u), zRstd);
-    if (tail) {
-      load(tmp(u), ptr[rGamma + rCol + disp], tail);
-      vmulps(val(u), val(u), tmp(u));
-      load(tmp(u), ptr[rBeta + rCol + disp], tail);
-      vaddps(val(u), val(u), tmp(u));
-    } else {
-      vmulps(val(u), val(u), ptr[rGamma + rCol + disp]);
-      vaddps(val(u), val(u), ptr[rBeta + rCol + disp]);
-    }
+    if (quant_.ownAffine)
+      affine(acc(u), val(u), u, disp, tail, rQGamma, rQBeta);
+    affine(val(u), val(u), u, disp, tail, rGamma, rBeta);
   };
   // q = saturate(RNE(y / divisor) + zp) as QuantizeKernel: clamping y / divisor
   // to [lo - zp, hi - zp] before rounding equals saturating after (integer
   // bounds); NaN lanes become 0, i.e. zp.
-  auto quantize = [&](int u, int disp, bool tail, const Xbyak::Operand &divisor, float lo,
+  auto quantize = [&](const Zmm &v, int disp, bool tail, const Xbyak::Operand &divisor, float lo,
                       float hi, int32_t zp, bool toSigned) {
-    const Zmm v = val(u);
     vdivps(v, v, divisor); // the division the formula names, not a reciprocal
     vcmpps(kNan, v, v, kCmpUnordQ);
     vmaxps(v, v, constants_.f32(lo));
@@ -230,6 +242,10 @@ void LayerNormKernel::generate() {
           mov(rQ, field(offsetof(LayerNormArgs, q)));
         if (mode == Mode::PerRow)
           mov(rRowScale, field(offsetof(LayerNormArgs, rowScale)));
+        if (quant_.ownAffine) {
+          mov(rQGamma, field(offsetof(LayerNormArgs, qGamma)));
+          mov(rQBeta, field(offsetof(LayerNormArgs, qBeta)));
+        }
         if (writeSum_)
           mov(rSum, field(offsetof(LayerNormArgs, sum)));
         mov(rGamma, field(offsetof(LayerNormArgs, gamma)));
@@ -285,8 +301,9 @@ void LayerNormKernel::generate() {
           if (quant_.writeY)
             store(ptr[rY + rCol + disp], val(u), tail);
           if (mode == Mode::PerTensor) {
-            quantize(u, disp, tail, constants_.f32(scale), float(lo - quant_.zeroPoint),
-                     float(lo + 255 - quant_.zeroPoint), quant_.zeroPoint, quant_.signedOutput);
+            quantize(quant_.ownAffine ? acc(u) : val(u), disp, tail, constants_.f32(scale),
+                     float(lo - quant_.zeroPoint), float(lo + 255 - quant_.zeroPoint),
+                     quant_.zeroPoint, quant_.signedOutput);
           } else if (mode == Mode::PerRow) {
             vandps(tmp(u), val(u), constants_.bits(0x7fffffffu));
             vmaxps(tail ? acc(u) | kTail : acc(u), tmp(u), acc(u));
@@ -306,7 +323,7 @@ void LayerNormKernel::generate() {
               load(val(u), ptr[rY + rCol + disp], tail);
             else
               normalize(u, disp, tail);
-            quantize(u, disp, tail, zRowScale, -127.0f, 127.0f, 128, false);
+            quantize(val(u), disp, tail, zRowScale, -127.0f, 127.0f, 128, false);
           });
           add(rRowScale, 4);
         }

@@ -70,6 +70,8 @@ struct LayerNormArgs {
   int64_t rows = 0;
   void *q = nullptr;            ///< LayerNormQuantize: M x N u8 / s8
   float *rowScale = nullptr;    ///< LayerNormQuantize::PerRow: M scales
+  /// LayerNormQuantize::ownAffine: the quantized value's gamma and beta.
+  const float *qGamma = nullptr, *qBeta = nullptr;
 };
 
 /// The quantized output of a LayerNormKernel (octet.layer_norm_quantize), from
@@ -85,6 +87,10 @@ struct LayerNormQuantize {
   float scale = 1;           ///< PerTensor
   int32_t zeroPoint = 0;     ///< PerTensor, in the output type's range
   bool writeY = true;        ///< false: only q (and the row scales) are written
+  /// PerTensor only: q quantizes norm * qGamma + qBeta (LayerNormArgs), not
+  /// y: a second affine of the same normalization (octet.layer_norm_quantize's
+  /// quant_affine), so one pass writes y and the smoothed copy's q.
+  bool ownAffine = false;
 };
 
 /// y = (x - mean) / sqrt(var + eps) * gamma + beta over rows of N, where x is
@@ -111,8 +117,9 @@ private:
   LayerNormQuantize quant_;
   const Xbyak::Reg64 rArgs = rdi, rY = r14, rSum = r15, rGamma = rdx, rBeta = rcx, rTmp = rsi;
   const Xbyak::Reg64 rSrc[3] = {r8, r9, r10}, rIdx[3] = {r11, r12, r13};
-  // Quantizing needs Dense sources, so the index registers are free for these.
-  const Xbyak::Reg64 rQ = r11, rRowScale = r12;
+  // Quantizing needs Dense sources, so the index registers are free for these
+  // (ownAffine is per tensor: no row scales).
+  const Xbyak::Reg64 rQ = r11, rRowScale = r12, rQGamma = r13, rQBeta = r12;
   const Xbyak::Zmm zMean = zmm12, zRstd = zmm13, zRowScale = zmm15; // pool: free after rsqrt
   const Xbyak::Opmask kNan = k4;
 };
