@@ -110,6 +110,10 @@ public:
       return;
     softmaxKernel_ = std::make_unique<AttentionSoftmaxKernel>(spec.mask >= 0);
     softmaxFn_ = softmaxKernel_->entry<AttentionSoftmaxKernel::Fn>();
+    if (!bf16_) {
+      keysKernel_ = std::make_unique<x86::AttentionKeysKernel>();
+      keysFn_ = keysKernel_->entry<x86::AttentionKeysKernel::Fn>();
+    }
     if (bf16_) {
       for (x86::Bf16Pack mode : {x86::Bf16Pack::Rows, x86::Bf16Pack::Keys, x86::Bf16Pack::Values}) {
         auto &kernel = packKernels_[int(mode)];
@@ -371,15 +375,13 @@ private:
     auto body = [&](Scratch &s, int64_t b, int64_t h, bool newHead, int64_t row0, int64_t rows) {
       if (newHead) {
         // keys[p][d][j] = K[b, 64p + j, hD + d]
-        const float *kHead = k + b * g.kB + h * D;
-        for (int64_t t = 0; t < S; ++t) {
-          float *panel = s.keys.get() + (t / kPanel) * kPanel * D + t % kPanel;
-          const float *keyRow = kHead + t * g.kS;
-          if (t + kPrefetchRows < S)
-            prefetchRow(keyRow + kPrefetchRows * g.kS, D);
-          for (int64_t d = 0; d < D; ++d)
-            panel[d * kPanel] = keyRow[d];
-        }
+        x86::AttentionKeysArgs keys;
+        keys.src = k + b * g.kB + h * D, keys.lds = g.kS, keys.rows = S, keys.cols = D;
+        keys.dst = s.keys.get();
+        if (jit_)
+          keysFn_(&keys);
+        else
+          x86::attentionKeysReference(keys);
         // values[p][t][j] = V[b, t, hD + 64p + j]: P·V rereads V_h once per mr rows,
         // from L2 and one page, rather than from S rows a (3)·H·D stride apart.
         const float *vHead = v + b * g.vB + h * D;
@@ -491,6 +493,8 @@ private:
   std::unique_ptr<AttentionGemmKernel> gemmKernels_[AttentionGemmKernel::kMaxVectors][kMaxRows];
   AttentionGemmKernel::Fn gemmFns_[AttentionGemmKernel::kMaxVectors][kMaxRows] = {};
   std::unique_ptr<AttentionSoftmaxKernel> softmaxKernel_;
+  std::unique_ptr<x86::AttentionKeysKernel> keysKernel_;
+  x86::AttentionKeysKernel::Fn keysFn_ = nullptr;
   AttentionSoftmaxKernel::Fn softmaxFn_ = nullptr;
 };
 

@@ -1,5 +1,6 @@
 //===- AttentionBf16Kernels.cpp -------------------------------------------===//
 #include "compiler/codegen/x86/AttentionBf16Kernels.h"
+#include "compiler/codegen/x86/Transpose16.h"
 
 #include <algorithm>
 #include <cstddef>
@@ -133,42 +134,6 @@ void AttentionBf16PackKernel::rowsBody() {
   L(done);
 }
 
-void AttentionBf16PackKernel::transpose16x16() {
-  // zmm0-15 (row i: 16 dwords) -> zmm0-15 unpacked so that row r of the
-  // result is stored by storeTransposed; zmm16-31 scratch. Stage 1: dword
-  // pairs of rows (2k, 2k+1); stage 2: qword pairs (4k + 0/1 with 4k + 2/3):
-  // u[4k + c] lane l = rows 4k..4k+3 of column 4l + c.
-  for (int k = 0; k < 8; ++k) {
-    vpunpckldq(Zmm(16 + 2 * k), Zmm(2 * k), Zmm(2 * k + 1));
-    vpunpckhdq(Zmm(17 + 2 * k), Zmm(2 * k), Zmm(2 * k + 1));
-  }
-  for (int k = 0; k < 4; ++k) {
-    const Zmm t0(16 + 4 * k), t1(17 + 4 * k), t2(18 + 4 * k), t3(19 + 4 * k);
-    vpunpcklqdq(Zmm(4 * k + 0), t0, t2);
-    vpunpckhqdq(Zmm(4 * k + 1), t0, t2);
-    vpunpcklqdq(Zmm(4 * k + 2), t1, t3);
-    vpunpckhqdq(Zmm(4 * k + 3), t1, t3);
-  }
-}
-
-void AttentionBf16PackKernel::storeTransposed(const Xbyak::Reg64 &tile) {
-  // Column j = 4l + c of the 16x16 block is lane l of u[c], u[4 + c], u[8 + c],
-  // u[12 + c] (a 4x4 transpose of 128-bit lanes), stored as tile row j.
-  for (int c = 0; c < 4; ++c) {
-    const Zmm x0(c), x1(4 + c), x2(8 + c), x3(12 + c);
-    vshufi32x4(zmm16, x0, x1, 0x44);
-    vshufi32x4(zmm17, x0, x1, 0xee);
-    vshufi32x4(zmm18, x2, x3, 0x44);
-    vshufi32x4(zmm19, x2, x3, 0xee);
-    vshufi32x4(zmm20, zmm16, zmm18, 0x88);
-    vshufi32x4(zmm21, zmm16, zmm18, 0xdd);
-    vshufi32x4(zmm22, zmm17, zmm19, 0x88);
-    vshufi32x4(zmm23, zmm17, zmm19, 0xdd);
-    for (int l = 0; l < 4; ++l)
-      vmovdqu32(ptr[tile + (4 * l + c) * 64], Zmm(20 + l));
-  }
-}
-
 void AttentionBf16PackKernel::keysBody() {
   // 16 keys x one 32-column chunk at a time: each key's chunk converted to
   // 16 dwords (one register per key), the 16x16 dwords transposed, stored as
@@ -220,8 +185,8 @@ void AttentionBf16PackKernel::keysBody() {
     if (i + 1 < 16)
       add(rTmp, rLds);
   }
-  transpose16x16();
-  storeTransposed(rOut);
+  // Column j of the block (dim pair j of the 16 keys) is tile row j.
+  emitTranspose16x16(*this, [&](int j, const Zmm &z) { vmovdqu32(ptr[rOut + j * 64], z); });
   add(rOut, int(kBf16TileBytes));
   add(rSrc2, 128);
   inc(rCol);

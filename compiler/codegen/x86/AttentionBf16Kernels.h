@@ -74,8 +74,6 @@ private:
   /// k1 / k2 = the lanes of chunk `chunk` below `cols` (see generate()).
   void chunkMasks(const Xbyak::Reg64 &chunk);
   void prefetchRow(const Xbyak::Address &row0);
-  void transpose16x16();
-  void storeTransposed(const Xbyak::Reg64 &tile);
   Bf16Pack mode_;
   Xbyak::Label interleave_;
   const Xbyak::Reg64 rArgs = rdi, rSrc = rsi, rLds = rdx, rRows = rcx, rFull = r8, rDst = r9,

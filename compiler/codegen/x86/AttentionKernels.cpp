@@ -1,5 +1,6 @@
 //===- AttentionKernels.cpp -----------------------------------------------===//
 #include "compiler/codegen/x86/AttentionKernels.h"
+#include "compiler/codegen/x86/Transpose16.h"
 
 #include <algorithm>
 #include <cfloat>
@@ -252,6 +253,126 @@ void attentionSoftmaxReference(const AttentionSoftmaxArgs &args) {
     const float inv = sum > 0 ? 1.0f / sum : 0.0f;
     for (int64_t j = 0; j < args.n; ++j)
       x[j] *= inv;
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Kᵀ packing
+//===----------------------------------------------------------------------===//
+
+AttentionKeysKernel::AttentionKeysKernel() : KernelGenerator("attention_keys", Isa::Avx512, 4 * 1024) {}
+
+void AttentionKeysKernel::generate() {
+  auto field = [&](size_t offset) { return qword[rArgs + int(offset)]; };
+  Xbyak::Label groupLoop, dimLoop, dimDone, done, positive, clamped;
+  preamble();
+  mov(rSrc, field(offsetof(AttentionKeysArgs, src)));
+  mov(rLds, field(offsetof(AttentionKeysArgs, lds)));
+  shl(rLds, 2);
+  mov(rRows, field(offsetof(AttentionKeysArgs, rows)));
+  mov(rCols, field(offsetof(AttentionKeysArgs, cols)));
+  mov(rDst, field(offsetof(AttentionKeysArgs, dst)));
+  // rPanel = bytes of one 64-key panel (64 cols floats).
+  mov(rPanel, rCols);
+  shl(rPanel, 8);
+  xor_(rRow, rRow);
+  L(groupLoop);
+  // Groups of 16 keys up to the last panel's end (keys past rows are zeros).
+  mov(rTmp, rRows);
+  add(rTmp, 63);
+  and_(rTmp, ~int64_t(63));
+  cmp(rRow, rTmp);
+  jge(done, T_NEAR);
+  // rValid = clamp(rows - j0, 0, 16)
+  mov(rValid, rRows);
+  sub(rValid, rRow);
+  jns(positive);
+  xor_(rValid, rValid);
+  L(positive);
+  cmp(rValid, 16);
+  jle(clamped);
+  mov(rValid, 16);
+  L(clamped);
+  // The next group's rows, a page apart, while this group is transposed.
+  mov(rTmp, rLds);
+  shl(rTmp, 4);
+  add(rTmp, rSrc);
+  for (int i = 0; i < 16; ++i) {
+    prefetcht0(ptr[rTmp]);
+    prefetcht0(ptr[rTmp + 64]);
+    prefetcht0(ptr[rTmp + 128]);
+    prefetcht0(ptr[rTmp + 192]);
+    if (i + 1 < 16)
+      add(rTmp, rLds);
+  }
+  // rOut = dst + (j0 / 64) panel + (j0 % 64) floats: column d of the group
+  // goes to rOut + d · 256.
+  mov(rOut, rRow);
+  shr(rOut, 6);
+  imul(rOut, rPanel);
+  add(rOut, rDst);
+  mov(rTmp, rRow);
+  and_(rTmp, 63);
+  lea(rOut, ptr[rOut + rTmp * 4]);
+  xor_(rCol, rCol);
+  L(dimLoop);
+  cmp(rCol, rCols);
+  jge(dimDone, T_NEAR);
+  {
+    // rLanes = min(cols - d0, 16); k1 = its lanes.
+    Xbyak::Label full;
+    mov(rLanes, rCols);
+    sub(rLanes, rCol);
+    cmp(rLanes, 16);
+    jle(full);
+    mov(rLanes, 16);
+    L(full);
+    mov(rTmp.cvt32(), 0xffff);
+    bzhi(rTmp.cvt32(), rTmp.cvt32(), rLanes.cvt32());
+    kmovw(k1, rTmp.cvt32());
+  }
+  lea(rTmp, ptr[rSrc + rCol * 4]);
+  for (int i = 0; i < 16; ++i) {
+    Xbyak::Label zero, next;
+    cmp(rValid, i);
+    jle(zero);
+    vmovups(Zmm(i) | k1 | T_z, ptr[rTmp]);
+    jmp(next);
+    L(zero);
+    vpxord(Zmm(i), Zmm(i), Zmm(i));
+    L(next);
+    if (i + 1 < 16)
+      add(rTmp, rLds);
+  }
+  // Dim d0 + j (only those below cols) to rOut + (d0 + j) · 256.
+  mov(rTmp, rCol);
+  shl(rTmp, 8);
+  add(rTmp, rOut);
+  emitTranspose16x16(*this, [&](int j, const Zmm &z) {
+    Xbyak::Label skip;
+    cmp(rLanes, j);
+    jle(skip);
+    vmovups(ptr[rTmp + j * 256], z);
+    L(skip);
+  });
+  add(rCol, 16);
+  jmp(dimLoop, T_NEAR);
+  L(dimDone);
+  mov(rTmp, rLds);
+  shl(rTmp, 4);
+  add(rSrc, rTmp);
+  add(rRow, 16);
+  jmp(groupLoop, T_NEAR);
+  L(done);
+  postamble();
+}
+
+void attentionKeysReference(const AttentionKeysArgs &a) {
+  const int64_t panels = (a.rows + 63) / 64;
+  for (int64_t j = 0; j < panels * 64; ++j) {
+    float *panel = a.dst + (j / 64) * 64 * a.cols + j % 64;
+    for (int64_t d = 0; d < a.cols; ++d)
+      panel[d * 64] = j < a.rows ? a.src[j * a.lds + d] : 0.0f;
   }
 }
 

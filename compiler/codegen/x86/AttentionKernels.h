@@ -104,6 +104,37 @@ private:
 /// The C++ twin of AttentionSoftmaxKernel (mask may be null).
 void attentionSoftmaxReference(const AttentionSoftmaxArgs &args);
 
+/// Arguments of the Kᵀ packing: dst[p][d][j] = src[64p + j][d] for keys
+/// j < rows and dims d < cols, panels of 64 keys (64·cols floats each; keys
+/// past `rows` up to the panel's 64 are written as zeros). Strides in floats.
+struct AttentionKeysArgs {
+  const float *src = nullptr; ///< key 0, dim 0
+  int64_t lds = 0;
+  int64_t rows = 0; ///< keys (S)
+  int64_t cols = 0; ///< head dim (D)
+  float *dst = nullptr; ///< ceil(rows / 64) panels of 64·cols floats
+};
+
+/// Kᵀ for the Q·Kᵀ tiles of the f32 attention, 16 keys x 16 dims at a time
+/// (emitTranspose16x16), the next 16 key rows prefetched (each is a page apart
+/// in a merged QKV output).
+class AttentionKeysKernel : public KernelGenerator {
+public:
+  AttentionKeysKernel();
+  using Fn = void (*)(const AttentionKeysArgs *);
+
+protected:
+  void generate() override;
+
+private:
+  const Xbyak::Reg64 rArgs = rdi, rSrc = rsi, rLds = rdx, rRows = rcx, rCols = r8, rDst = r9,
+                     rRow = r10, rCol = r11, rTmp = r12, rOut = r13, rValid = r14, rPanel = r15,
+                     rLanes = rbx;
+};
+
+/// The C++ twin of AttentionKeysKernel.
+void attentionKeysReference(const AttentionKeysArgs &args);
+
 } // namespace octet::x86
 
 #endif

@@ -338,6 +338,33 @@ TEST(Attention, Bf16OnAmx) {
   omp_set_num_threads(saved);
 }
 
+// Kᵀ packing (16 x 16 transposes, masked dims, zero keys up to the panel):
+// bit for bit the C++ layout over odd key counts and head dims, nothing
+// written past the panels.
+TEST(AttentionKernels, KeysPackingMatchesReference) {
+  if (!hostHasAvx512())
+    GTEST_SKIP() << "no AVX-512: the JIT kernel cannot run here";
+  x86::AttentionKeysKernel kernel;
+  auto fn = kernel.entry<x86::AttentionKeysKernel::Fn>();
+  std::mt19937 rng(9);
+  std::uniform_real_distribution<float> u(-2, 2);
+  for (int64_t rows : {1, 15, 16, 17, 63, 64, 65, 130})
+    for (int64_t cols : {1, 3, 16, 24, 64, 80, 136}) {
+      const int64_t lds = 3 * cols + 7, panels = (rows + 63) / 64, size = panels * 64 * cols;
+      std::vector<float> src(rows * lds);
+      for (float &x : src)
+        x = u(rng);
+      std::vector<float> got(size + 64, -9.0f), want(size + 64, -9.0f);
+      x86::AttentionKeysArgs a;
+      a.src = src.data(), a.lds = lds, a.rows = rows, a.cols = cols;
+      a.dst = got.data();
+      fn(&a);
+      a.dst = want.data();
+      x86::attentionKeysReference(a);
+      ASSERT_EQ(got, want) << "rows " << rows << " cols " << cols;
+    }
+}
+
 // A target without AMX-BF16 keeps f32 attention although the plan allows bf16.
 TEST(Attention, Bf16NeedsAmxBf16OnTheTarget) {
   if (!hostHasAvx512())
