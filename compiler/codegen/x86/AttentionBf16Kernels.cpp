@@ -139,31 +139,18 @@ void AttentionBf16PackKernel::keysBody() {
   // 16 dwords (one register per key), the 16x16 dwords transposed, stored as
   // one whole tile (rows = column pairs, columns = keys). Tiles are written
   // in order (key group, chunk), so rOut just advances by 1 KiB.
-  Xbyak::Label groupLoop, chunkLoop, chunkDone, done, clamped, positive;
+  Xbyak::Label groupLoop, chunkLoop, chunkDone, done;
   mov(rOut, rDst);
   xor_(rRow, rRow);
   L(groupLoop);
   cmp(rRow, rPadRows);
   jge(done, T_NEAR);
-  // rValid = clamp(rows - j0, 0, 16): the group's valid keys.
-  mov(rValid, rRows);
-  sub(rValid, rRow);
-  jns(positive);
-  xor_(rValid, rValid);
-  L(positive);
-  cmp(rValid, 16);
-  jle(clamped);
-  mov(rValid, 16);
-  L(clamped);
+  emitRemaining(*this, rValid, rRows, rRow, 16); // the group's valid keys
   // The next group's 16 rows (a page each) while this one is converted.
   mov(rTmp, rLds);
   shl(rTmp, 4);
   add(rTmp, rSrc);
-  for (int i = 0; i < 16; ++i) {
-    prefetchRow(ptr[rTmp]);
-    if (i + 1 < 16)
-      add(rTmp, rLds);
-  }
+  emitPrefetchRows(*this, rTmp, rLds, 16, 4);
   mov(rSrc2, rSrc); // the group's chunk column 0
   xor_(rCol, rCol);
   L(chunkLoop);
@@ -171,20 +158,11 @@ void AttentionBf16PackKernel::keysBody() {
   jge(chunkDone, T_NEAR);
   chunkMasks(rCol);
   mov(rTmp, rSrc2);
-  for (int i = 0; i < 16; ++i) {
-    Xbyak::Label zero, next;
-    cmp(rValid, i);
-    jle(zero);
+  emitLoadRows16(*this, rTmp, rLds, rValid, [&](int i) {
     vmovups(zmm16 | k1 | T_z, ptr[rTmp]);
     vmovups(zmm17 | k2 | T_z, ptr[rTmp + 64]);
     vcvtne2ps2bf16(Zmm(i), zmm17, zmm16);
-    jmp(next);
-    L(zero);
-    vpxord(Zmm(i), Zmm(i), Zmm(i));
-    L(next);
-    if (i + 1 < 16)
-      add(rTmp, rLds);
-  }
+  });
   // Column j of the block (dim pair j of the 16 keys) is tile row j.
   emitTranspose16x16(*this, [&](int j, const Zmm &z) { vmovdqu32(ptr[rOut + j * 64], z); });
   add(rOut, int(kBf16TileBytes));

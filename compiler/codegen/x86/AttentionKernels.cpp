@@ -264,7 +264,7 @@ AttentionKeysKernel::AttentionKeysKernel() : KernelGenerator("attention_keys", I
 
 void AttentionKeysKernel::generate() {
   auto field = [&](size_t offset) { return qword[rArgs + int(offset)]; };
-  Xbyak::Label groupLoop, dimLoop, dimDone, done, positive, clamped;
+  Xbyak::Label groupLoop, dimLoop, dimDone, done;
   preamble();
   mov(rSrc, field(offsetof(AttentionKeysArgs, src)));
   mov(rLds, field(offsetof(AttentionKeysArgs, lds)));
@@ -283,28 +283,12 @@ void AttentionKeysKernel::generate() {
   and_(rTmp, ~int64_t(63));
   cmp(rRow, rTmp);
   jge(done, T_NEAR);
-  // rValid = clamp(rows - j0, 0, 16)
-  mov(rValid, rRows);
-  sub(rValid, rRow);
-  jns(positive);
-  xor_(rValid, rValid);
-  L(positive);
-  cmp(rValid, 16);
-  jle(clamped);
-  mov(rValid, 16);
-  L(clamped);
+  emitRemaining(*this, rValid, rRows, rRow, 16);
   // The next group's rows, a page apart, while this group is transposed.
   mov(rTmp, rLds);
   shl(rTmp, 4);
   add(rTmp, rSrc);
-  for (int i = 0; i < 16; ++i) {
-    prefetcht0(ptr[rTmp]);
-    prefetcht0(ptr[rTmp + 64]);
-    prefetcht0(ptr[rTmp + 128]);
-    prefetcht0(ptr[rTmp + 192]);
-    if (i + 1 < 16)
-      add(rTmp, rLds);
-  }
+  emitPrefetchRows(*this, rTmp, rLds, 16, 4);
   // rOut = dst + (j0 / 64) panel + (j0 % 64) floats: column d of the group
   // goes to rOut + d · 256.
   mov(rOut, rRow);
@@ -332,18 +316,8 @@ void AttentionKeysKernel::generate() {
     kmovw(k1, rTmp.cvt32());
   }
   lea(rTmp, ptr[rSrc + rCol * 4]);
-  for (int i = 0; i < 16; ++i) {
-    Xbyak::Label zero, next;
-    cmp(rValid, i);
-    jle(zero);
-    vmovups(Zmm(i) | k1 | T_z, ptr[rTmp]);
-    jmp(next);
-    L(zero);
-    vpxord(Zmm(i), Zmm(i), Zmm(i));
-    L(next);
-    if (i + 1 < 16)
-      add(rTmp, rLds);
-  }
+  emitLoadRows16(*this, rTmp, rLds, rValid,
+                 [&](int i) { vmovups(Zmm(i) | k1 | T_z, ptr[rTmp]); });
   // Dim d0 + j (only those below cols) to rOut + (d0 + j) · 256.
   mov(rTmp, rCol);
   shl(rTmp, 8);

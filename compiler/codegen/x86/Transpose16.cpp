@@ -37,4 +37,44 @@ void emitTranspose16x16(Xbyak::CodeGenerator &g,
   }
 }
 
+void emitRemaining(Xbyak::CodeGenerator &g, const Xbyak::Reg64 &dst, const Xbyak::Reg64 &total,
+                   const Xbyak::Reg64 &start, int limit) {
+  Xbyak::Label positive, clamped;
+  g.mov(dst, total);
+  g.sub(dst, start);
+  g.jns(positive);
+  g.xor_(dst, dst);
+  g.L(positive);
+  g.cmp(dst, limit);
+  g.jle(clamped);
+  g.mov(dst, limit);
+  g.L(clamped);
+}
+
+void emitPrefetchRows(Xbyak::CodeGenerator &g, const Xbyak::Reg64 &row, const Xbyak::Reg64 &ld,
+                      int rows, int lines) {
+  for (int i = 0; i < rows; ++i) {
+    for (int line = 0; line < lines; ++line)
+      g.prefetcht0(g.ptr[row + line * 64]);
+    if (i + 1 < rows)
+      g.add(row, ld);
+  }
+}
+
+void emitLoadRows16(Xbyak::CodeGenerator &g, const Xbyak::Reg64 &row, const Xbyak::Reg64 &ld,
+                    const Xbyak::Reg64 &valid, const std::function<void(int)> &load) {
+  for (int i = 0; i < 16; ++i) {
+    Xbyak::Label zero, next;
+    g.cmp(valid, i);
+    g.jle(zero);
+    load(i);
+    g.jmp(next);
+    g.L(zero);
+    g.vpxord(Zmm(i), Zmm(i), Zmm(i));
+    g.L(next);
+    if (i + 1 < 16)
+      g.add(row, ld);
+  }
+}
+
 } // namespace octet::x86

@@ -3,8 +3,9 @@
 // Emits the transpose of a 16 x 16 block of 32-bit elements held in zmm0-15
 // (register i = row i), zmm16-31 scratch: dword unpacks of row pairs, qword
 // unpacks of pair pairs, then two rounds of 128-bit lane shuffles, after which
-// `store(j, zmm)` receives column j (16 elements, one per row). Used by the
-// attention kernels to pack Kᵀ (f32 and bf16 pairs).
+// `store(j, zmm)` receives column j (16 elements, one per row); and the
+// row-block helpers around it. Used by the attention kernels to pack Kᵀ (f32
+// and bf16 pairs).
 //
 //===----------------------------------------------------------------------===//
 #ifndef OCTET_COMPILER_CODEGEN_X86_TRANSPOSE16_H
@@ -20,6 +21,20 @@ namespace octet::x86 {
 /// choosing) with the register holding column j; zmm0-31 are clobbered.
 void emitTranspose16x16(Xbyak::CodeGenerator &g,
                         const std::function<void(int column, const Xbyak::Zmm &)> &store);
+
+/// dst = clamp(total - start, 0, limit): the valid rows of a block.
+void emitRemaining(Xbyak::CodeGenerator &g, const Xbyak::Reg64 &dst, const Xbyak::Reg64 &total,
+                   const Xbyak::Reg64 &start, int limit);
+
+/// prefetcht0 of the first `lines` cache lines of `rows` rows, row 0 at
+/// `row` (advanced by `ld` bytes per row: clobbered).
+void emitPrefetchRows(Xbyak::CodeGenerator &g, const Xbyak::Reg64 &row, const Xbyak::Reg64 &ld,
+                      int rows, int lines);
+
+/// zmm i (i = 0..15) = load(i) for i < `valid`, else zero; `row` (advanced
+/// by `ld` bytes per row: clobbered) is row i's address when load(i) runs.
+void emitLoadRows16(Xbyak::CodeGenerator &g, const Xbyak::Reg64 &row, const Xbyak::Reg64 &ld,
+                    const Xbyak::Reg64 &valid, const std::function<void(int)> &load);
 
 } // namespace octet::x86
 
