@@ -401,13 +401,11 @@ AmxRunStats GemmU8S8AmxDriver::runWith(const uint8_t *a, int64_t m, int64_t lda,
 
   const int64_t mBlocks = ceilDiv(m, int64_t(kAmxBlockRows));
   const int64_t panelBytes = ceilDiv(k_, kAmxKChunk) * kChunkBBytes;
-  const gemm_blocking::ThreadGrid grid = gemm_blocking::threadGrid(
-      omp_get_max_threads(), panels_, mBlocks, panelBytes, kAmxBlockRows * k_);
   const int64_t chunkPanels = gemm_blocking::panelsPerL2Half(panelBytes);
   const int elementBytes = params_.output == QuantOutput::F32 ? 4 : 1;
   auto *cBytes = static_cast<uint8_t *>(c);
   std::exception_ptr error;
-#pragma omp parallel if (grid.panelThreads * grid.rowThreads > 1)
+#pragma omp parallel if (panels_ * mBlocks > 1)
   {
     thread_local std::vector<int32_t, CacheLineAllocator<int32_t>> sums(kAmxBlockRows * kAmxPanel);
     thread_local std::vector<uint8_t, CacheLineAllocator<uint8_t>> aTail(kAmxBlockRows *
@@ -418,7 +416,11 @@ AmxRunStats GemmU8S8AmxDriver::runWith(const uint8_t *a, int64_t m, int64_t lda,
     // stays in L1/L2. M blocks run forward in even chunks and backward in odd
     // ones: the M-tail block's configuration is loaded about once per two
     // chunks. The thread knows its last call (tilerelease).
+    // The grid of the team there is (a nested region may get fewer threads
+    // than omp_get_max_threads() says): every thread computes the same one.
     const int64_t t = omp_get_thread_num();
+    const gemm_blocking::ThreadGrid grid = gemm_blocking::threadGrid(
+        omp_get_num_threads(), panels_, mBlocks, panelBytes, kAmxBlockRows * k_);
     const int64_t pt = t % grid.panelThreads, rt = t / grid.panelThreads;
     const bool active = rt < grid.rowThreads;
     const int64_t pBegin = panels_ * pt / grid.panelThreads,

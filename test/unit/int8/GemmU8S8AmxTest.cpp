@@ -17,6 +17,7 @@
 #include "test/unit/ThreadCount.h"
 
 #include <gtest/gtest.h>
+#include <omp.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -342,6 +343,27 @@ TEST(GemmU8S8Amx, ThreadGridSplitsByWorkThenBytes) {
   EXPECT_EQ(grid(5, 4, 4), Grid(2, 2));
   // More threads than work: never more than one thread per pair.
   EXPECT_EQ(grid(8, 1, 1), Grid(1, 1));
+}
+
+// Called from inside a parallel region (nesting off: a team of one while
+// omp_get_max_threads() still says 2), the driver still computes every block.
+TEST(GemmU8S8Amx, NestedRegionComputesEverything) {
+  SKIP_WITHOUT_AVX512();
+  const int64_t m = 70, n = 100, k = 130;
+  Data d(m, n, k, 3);
+  PackedU8S8Amx packed = packU8S8Amx(d.b.data(), k, n, WeightLayout::KN);
+  GemmU8S8AmxDriver gemm(packed, unitParams(0));
+  ThreadCount scope(2);
+  const int savedLevels = omp_get_max_active_levels();
+  omp_set_max_active_levels(1);
+  std::vector<std::vector<float>> c(2, std::vector<float>(m * n, -1.0f));
+#pragma omp parallel num_threads(2)
+  gemm.runEmulated(d.a.data(), m, d.lda, c[omp_get_thread_num()].data(), n);
+  omp_set_max_active_levels(savedLevels);
+  for (const std::vector<float> &out : c)
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j)
+        ASSERT_EQ(out[i * n + j], float(d.dot(i, j))) << "C[" << i << "][" << j << "]";
 }
 
 // ldtilecfg only when a thread's configuration changes; one tilerelease per
