@@ -64,7 +64,8 @@ constexpr double kSoftmaxOpsPerScore = 6;
 
 /// Rows of Q, K and V lie a head-row stride apart (3·H·D floats in a merged
 /// QKV output), each on its own page, where the hardware prefetchers do not
-/// follow: the packing loops ask for rows this far ahead.
+/// follow: the V copy asks for rows this far ahead (the Kᵀ kernel prefetches
+/// its next 16 rows itself, and each block of Q rows the next block's).
 constexpr int64_t kPrefetchRows = 8;
 
 /// Prefetches the cache lines of `floats` contiguous floats.
