@@ -125,6 +125,9 @@ struct GemmU8S8AmxArgs {
   int64_t sumsReady; ///< nonzero: no tile code; `sums` already holds them (emulation)
   const float *xScale;  ///< per-row x scales of the call's first row (xScalePerRow)
   const float *columns; ///< the program's per-column inputs at the panel's first column
+  /// The thread's next panel at K chunk 0, prefetched into L2 chunk by chunk
+  /// during this call; null: no B prefetch.
+  const int8_t *bNext;
 };
 using GemmU8S8AmxKernelFn = void (*)(const GemmU8S8AmxArgs *);
 
@@ -142,6 +145,7 @@ private:
   void kStep(int) override {} // the K loop is tiles, not GemmTileAvx512's zmm walk
   void dotChunk(const Xbyak::Reg64 &aBase, int64_t aRowTileOffset, const Xbyak::Reg64 &aStride);
   void prefetchNextAChunk();
+  void prefetchNextPanelChunk();
   void stageKTail();
   void rowEpilogue();
 
@@ -150,7 +154,7 @@ private:
   Xbyak::Label tileConfig_;
   // Tile part.
   const Xbyak::Reg64 regA_ = r9, regA1_ = r10, regStride64_ = r8, regStage_ = r12;
-  const Xbyak::Reg64 regPrefetchLda3_ = rbp, regPrefetch_ = r11; // the K loop only
+  const Xbyak::Reg64 regPrefetchLda3_ = rbp, regPrefetch_ = r11, regPrefetchB_ = r13; // K loop only
   // Epilogue: sums row, rows left, column arrays, residual and C rows.
   const Xbyak::Reg64 regSums_ = rax, regRowsLeft_ = r8;
   const Xbyak::Reg64 regComp_ = rsi, regScale_ = rdx, regBias_ = rcx;
