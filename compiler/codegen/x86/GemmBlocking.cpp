@@ -40,6 +40,18 @@ int64_t panelsPerL2Half(int64_t panelBytes) {
   return std::max<int64_t>(1, l2Bytes() / 2 / std::max<int64_t>(panelBytes, 1));
 }
 
+std::pair<int64_t, int64_t> ThreadGrid::panelRange(int64_t t, int64_t panels) const {
+  const int64_t pt = t % panelThreads;
+  return {panels * pt / panelThreads, panels * (pt + 1) / panelThreads};
+}
+
+std::pair<int64_t, int64_t> ThreadGrid::blockRange(int64_t t, int64_t mBlocks) const {
+  const int64_t rt = t / panelThreads;
+  if (rt >= rowThreads)
+    return {0, 0};
+  return {mBlocks * rt / rowThreads, mBlocks * (rt + 1) / rowThreads};
+}
+
 ThreadGrid threadGrid(int64_t threads, int64_t panels, int64_t mBlocks, int64_t panelBytes,
                       int64_t blockBytes) {
   ThreadGrid best;

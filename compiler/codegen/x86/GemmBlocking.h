@@ -17,6 +17,7 @@
 #define OCTET_COMPILER_CODEGEN_X86_GEMMBLOCKING_H
 
 #include <cstdint>
+#include <utility>
 
 namespace octet::x86::gemm_blocking {
 
@@ -41,6 +42,10 @@ int64_t panelsPerL2Half(int64_t panelBytes);
 /// and M-block range t / panels (threads past panels * mBlocks idle).
 struct ThreadGrid {
   int64_t panelThreads = 1, rowThreads = 1;
+  /// Thread t's panels [begin, end) of `panels` and M blocks [begin, end) of
+  /// `mBlocks`: even ranges; empty blocks for a thread past the grid.
+  std::pair<int64_t, int64_t> panelRange(int64_t t, int64_t panels) const;
+  std::pair<int64_t, int64_t> blockRange(int64_t t, int64_t mBlocks) const;
 };
 /// The split of `threads` over `panels` B panels of `panelBytes` and
 /// `mBlocks` A blocks of `blockBytes`: the least work (panel x block pairs)

@@ -441,12 +441,8 @@ AmxRunStats GemmU8S8AmxDriver::runWith(const uint8_t *a, int64_t m, int64_t lda,
     const int64_t t = omp_get_thread_num();
     const gemm_blocking::ThreadGrid grid = gemm_blocking::threadGrid(
         omp_get_num_threads(), panels_, mBlocks, panelBytes, kAmxBlockRows * k_);
-    const int64_t pt = t % grid.panelThreads, rt = t / grid.panelThreads;
-    const bool active = rt < grid.rowThreads;
-    const int64_t pBegin = panels_ * pt / grid.panelThreads,
-                  pEnd = panels_ * (pt + 1) / grid.panelThreads;
-    const int64_t mBegin = active ? mBlocks * rt / grid.rowThreads : 0,
-                  mEnd = active ? mBlocks * (rt + 1) / grid.rowThreads : 0;
+    const auto [pBegin, pEnd] = grid.panelRange(t, panels_);
+    const auto [mBegin, mEnd] = grid.blockRange(t, mBlocks);
     const int64_t calls = (pEnd - pBegin) * (mEnd - mBegin);
     const bool prefetchB = mEnd - mBegin <= kPrefetchBMaxBlocks;
     AmxRunStats mine;

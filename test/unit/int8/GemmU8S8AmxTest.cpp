@@ -366,6 +366,30 @@ TEST(GemmU8S8Amx, NestedRegionComputesEverything) {
         ASSERT_EQ(out[i * n + j], float(d.dot(i, j))) << "C[" << i << "][" << j << "]";
 }
 
+// Whatever the team and shape, the grid's ranges cover every (panel, M
+// block) pair exactly once.
+TEST(GemmU8S8Amx, ThreadGridCoversEveryPairOnce) {
+  for (int64_t threads = 1; threads <= 9; ++threads)
+    for (int64_t panels : {1, 2, 3, 7, 24, 72, 97})
+      for (int64_t blocks : {1, 2, 4, 5, 32, 33})
+        for (int64_t panelBytes : {1024, 24576}) {
+          auto grid = octet::x86::gemm_blocking::threadGrid(threads, panels, blocks, panelBytes,
+                                                            24576);
+          ASSERT_LE(grid.panelThreads * grid.rowThreads, threads);
+          std::vector<int> seen(panels * blocks, 0);
+          for (int64_t t = 0; t < threads; ++t) {
+            auto [p0, p1] = grid.panelRange(t, panels);
+            auto [b0, b1] = grid.blockRange(t, blocks);
+            for (int64_t p = p0; p < p1; ++p)
+              for (int64_t b = b0; b < b1; ++b)
+                seen[p * blocks + b] += 1;
+          }
+          for (int count : seen)
+            ASSERT_EQ(count, 1) << threads << " threads, " << panels << " panels, " << blocks
+                                << " blocks";
+        }
+}
+
 // ldtilecfg only when a thread's configuration changes; one tilerelease per
 // thread. M = 70: row blocks 32, 32, 6 (a second configuration); N = 100:
 // 4 panels (the last 4 columns wide, same configuration), one L2 chunk.
