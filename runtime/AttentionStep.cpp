@@ -21,8 +21,8 @@
 // S. Hosts without AVX-512 (or allowAvx512 == false) run the compiled C++ twins
 // of the same kernels through the same driver.
 //
-// bf16 (AttentionSpec::bf16, INT8 plans, on a target with AMX-BF16 and
-// AVX512-BF16; docs/attention-bf16.md): Kᵀ and V_h are packed as bf16 tiles
+// bf16 (AttentionSpec::bf16: --attention=bf16, on a target with AMX-BF16
+// and AVX512-BF16; docs/attention-bf16.md): Kᵀ and V_h are packed as bf16 tiles
 // (AttentionBf16PackKernel), each block of 32 query rows converted to bf16,
 // Q·Kᵀ and P·V run on AMX (AttentionTileBf16Kernel, f32 sums), the softmax
 // in f32 as above, its P converted to bf16 rows; rows and keys are padded to
@@ -111,10 +111,6 @@ public:
       return;
     softmaxKernel_ = std::make_unique<AttentionSoftmaxKernel>(spec.mask >= 0);
     softmaxFn_ = softmaxKernel_->entry<AttentionSoftmaxKernel::Fn>();
-    if (!bf16_) {
-      keysKernel_ = std::make_unique<x86::AttentionKeysKernel>();
-      keysFn_ = keysKernel_->entry<x86::AttentionKeysKernel::Fn>();
-    }
     if (bf16_) {
       for (x86::Bf16Pack mode : {x86::Bf16Pack::Rows, x86::Bf16Pack::Keys, x86::Bf16Pack::Values}) {
         auto &kernel = packKernels_[int(mode)];
@@ -126,6 +122,8 @@ public:
       return;
     }
     // Every kernel run() may call, generated now (never inside run()).
+    keysKernel_ = std::make_unique<x86::AttentionKeysKernel>();
+    keysFn_ = keysKernel_->entry<x86::AttentionKeysKernel::Fn>();
     for (int nv = 1; nv <= AttentionGemmKernel::kMaxVectors; ++nv)
       for (int mr = 1; mr <= AttentionGemmKernel::maxRows(nv); ++mr) {
         auto &kernel = gemmKernels_[nv - 1][mr - 1];
@@ -445,9 +443,6 @@ private:
     const int64_t sPad = x86::bf16Padded(S), dPad = x86::bf16Padded(D);
     const bool maskRowsContiguous = !mask || g.mK == 1 || S == 1;
     auto bf16 = [](const Buffer &b) { return reinterpret_cast<uint16_t *>(b.get()); };
-    const auto pack = [&](x86::Bf16Pack mode, const x86::AttentionBf16PackArgs &args) {
-      packFns_[int(mode)](&args);
-    };
 
     auto allocateScratch = [&](Scratch &s) {
       s.scores = allocate(kBf16RowBlock * sPad);        // f32 scores, then P
@@ -464,9 +459,9 @@ private:
         x86::AttentionBf16PackArgs kv;
         kv.rows = S, kv.cols = D, kv.padRows = sPad, kv.padCols = dPad;
         kv.src = k + b * g.kB + h * D, kv.lds = g.kS, kv.dst = bf16(s.keys);
-        pack(x86::Bf16Pack::Keys, kv);
+        packFns_[int(x86::Bf16Pack::Keys)](&kv);
         kv.src = v + b * g.vB + h * D, kv.lds = g.vS, kv.dst = bf16(s.values);
-        pack(x86::Bf16Pack::Values, kv);
+        packFns_[int(x86::Bf16Pack::Values)](&kv);
       }
       for (int64_t r0 = row0; r0 < row0 + rows; r0 += kBf16RowBlock) {
         const int64_t n = std::min(kBf16RowBlock, row0 + rows - r0);
@@ -517,10 +512,9 @@ StepPtr makeAttention(const AttentionSpec &spec, const KernelOptions &options, s
   const bool jit = options.allowAvx512 && options.cpu.supports(x86::Isa::Avx512);
   // bf16 where the plan allows it and the target has AMX-BF16 (and, when the
   // target is this CPU, Linux grants the tile state); else f32.
-  const x86::CpuFeatures &cpu = options.cpu;
-  const bool bf16 = spec.bf16 && jit && cpu.avx512bw && cpu.avx512bf16 && cpu.amxTile &&
-                    cpu.amxBf16 &&
-                    !(cpu == x86::CpuFeatures::host() && !x86::requestAmxPermission().empty());
+  const bool bf16 = spec.bf16 && jit && options.cpu.supports(x86::Isa::AmxBf16) &&
+                    !(options.cpu == x86::CpuFeatures::host() &&
+                      !x86::requestAmxPermission().empty());
   try {
     return std::make_unique<AttentionStep>(spec, jit, bf16);
   } catch (const std::exception &e) {

@@ -175,7 +175,7 @@ struct AttentionSpec {
   int64_t numHeads = 1;
   float scale = 1;
   /// Q·Kᵀ and P·V may run on bf16 operands (AMX-BF16, f32 sums) where the
-  /// target has AMX-BF16: INT8 plans (docs/attention-bf16.md).
+  /// target has AMX-BF16 (KernelOptions::attentionBf16, docs/attention-bf16.md).
   bool bf16 = false;
 };
 StepPtr makeAttention(const AttentionSpec &spec, const KernelOptions &options,

@@ -40,7 +40,11 @@ struct OctetMergeLayerNormsPass
     : octet::impl::OctetMergeLayerNormsBase<OctetMergeLayerNormsPass> {
   void runOnOperation() override {
     DominanceInfo dominance(getOperation());
-    SmallVector<std::pair<LayerNormQuantizeOp, Operation *>> pairs;
+    struct Pair {
+      LayerNormQuantizeOp copy;
+      Operation *original, *first; ///< first: the earlier of the two, where the merged op goes
+    };
+    SmallVector<Pair> pairs;
     DenseSet<Operation *> taken;
     getOperation().walk([&](LayerNormQuantizeOp copy) {
       for (Operation *user : copy.getInput().getUsers()) {
@@ -56,14 +60,13 @@ struct OctetMergeLayerNormsPass
                                      copy.getScale(), copy.getZeroPoint()},
                           dominatesFirst))
           continue;
-        pairs.push_back({copy, user});
+        pairs.push_back({copy, user, first});
         taken.insert(user);
         return;
       }
     });
-    for (auto [copy, original] : pairs) {
+    for (auto [copy, original, first] : pairs) {
       const Norm norm = *normOf(original);
-      Operation *first = original->isBeforeInBlock(copy) ? original : copy.getOperation();
       OpBuilder builder(first);
       auto merged = LayerNormQuantizeOp::create(
           builder, builder.getFusedLoc({original->getLoc(), copy.getLoc()}),

@@ -196,8 +196,9 @@ TEST(LayerNormQuantize, OwnAffineEqualsTheTwoKernelsItMerges) {
             a.qGamma = gamma2.data(), a.qBeta = beta2.data(), a.q = q.data();
             LayerNormKernel(n, src, false, 1e-12f, merged).run(a);
             ASSERT_EQ(std::memcmp(q.data(), qRef.data(), m * n), 0);
-            if (writeY)
+            if (writeY) {
               ASSERT_EQ(std::memcmp(y.data(), yRef.data(), m * n * sizeof(float)), 0);
+            }
           }
 }
 

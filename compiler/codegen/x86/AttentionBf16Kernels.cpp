@@ -2,15 +2,12 @@
 #include "compiler/codegen/x86/AttentionBf16Kernels.h"
 #include "compiler/codegen/x86/Transpose16.h"
 
-#include <algorithm>
 #include <cstddef>
 #include <cstring>
-#include <stdexcept>
 #include <string>
 
 namespace octet::x86 {
 
-using Xbyak::Opmask;
 using Xbyak::Tmm;
 using Xbyak::Zmm;
 
@@ -75,16 +72,10 @@ void AttentionBf16PackKernel::chunkMasks(const Xbyak::Reg64 &chunk) {
   L(done);
 }
 
-void AttentionBf16PackKernel::prefetchRow(const Xbyak::Address &row0) {
-  // The 4 lines of a row of 64 floats (a head's dims) or the first 4 of a longer one.
-  for (int line = 0; line < 4; ++line)
-    prefetcht0(ptr[row0.getRegExp() + line * 64]);
-}
-
 void AttentionBf16PackKernel::rowsBody() {
   // Per valid row: the full 32-column chunks unmasked, the tail under k5/k6,
   // zeros up to padCols; rows past `rows` are zeros.
-  Xbyak::Label rowLoop, zeroRow, zeroLoop, rowDone, done, fullLoop, fullDone;
+  Xbyak::Label rowLoop, zeroLoop, rowDone, done, fullLoop, fullDone;
   vpxord(zmm3, zmm3, zmm3);
   xor_(rRow, rRow);
   L(rowLoop);
@@ -98,7 +89,7 @@ void AttentionBf16PackKernel::rowsBody() {
   // Rows lie a head-row stride apart (3 H D floats for a merged QKV): every
   // row is a new page, so the hardware prefetchers miss them; 8 rows ahead.
   lea(rSrc2, ptr[rSrc + rLds * 8]);
-  prefetchRow(ptr[rSrc2]);
+  emitPrefetchRows(*this, rSrc2, rLds, 1, 4);
   L(fullLoop);
   cmp(rCol, rFull);
   jge(fullDone);
@@ -111,11 +102,11 @@ void AttentionBf16PackKernel::rowsBody() {
   inc(rCol);
   jmp(fullLoop);
   L(fullDone);
+  cmp(rCol, rChunks);
+  jge(rowDone);
   vmovups(zmm0 | k5 | T_z, ptr[rTmp]); // the tail (all zero when there is none)
   vmovups(zmm1 | k6 | T_z, ptr[rTmp + 64]);
   vcvtne2ps2bf16(zmm2, zmm1, zmm0);
-  cmp(rCol, rChunks);
-  jge(rowDone);
   vmovdqu16(ptr[rOut], zmm2);
   add(rOut, 64);
   inc(rCol);
@@ -184,7 +175,7 @@ void AttentionBf16PackKernel::valuesBody() {
   // interleaved by vpermw into dwords (V[2p][d], V[2p+1][d]), stored as row
   // p % 16 of tile (d / 16, p / 16): dst + (d / 16) * padRows * 32 + p * 64.
   // k3 / k4: the two rows' validity; k1 the chunk's columns (chunkMasks' low half).
-  Xbyak::Label pairLoop, chunkLoop, chunkDone, done, valid0, valid1;
+  Xbyak::Label pairLoop, chunkLoop, chunkDone, done;
   mov(rLdd, rPadRows);
   shl(rLdd, 5);
   vmovdqu16(zmm30, ptr[rip + interleave_]);
@@ -192,25 +183,19 @@ void AttentionBf16PackKernel::valuesBody() {
   L(pairLoop);
   cmp(rRow, rPadRows);
   jge(done, T_NEAR);
-  xor_(rTmp.cvt32(), rTmp.cvt32());
-  cmp(rRow, rRows);
-  jge(valid0);
-  mov(rTmp.cvt32(), 0xffff);
-  L(valid0);
+  // k3 / k4 = all lanes while row 2p / 2p + 1 exists: the pair's valid rows
+  // (0..2) as a 32-bit mask, its halves.
+  emitRemaining(*this, rValid, rRows, rRow, 2);
+  shl(rValid, 4);
+  mov(rTmp.cvt32(), 0xffffffff);
+  bzhi(rTmp.cvt32(), rTmp.cvt32(), rValid.cvt32());
   kmovw(k3, rTmp.cvt32());
-  xor_(rTmp.cvt32(), rTmp.cvt32());
-  lea(rValid, ptr[rRow + 1]);
-  cmp(rValid, rRows);
-  jge(valid1);
-  mov(rTmp.cvt32(), 0xffff);
-  L(valid1);
+  shr(rTmp.cvt32(), 16);
   kmovw(k4, rTmp.cvt32());
   lea(rSrc2, ptr[rSrc + rLds]);
   // Rows 2p + 8 and 2p + 9 (a page each, see rowsBody).
   lea(rTmp, ptr[rSrc + rLds * 8]);
-  prefetchRow(ptr[rTmp]);
-  lea(rTmp, ptr[rSrc2 + rLds * 8]);
-  prefetchRow(ptr[rTmp]);
+  emitPrefetchRows(*this, rTmp, rLds, 2, 4);
   mov(rTmp, rSrc);
   mov(rOut, rRow); // dst + p * 64 = dst + 2p * 32
   shl(rOut, 5);
@@ -322,7 +307,7 @@ void attentionBf16PackReference(Bf16Pack mode, const AttentionBf16PackArgs &a) {
 //===----------------------------------------------------------------------===//
 
 AttentionTileBf16Kernel::AttentionTileBf16Kernel()
-    : KernelGenerator("attention_tile_bf16", Isa::AmxInt8, 4 * 1024) {}
+    : KernelGenerator("attention_tile_bf16", Isa::AmxBf16, 4 * 1024) {}
 
 AmxTileConfig AttentionTileBf16Kernel::config() {
   AmxTileConfig c;

@@ -73,7 +73,6 @@ private:
   void valuesBody();
   /// k1 / k2 = the lanes of chunk `chunk` below `cols` (see generate()).
   void chunkMasks(const Xbyak::Reg64 &chunk);
-  void prefetchRow(const Xbyak::Address &row0);
   Bf16Pack mode_;
   Xbyak::Label interleave_;
   const Xbyak::Reg64 rArgs = rdi, rSrc = rsi, rLds = rdx, rRows = rcx, rFull = r8, rDst = r9,

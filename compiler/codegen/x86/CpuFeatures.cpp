@@ -23,6 +23,8 @@ const char *isaName(Isa isa) {
     return "avx512_vnni";
   case Isa::AmxInt8:
     return "amx";
+  case Isa::AmxBf16:
+    return "amx_bf16";
   }
   return "unknown";
 }
@@ -212,6 +214,8 @@ bool CpuFeatures::supports(Isa isa) const {
     return avx512 && avx512vnni;
   case Isa::AmxInt8:
     return avx512 && amxTile && amxInt8;
+  case Isa::AmxBf16:
+    return avx512 && avx512bf16 && amxTile && amxBf16;
   }
   return false;
 }

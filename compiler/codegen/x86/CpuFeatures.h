@@ -16,7 +16,8 @@ namespace octet::x86 {
 
 /// Instruction sets a kernel can target. AvxVnni (256-bit vpdpbusd, VEX) and
 /// Avx512 are not ordered: Alder Lake has the first only, Skylake-SP the second.
-enum class Isa { Avx2, AvxVnni, Avx512, Avx512Vnni, AmxInt8 };
+/// AmxBf16: the bf16 attention (AMX-BF16 tiles, AVX512-BF16 conversions).
+enum class Isa { Avx2, AvxVnni, Avx512, Avx512Vnni, AmxInt8, AmxBf16 };
 const char *isaName(Isa isa);
 
 /// What a CPU supports: the running one (CPUID, gated by the OS's XSAVE state

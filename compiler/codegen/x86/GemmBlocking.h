@@ -38,8 +38,9 @@ int64_t mBlock(int64_t m, int64_t k, int mr, int64_t panels, int elementBytes);
 /// panels an M block passes over before the next M block reuses them from L2.
 int64_t panelsPerL2Half(int64_t panelBytes);
 
-/// A team laid over panels x M blocks: thread t takes panel range t % panels
-/// and M-block range t / panels (threads past panels * mBlocks idle).
+/// A team laid over panels x M blocks: thread t takes panel range
+/// t % panelThreads and M-block range t / panelThreads (threads past
+/// panelThreads * rowThreads idle).
 struct ThreadGrid {
   int64_t panelThreads = 1, rowThreads = 1;
   /// Thread t's panels [begin, end) of `panels` and M blocks [begin, end) of

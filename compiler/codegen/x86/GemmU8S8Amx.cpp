@@ -130,8 +130,8 @@ void GemmU8S8Amx::prefetchNextAChunk() {
   // The A rows' next 64 bytes into L1 while this chunk's tiles compute: A is
   // reused from L2 by every panel of a chunk (B streams through L1 between
   // uses), and a tileloadd that misses L1 stalls the tdpbusd behind it
-  // (bench/gemm_u8s8_amx: 8-18% faster on BERT's shapes; prefetching B too
-  // was slower). Past the row's end a prefetch does not fault.
+  // (bench/gemm_u8s8_amx: 8-18% faster on BERT's shapes; prefetching B into
+  // L1 too was slower). Past the row's end a prefetch does not fault.
   lea(regPrefetch_, ptr[regA_ + kAmxKChunk]);
   for (int row = 0; row < config_.rows; row += 4) {
     if (row)
@@ -435,9 +435,9 @@ AmxRunStats GemmU8S8AmxDriver::runWith(const uint8_t *a, int64_t m, int64_t lda,
     // from memory once per thread and from L2 after, while the M block's A
     // stays in L1/L2. M blocks run forward in even chunks and backward in odd
     // ones: the M-tail block's configuration is loaded about once per two
-    // chunks. The thread knows its last call (tilerelease).
-    // The grid of the team there is (a nested region may get fewer threads
-    // than omp_get_max_threads() says): every thread computes the same one.
+    // chunks. The thread knows its last call (tilerelease). The grid is that
+    // of the actual team (a nested region may get fewer threads than
+    // omp_get_max_threads() says); every thread computes the same one.
     const int64_t t = omp_get_thread_num();
     const gemm_blocking::ThreadGrid grid = gemm_blocking::threadGrid(
         omp_get_num_threads(), panels_, mBlocks, panelBytes, kAmxBlockRows * k_);

@@ -29,7 +29,7 @@ bool canPack(std::string &why) {
 bool canTile(std::string &why) {
   if (!canPack(why))
     return false;
-  if (!CpuFeatures::host().amxBf16) {
+  if (!CpuFeatures::host().supports(Isa::AmxBf16)) {
     why = "host lacks AMX-BF16 (has: " + CpuFeatures::host().describe() + ")";
     return false;
   }
