@@ -3,9 +3,12 @@
 
 #include <dlfcn.h>
 #include <elf.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <vector>
 
 namespace octet::rt {
@@ -28,16 +31,40 @@ bool tableFits(uint64_t offset, uint64_t count, uint64_t size, uint64_t fileByte
 } // namespace
 
 Status checkSharedObjectFile(const std::string &path) {
-  std::ifstream file(path, std::ios::binary | std::ios::ate);
-  if (!file)
+  // Without blocking (a FIFO never makes open() wait) and only a regular file:
+  // what the dynamic loader will map must have a size to check against.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0)
     return Status::error("cannot open '" + path + "': " + std::strerror(errno));
-  const uint64_t fileBytes = uint64_t(file.tellg());
+  struct FdCloser {
+    int fd;
+    ~FdCloser() { ::close(fd); }
+  } closer{fd};
+  struct stat st;
+  if (::fstat(fd, &st) != 0)
+    return Status::error("cannot open '" + path + "': " + std::strerror(errno));
+  if (!S_ISREG(st.st_mode))
+    return notLoadable(path, S_ISDIR(st.st_mode)    ? "it is a directory"
+                             : S_ISFIFO(st.st_mode) ? "it is a FIFO, not a regular file"
+                                                    : "it is not a regular file");
+  const uint64_t fileBytes = uint64_t(st.st_size);
+  auto readAt = [&](void *into, uint64_t bytes, uint64_t offset) {
+    uint64_t done = 0;
+    while (done < bytes) {
+      ssize_t n = ::pread(fd, static_cast<char *>(into) + done, bytes - done, off_t(offset + done));
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0)
+        return false;
+      done += uint64_t(n);
+    }
+    return true;
+  };
   Elf64_Ehdr header;
   if (fileBytes < sizeof(header))
     return notLoadable(path,
                        "it has " + std::to_string(fileBytes) + " bytes, less than an ELF64 header");
-  file.seekg(0);
-  if (!file.read(reinterpret_cast<char *>(&header), sizeof(header)))
+  if (!readAt(&header, sizeof(header), 0))
     return notLoadable(path, "cannot read its ELF header");
   if (std::memcmp(header.e_ident, ELFMAG, SELFMAG) != 0)
     return notLoadable(path, "it is not an ELF file");
@@ -57,9 +84,8 @@ Status checkSharedObjectFile(const std::string &path) {
                   std::to_string(header.e_shoff + uint64_t(header.e_shnum) * header.e_shentsize) +
                   ", past its " + std::to_string(fileBytes) + " bytes (truncated)");
   std::vector<Elf64_Phdr> segments(header.e_phnum);
-  file.seekg(std::streamoff(header.e_phoff));
-  if (header.e_phnum && !file.read(reinterpret_cast<char *>(segments.data()),
-                                   std::streamsize(segments.size() * sizeof(Elf64_Phdr))))
+  if (header.e_phnum &&
+      !readAt(segments.data(), segments.size() * sizeof(Elf64_Phdr), header.e_phoff))
     return notLoadable(path, "cannot read its program headers");
   for (const Elf64_Phdr &segment : segments)
     if (segment.p_type == PT_LOAD && !tableFits(segment.p_offset, 1, segment.p_filesz, fileBytes))

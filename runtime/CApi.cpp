@@ -39,11 +39,20 @@ namespace {
 
 thread_local std::string lastError;
 
-bool toDType(octet_dtype dtype, DType &result) {
-  if (dtype < OCTET_F32 || dtype > OCTET_BOOL)
+/// The runtime's DType for a C API dtype code; false for a code outside the enum.
+bool dtypeFromCode(int32_t code, DType &result) {
+  if (code < OCTET_F32 || code > OCTET_BOOL)
     return false;
-  result = DType(int(dtype) - 1); // the enums list the same types in the same order
+  result = DType(code - 1); // the enums list the same types in the same order
   return true;
+}
+
+/// The same for a value typed as the enum (which may hold any int from C);
+/// it is read through its representation, never loaded as an enum.
+bool toDType(const octet_dtype &dtype, DType &result) {
+  int32_t code;
+  std::memcpy(&code, &dtype, sizeof(code));
+  return dtypeFromCode(code, result);
 }
 
 octet_dtype fromDType(DType dtype) { return octet_dtype(int(dtype) + 1); }
@@ -236,12 +245,24 @@ octet_status octet_options_set(octet_options *options, const char *key, const ch
         options->calibrationProgress = v == "1";
       else
         return badValue("0 or 1");
+    } else if (k == "external_data_dir") {
+      options->externalDataDir = v; // checked when a model reads external data
+    } else if (k == "memory_budget") {
+      unsigned long long bytes = 0;
+      char *end = nullptr;
+      errno = 0;
+      if (v.empty() || !std::isdigit(static_cast<unsigned char>(v[0])))
+        return badValue("a number of bytes, 0 for this host's memory");
+      bytes = std::strtoull(v.c_str(), &end, 10);
+      if (errno != 0 || *end != '\0')
+        return badValue("a number of bytes, 0 for this host's memory");
+      options->memoryBudget = bytes;
     } else {
       return fail(OCTET_ERROR_INVALID_ARGUMENT,
                   "unknown option '" + k +
                       "' (known: gemm, isa, target, autotune, attention, print_ir_after_all, profile, int8, "
                       "calibration_samples, calibration_percentile, calibration_progress, "
-                      "smoothquant, smoothquant_alpha)");
+                      "smoothquant, smoothquant_alpha, external_data_dir, memory_budget)");
     }
     if (k != "profile")
       options->compileKeys.push_back(k);
@@ -323,6 +344,16 @@ octet_status octet_run(const octet_model *model, const octet_tensor *inputs, int
     if (num_outputs > 0 && !outputs)
       return fail(OCTET_ERROR_INVALID_ARGUMENT, "octet_run: outputs is null");
     const Plan &plan = *model->plan;
+    // The counts are the caller's claims about its arrays: check them against
+    // the model before reading an element or allocating for them.
+    if (size_t(num_inputs) != plan.inputs.size())
+      return fail(OCTET_ERROR_INVALID_ARGUMENT,
+                  "octet_run: expected " + std::to_string(plan.inputs.size()) + " inputs, got " +
+                      std::to_string(num_inputs));
+    if (size_t(num_outputs) != plan.outputs.size())
+      return fail(OCTET_ERROR_INVALID_ARGUMENT,
+                  "octet_run: expected " + std::to_string(plan.outputs.size()) +
+                      " outputs, got " + std::to_string(num_outputs));
 
     std::vector<RunTensor> runInputs(static_cast<size_t>(num_inputs));
     std::vector<RunTensor> runOutputs(static_cast<size_t>(num_outputs));
@@ -332,9 +363,14 @@ octet_status octet_run(const octet_model *model, const octet_tensor *inputs, int
       std::string where = "octet_run: input " + std::to_string(i);
       if (size_t(i) < plan.inputs.size())
         where += " '" + plan.inputs[i].name + "'";
-      if (!toDType(in.dtype, t.dtype))
+      // The caller's dtype may be any int: read it as one (loading an
+      // out-of-range value as the enum is undefined behaviour).
+      int32_t dtypeCode;
+      static_assert(sizeof(in.dtype) == sizeof(dtypeCode), "octet_dtype is an int");
+      std::memcpy(&dtypeCode, &in.dtype, sizeof(dtypeCode));
+      if (!dtypeFromCode(dtypeCode, t.dtype))
         return fail(OCTET_ERROR_INVALID_INPUT,
-                    where + " has an unknown dtype " + std::to_string(int(in.dtype)));
+                    where + " has an unknown dtype " + std::to_string(dtypeCode));
       if (in.rank < 0 || in.rank > OCTET_MAX_RANK)
         return fail(OCTET_ERROR_INVALID_INPUT, where + " has rank " + std::to_string(in.rank) +
                                                    " (0 to " + std::to_string(OCTET_MAX_RANK) +

@@ -41,6 +41,8 @@ struct octet_options {
   bool smoothquant = true;
   double smoothquantAlpha = 0.7;
   bool calibrationProgress = false;
+  std::string externalDataDir; ///< empty: the model's folder; bytes: external data refused
+  uint64_t memoryBudget = 0;   ///< bytes the model's constants may claim; 0: host memory
   /// Keys set that only compiling reads: octet_model_open rejects them (a
   /// compiled model.so was built with its own).
   std::vector<std::string> compileKeys;

@@ -49,6 +49,8 @@ octet::CompileOptions toCompileOptions(const octet_options *options) {
   result.smoothquant = options->smoothquant;
   result.smoothquantAlpha = options->smoothquantAlpha;
   if (options->calibrationProgress)
+  result.externalDataDir = options->externalDataDir;
+  result.memoryBudget = options->memoryBudget;
     result.progress = [](const std::string &line) { std::fprintf(stderr, "%s\n", line.c_str()); };
   if (options->printIrAfterAll)
     result.irAfterPass = [](const std::string &pass, const std::string &ir) {

@@ -297,7 +297,8 @@ rt::Status octet::compileOnnxFile(const std::string &path, const CompileOptions 
     return valid;
   std::string diagnostics;
   return withContext(diagnostics, [&](MLIRContext &ctx) {
-    return compileModule(ctx, importOnnxFile(ctx, path), options, diagnostics, plan);
+    return compileModule(ctx, importOnnxFile(ctx, path, importLimits(options)), options,
+                         diagnostics, plan);
   });
 }
 
@@ -307,9 +308,18 @@ rt::Status octet::compileOnnxFileToImage(const std::string &path, const CompileO
   if (rt::Status valid = validateCompileOptions(options); !valid.ok())
     return valid;
   std::string diagnostics;
+/// What the importer may read and claim, from the compile options.
+static octet::ImportLimits importLimits(const octet::CompileOptions &options) {
+  octet::ImportLimits limits;
+  limits.externalDataDir = options.externalDataDir;
+  limits.memoryBudget = options.memoryBudget;
+  return limits;
+}
+
   std::unique_ptr<rt::Plan> plan;
   rt::Status status = withContext(diagnostics, [&](MLIRContext &ctx) {
-    return compileModule(ctx, importOnnxFile(ctx, path), options, diagnostics, plan, &image);
+    return compileModule(ctx, importOnnxFile(ctx, path, importLimits(options)), options,
+                         diagnostics, plan, &image);
   });
   // Still runnable: steps read the module's weights only while built (its
   // Plan::constants entries into the module are stale now; the image has them).
@@ -327,7 +337,8 @@ rt::Status octet::compileOnnxBytes(const void *bytes, size_t size, const Compile
   std::string diagnostics;
   return withContext(diagnostics, [&](MLIRContext &ctx) {
     llvm::StringRef data(static_cast<const char *>(bytes), size);
-    return compileModule(ctx, importOnnxBytes(ctx, data, "."), options, diagnostics, plan);
+    return compileModule(ctx, importOnnxBytes(ctx, data, importLimits(options)), options,
+                         diagnostics, plan);
   });
 }
 
@@ -337,7 +348,7 @@ rt::Status octet::calibrateOnnxFile(const std::string &path, const CompileOption
     return valid;
   std::string diagnostics;
   return withContext(diagnostics, [&](MLIRContext &ctx) -> rt::Status {
-    OwningOpRef<ModuleOp> module = importOnnxFile(ctx, path);
+    OwningOpRef<ModuleOp> module = importOnnxFile(ctx, path, importLimits(options));
     if (!module)
       return rt::Status::error(diagnostics.empty() ? "cannot import the ONNX model" : diagnostics);
     if (options.irAfterPass)

@@ -61,6 +61,12 @@ struct CompileOptions {
   double calibrationPercentile = 0;
   bool smoothquant = true;       ///< static only
   double smoothquantAlpha = 0.7; ///< in [0, 1]; why 0.7: docs/decisions.md
+  /// Where external data may be read from (docs/security.md): empty, the
+  /// model file's folder; for a model given as bytes, none (refused).
+  std::string externalDataDir;
+  /// The most bytes the model's constants may claim, checked before reading
+  /// any; 0: this host's physical memory.
+  uint64_t memoryBudget = 0;
   /// Calibration progress lines ("calibrate: batch 3/16 (1.2 s)"); none when unset.
   std::function<void(const std::string &line)> progress;
 };

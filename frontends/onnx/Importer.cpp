@@ -83,10 +83,48 @@ static size_t storageBytes(Type elementType) {
 // Tensors
 //===----------------------------------------------------------------------===//
 
-/// Reads a tensor's external data (location/offset/length, relative to
-/// `baseDir`) into `out` with pread: one buffer, no second copy.
-static LogicalResult readExternalData(const onnx::TensorProto &tensor, StringRef baseDir,
-                                      uint64_t expectedBytes, std::string &out, Location loc) {
+/// Opens `path` for reading without blocking (a FIFO or a device never makes
+/// open() or read() wait) and only if it is a regular file, so that its size
+/// is known and bounded. Returns the descriptor, or -1 with `why` set.
+static int openRegularFile(const char *path, int extraFlags, uint64_t &size, std::string &why) {
+  int fd = ::open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | extraFlags);
+  if (fd < 0) {
+    why = std::strerror(errno);
+    return -1;
+  }
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    why = std::strerror(errno);
+    ::close(fd);
+    return -1;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    why = S_ISDIR(st.st_mode)    ? "it is a directory"
+          : S_ISFIFO(st.st_mode) ? "it is a FIFO, not a regular file"
+                                 : "it is not a regular file";
+    ::close(fd);
+    return -1;
+  }
+  size = uint64_t(st.st_size);
+  return fd;
+}
+
+namespace {
+/// Where a tensor's external data lies, checked: a regular file inside the
+/// allowed folder (after resolving symlinks) that holds [offset, offset+length).
+struct ExternalData {
+  std::string path; ///< the resolved path
+  uint64_t offset = 0, length = 0;
+};
+} // namespace
+
+/// Checks a tensor's external data entry against the rules of docs/security.md
+/// (as ONNX Runtime does): a relative location that resolves inside `baseDir`,
+/// a regular file, long enough. Reads nothing; `fd` (optional) receives the
+/// open file.
+static LogicalResult resolveExternalData(const onnx::TensorProto &tensor, StringRef baseDir,
+                                         uint64_t expectedBytes, ExternalData &data, Location loc,
+                                         int *fdOut = nullptr) {
   std::string location;
   uint64_t offset = 0, length = expectedBytes;
   for (const auto &entry : tensor.external_data()) {
@@ -106,26 +144,76 @@ static LogicalResult readExternalData(const onnx::TensorProto &tensor, StringRef
   if (length != expectedBytes)
     return emitError(loc) << "tensor '" << tensor.name() << "' has external data of " << length
                           << " bytes but its shape needs " << expectedBytes;
-  SmallString<256> path(location);
-  if (!llvm::sys::path::is_absolute(path)) {
-    path = baseDir;
-    llvm::sys::path::append(path, location);
-  }
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return emitError(loc) << "cannot open external data file '" << path << "' of tensor '"
+  if (baseDir.empty())
+    return emitError(loc) << "tensor '" << tensor.name() << "' has external data ('" << location
+                          << "') but the model was given as bytes, with no folder for external "
+                             "data (the option external_data_dir names one)";
+  if (location.find('\0') != std::string::npos || llvm::sys::path::is_absolute(location))
+    return emitError(loc) << "tensor '" << tensor.name() << "' has external data at '" << location
+                          << "': an external data location must be relative to the model's "
+                             "folder";
+  // Confinement: the location, with every symlink resolved, must lie inside
+  // the folder (itself resolved), so neither '..' nor a link leads out.
+  char resolvedBase[PATH_MAX], resolved[PATH_MAX];
+  if (!::realpath(std::string(baseDir).c_str(), resolvedBase))
+    return emitError(loc) << "cannot resolve the external data folder '" << baseDir
+                          << "': " << std::strerror(errno);
+  SmallString<256> joined(resolvedBase);
+  llvm::sys::path::append(joined, location);
+  if (!::realpath(joined.c_str(), resolved))
+    return emitError(loc) << "cannot open external data file '" << joined << "' of tensor '"
                           << tensor.name() << "': " << std::strerror(errno);
+  StringRef inside(resolved), base(resolvedBase);
+  bool baseIsRoot = base == "/";
+  if (!inside.starts_with(base) ||
+      (!baseIsRoot && (inside.size() == base.size() || inside[base.size()] != '/')))
+    return emitError(loc) << "tensor '" << tensor.name() << "' has external data at '" << location
+                          << "', which resolves to '" << resolved
+                          << "', outside the model's folder '" << resolvedBase
+                          << "': external data must lie inside it";
+  // The resolved path has no symlink left; O_NOFOLLOW keeps its last
+  // component from becoming one in the meantime.
+  uint64_t fileBytes = 0;
+  std::string why;
+  int fd = openRegularFile(resolved, O_NOFOLLOW, fileBytes, why);
+  if (fd < 0)
+    return emitError(loc) << "cannot open external data file '" << resolved << "' of tensor '"
+                          << tensor.name() << "': " << why;
+  if (offset > fileBytes || length > fileBytes - offset) {
+    ::close(fd);
+    return emitError(loc) << "external data file '" << resolved << "' of tensor '" << tensor.name()
+                          << "' is too short: needs " << length << " bytes at offset " << offset
+                          << ", the file has " << fileBytes;
+  }
+  data.path = resolved;
+  data.offset = offset;
+  data.length = length;
+  if (fdOut)
+    *fdOut = fd;
+  else
+    ::close(fd);
+  return success();
+}
+
+/// Reads a tensor's checked external data into `out` with pread: one buffer,
+/// no second copy, allocated only once the file is known to hold it.
+static LogicalResult readExternalData(const onnx::TensorProto &tensor, StringRef baseDir,
+                                      uint64_t expectedBytes, std::string &out, Location loc) {
+  ExternalData data;
+  int fd = -1;
+  if (failed(resolveExternalData(tensor, baseDir, expectedBytes, data, loc, &fd)))
+    return failure();
   auto closeFd = llvm::scope_exit([&] { ::close(fd); });
-  out.resize(length);
+  out.resize(data.length);
   uint64_t done = 0;
-  while (done < length) {
-    ssize_t n = ::pread(fd, out.data() + done, length - done, offset + done);
+  while (done < data.length) {
+    ssize_t n = ::pread(fd, out.data() + done, data.length - done, data.offset + done);
     if (n < 0 && errno == EINTR)
       continue;
-    if (n <= 0)
-      return emitError(loc) << "external data file '" << path << "' of tensor '" << tensor.name()
-                            << "' is too short: needs " << length << " bytes at offset " << offset
-                            << ", read " << done
+    if (n <= 0) // the file shrank since it was checked
+      return emitError(loc) << "external data file '" << data.path << "' of tensor '"
+                            << tensor.name() << "' is too short: needs " << data.length
+                            << " bytes at offset " << data.offset << ", read " << done
                             << (n < 0 ? std::string(": ") + std::strerror(errno) : "");
     done += n;
   }
@@ -159,6 +247,19 @@ static void packTypedFields(const onnx::TensorProto &tensor, size_t elementBytes
   }
 }
 
+/// The tensor's element count from its dims: each dim non-negative and the
+/// count at most 2^40 (no product overflows), else an error naming the tensor.
+static LogicalResult checkedElementCount(const onnx::TensorProto &tensor, uint64_t &count,
+                                         Location loc) {
+  count = 1;
+  for (int64_t d : tensor.dims()) {
+    if (d < 0 || (d > 0 && count > (uint64_t(1) << 40) / uint64_t(d)))
+      return emitError(loc) << "tensor '" << tensor.name() << "' has an invalid dim " << d;
+    count *= d;
+  }
+  return success();
+}
+
 ElementsAttr octet::onnx_import::convertTensor(onnx::TensorProto &tensor, StringRef baseDir,
                                                Location loc) {
   MLIRContext *ctx = loc.getContext();
@@ -172,16 +273,10 @@ ElementsAttr octet::onnx_import::convertTensor(onnx::TensorProto &tensor, String
     emitError(loc) << "tensor '" << tensor.name() << "' is segmented, which is not supported";
     return {};
   }
-  SmallVector<int64_t> shape;
-  uint64_t numElements = 1;
-  for (int64_t d : tensor.dims()) {
-    if (d < 0 || (d > 0 && numElements > (uint64_t(1) << 40) / uint64_t(d))) {
-      emitError(loc) << "tensor '" << tensor.name() << "' has an invalid dim " << d;
-      return {};
-    }
-    shape.push_back(d);
-    numElements *= d;
-  }
+  SmallVector<int64_t> shape(tensor.dims().begin(), tensor.dims().end());
+  uint64_t numElements = 0;
+  if (failed(checkedElementCount(tensor, numElements, loc)))
+    return {};
   auto type = RankedTensorType::get(shape, elementType);
   size_t elementBytes = storageBytes(elementType);
   uint64_t expectedBytes = numElements * elementBytes;
@@ -233,8 +328,9 @@ struct DeclaredType {
 
 class ModelImporter {
 public:
-  ModelImporter(MLIRContext &ctx, onnx::ModelProto &model, StringRef path, StringRef baseDir)
-      : ctx(ctx), model(model), path(path), baseDir(baseDir),
+  ModelImporter(MLIRContext &ctx, onnx::ModelProto &model, StringRef path, StringRef baseDir,
+                uint64_t memoryBudget)
+      : ctx(ctx), model(model), path(path), baseDir(baseDir), memoryBudget(memoryBudget),
         fileLoc(FileLineColLoc::get(&ctx, path, 0, 0)) {}
 
   OwningOpRef<ModuleOp> run();
@@ -244,6 +340,11 @@ private:
   /// Checks what needs no conversion: every op is supported and every input
   /// defined. Runs before the ONNX checker so these errors read well.
   LogicalResult checkNodes();
+  /// Checks every constant's claimed size (and external data's file) before
+  /// any is read: each fits its file, and all together fit the memory budget.
+  LogicalResult checkConstants();
+  /// libonnx's checker with the model's folder, where external data lies.
+  LogicalResult runOnnxChecker();
   FailureOr<DeclaredType> declaredType(const onnx::ValueInfoProto &info, Location loc);
   LogicalResult convertNode(GraphImporter &graph, onnx::NodeProto &node, unsigned index,
                             const llvm::StringSet<> &usedNames);
@@ -254,10 +355,16 @@ private:
   MLIRContext &ctx;
   onnx::ModelProto &model;
   std::string path, baseDir;
+  uint64_t memoryBudget;
   Location fileLoc;
   llvm::StringMap<int64_t> opsets; // domain ("ai.onnx" for the default) → version
 };
 } // namespace
+
+/// The IR versions ONNX Runtime 1.20 reads (ONNX 1.17: IR 10).
+constexpr int64_t kMaxIrVersion = 10;
+
+static std::string nodeName(const onnx::NodeProto &node, unsigned index);
 
 static StringRef canonicalDomain(StringRef domain) {
   return domain.empty() ? StringRef("ai.onnx") : domain;
@@ -273,8 +380,7 @@ LogicalResult ModelImporter::checkModel() {
   for (const auto &opset : model.opset_import())
     opsets[canonicalDomain(opset.domain())] = opset.version();
   auto defaultOpset = opsets.find("ai.onnx");
-  if (defaultOpset == opsets.end())
-  {
+  if (defaultOpset == opsets.end()) {
     std::string domains;
     for (const auto &entry : opsets)
       domains += (domains.empty() ? "" : ", ") + entry.getKey().str();
@@ -286,17 +392,77 @@ LogicalResult ModelImporter::checkModel() {
   if (version < 11 || version > 20)
     return emitError(fileLoc) << "unsupported opset " << version
                               << " (Octet supports ai.onnx opsets 11-20)";
-  if (failed(checkNodes()))
+  if (model.ir_version() < 3 || model.ir_version() > kMaxIrVersion)
+    return emitError(fileLoc) << "unsupported IR version " << model.ir_version()
+                              << " (Octet, like ONNX Runtime 1.20, reads IR versions 3-"
+                              << kMaxIrVersion << ")";
+  if (model.graph().output_size() == 0)
+    return emitError(fileLoc) << "'" << path << "' has a graph with no outputs";
+  if (failed(checkNodes()) || failed(checkConstants()))
     return failure();
   // libonnx 1.12 knows the schemas up to opset 17 and IR version 8 only
   // (current exporters write IR 9-10 with opsets the checker does know).
-  if (version <= 17 && model.ir_version() <= onnx::IR_VERSION) {
-    try {
-      onnx::checker::check_model(model);
-    } catch (const std::exception &e) {
-      return emitError(fileLoc) << "the ONNX checker rejected '" << path << "': " << e.what();
-    }
+  if (version <= 17 && model.ir_version() <= onnx::IR_VERSION)
+    return runOnnxChecker();
+  return success();
+}
+
+LogicalResult ModelImporter::runOnnxChecker() {
+  // onnx::checker::check_model(ModelProto) checks external data relative to
+  // the working directory, and its overload taking a path parses the whole
+  // file again; so this sets up the same context with the model's folder and
+  // runs the graph and function checks it would.
+  try {
+    onnx::checker::CheckerContext context;
+    context.set_ir_version(static_cast<int>(model.ir_version()));
+    std::unordered_map<std::string, int> imports;
+    for (const auto &opset : model.opset_import())
+      imports[opset.domain()] = static_cast<int>(opset.version());
+    context.set_opset_imports(std::move(imports));
+    context.set_model_dir(baseDir);
+    onnx::checker::LexicalScopeContext scope;
+    onnx::checker::check_graph(model.graph(), context, scope);
+    if (model.ir_version() >= 8)
+      onnx::checker::check_model_local_functions(model, context, scope);
+  } catch (const std::exception &e) {
+    return emitError(fileLoc) << "the ONNX checker rejected '" << path << "': " << e.what();
   }
+  return success();
+}
+
+LogicalResult ModelImporter::checkConstants() {
+  const uint64_t budget = memoryBudget ? memoryBudget : octet::physicalMemoryBytes();
+  uint64_t total = 0;
+  auto claim = [&](const onnx::TensorProto &tensor, Location loc) -> LogicalResult {
+    Type elementType = convertElementType(&ctx, tensor.data_type());
+    if (!elementType)
+      return success(); // convertTensor names the unsupported type; nothing is read
+    uint64_t count = 0;
+    if (failed(checkedElementCount(tensor, count, loc)))
+      return failure();
+    uint64_t bytes = count * storageBytes(elementType);
+    if (tensor.data_location() == onnx::TensorProto::EXTERNAL) {
+      ExternalData data;
+      if (failed(resolveExternalData(tensor, baseDir, bytes, data, loc)))
+        return failure();
+    }
+    total += bytes; // each term <= 2^43: no overflow
+    if (total > budget)
+      return emitError(loc) << "tensor '" << tensor.name() << "' claims " << bytes
+                            << " bytes, which brings the model's constants to " << total
+                            << " bytes, more than the memory budget of " << budget << " bytes ("
+                            << (memoryBudget ? "as set" : "this host's memory")
+                            << "; octetc --memory-budget, C API option memory_budget)";
+    return success();
+  };
+  const onnx::GraphProto &graph = model.graph();
+  for (const auto &tensor : graph.initializer())
+    if (failed(claim(tensor, valueLoc(tensor.name()))))
+      return failure();
+  for (auto [index, node] : llvm::enumerate(graph.node()))
+    for (const auto &attr : node.attribute())
+      if (attr.has_t() && failed(claim(attr.t(), valueLoc(nodeName(node, index)))))
+        return failure();
   return success();
 }
 
@@ -545,8 +711,15 @@ static void loadDialects(MLIRContext &ctx) {
   ctx.loadDialect<octet::OctetDialect, arith::ArithDialect, func::FuncDialect>();
 }
 
+uint64_t octet::physicalMemoryBytes() {
+  long pages = ::sysconf(_SC_PHYS_PAGES), pageBytes = ::sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || pageBytes <= 0)
+    return uint64_t(1) << 40; // unknown: only the per-tensor 2^40 limit applies
+  return uint64_t(pages) * uint64_t(pageBytes);
+}
+
 mlir::OwningOpRef<ModuleOp> octet::importOnnxBytes(MLIRContext &ctx, StringRef bytes,
-                                                   StringRef baseDirForExternalData) {
+                                                   const ImportLimits &limits) {
   loadDialects(ctx);
   Location loc = FileLineColLoc::get(&ctx, "<memory>", 0, 0);
   if (bytes.size() > static_cast<size_t>(INT_MAX)) {
@@ -558,12 +731,20 @@ mlir::OwningOpRef<ModuleOp> octet::importOnnxBytes(MLIRContext &ctx, StringRef b
     emitError(loc) << "not a valid ONNX model (protobuf parse failed)";
     return {};
   }
-  return ModelImporter(ctx, model, "<memory>", baseDirForExternalData).run();
+  // No folder given: external data is refused (readExternalData), never
+  // looked up relative to the working directory.
+  return ModelImporter(ctx, model, "<memory>", limits.externalDataDir, limits.memoryBudget).run();
 }
 
 /// Parses ONNX text format; the parser needs a NUL-terminated buffer.
 static LogicalResult parseOnnxText(StringRef path, onnx::ModelProto &model, Location loc) {
-  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
+  uint64_t size = 0;
+  std::string why;
+  int fd = openRegularFile(std::string(path).c_str(), 0, size, why);
+  if (fd < 0)
+    return emitError(loc) << "cannot open '" << path << "': " << why;
+  auto closeFd = llvm::scope_exit([&] { ::close(fd); });
+  auto buffer = llvm::MemoryBuffer::getOpenFile(fd, path, size, /*RequiresNullTerminator=*/true);
   if (!buffer)
     return emitError(loc) << "cannot read '" << path << "': " << buffer.getError().message();
   try {
@@ -580,11 +761,17 @@ static LogicalResult parseOnnxText(StringRef path, onnx::ModelProto &model, Loca
 /// Parses a binary model through protobuf's streams (no second in-memory copy
 /// of the file), with the size limit raised to 2 GiB.
 static LogicalResult parseOnnxBinary(StringRef path, onnx::ModelProto &model, Location loc) {
-  int fd = ::open(std::string(path).c_str(), O_RDONLY | O_CLOEXEC);
+  uint64_t size = 0;
+  std::string why;
+  int fd = openRegularFile(std::string(path).c_str(), 0, size, why);
   if (fd < 0)
-    return emitError(loc) << "cannot open '" << path << "': " << std::strerror(errno);
+    return emitError(loc) << "cannot open '" << path << "': " << why;
   google::protobuf::io::FileInputStream file(fd, /*block_size=*/1 << 20);
   file.SetCloseOnDelete(true);
+  if (size > static_cast<uint64_t>(INT_MAX))
+    return emitError(loc) << "'" << path << "' has " << size
+                          << " bytes, more than protobuf's 2 GiB limit for an ONNX model "
+                             "(larger weights belong in external data)";
   google::protobuf::io::CodedInputStream stream(&file);
   stream.SetTotalBytesLimit(INT_MAX);
   if (!model.ParseFromCodedStream(&stream) || file.GetErrno() != 0)
@@ -595,16 +782,20 @@ static LogicalResult parseOnnxBinary(StringRef path, onnx::ModelProto &model, Lo
   return success();
 }
 
-mlir::OwningOpRef<ModuleOp> octet::importOnnxFile(MLIRContext &ctx, StringRef path) {
+mlir::OwningOpRef<ModuleOp> octet::importOnnxFile(MLIRContext &ctx, StringRef path,
+                                                  const ImportLimits &limits) {
   loadDialects(ctx);
   Location loc = FileLineColLoc::get(&ctx, path, 0, 0);
   onnx::ModelProto model;
   bool isText = path.ends_with(".onnxtxt");
   if (failed(isText ? parseOnnxText(path, model, loc) : parseOnnxBinary(path, model, loc)))
     return {};
-  SmallString<256> baseDir(path);
-  llvm::sys::path::remove_filename(baseDir);
-  if (baseDir.empty())
-    baseDir = ".";
-  return ModelImporter(ctx, model, path, baseDir).run();
+  SmallString<256> baseDir(limits.externalDataDir);
+  if (baseDir.empty()) {
+    baseDir = path;
+    llvm::sys::path::remove_filename(baseDir);
+    if (baseDir.empty())
+      baseDir = ".";
+  }
+  return ModelImporter(ctx, model, path, baseDir, limits.memoryBudget).run();
 }

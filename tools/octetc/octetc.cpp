@@ -34,7 +34,10 @@
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <fcntl.h>
 #include <link.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <omp.h>
 
 #include <algorithm>
@@ -166,12 +169,15 @@ static cl::opt<std::string> runInt8(
              "calibration) or 'none' (FP32, the default). See docs/calibration.md"),
     cl::value_desc("static|dynamic|none"), cl::init("none"), cl::sub(runCommand),
     cl::sub(compileCommand), cl::cat(octetcCategory));
+// cl::desc keeps a StringRef: a description built at run time must outlive
+// the option, so it is a static string, never a temporary.
+static const std::string runCalibDesc =
+    std::string("Calibration samples for --int8=static: a directory of input sets "
+                "(like --input-sets) or generate:N[xB][xS] (N generated batches of B "
+                "sequences of S tokens; default ") +
+    octet::kDefaultCalibrationSamples + ")";
 static cl::opt<std::string> runCalib(
-    "calib",
-    cl::desc(std::string("Calibration samples for --int8=static: a directory of input sets "
-                         "(like --input-sets) or generate:N[xB][xS] (N generated batches of B "
-                         "sequences of S tokens; default ") +
-             octet::kDefaultCalibrationSamples + ")"),
+    "calib", cl::desc(runCalibDesc),
     cl::value_desc("DIR|generate:SPEC"), cl::sub(runCommand), cl::sub(compileCommand),
     cl::cat(octetcCategory));
 static cl::opt<double> runSmoothAlpha(
@@ -210,13 +216,14 @@ static cl::SubCommand calibrateCommand(
     "input) on every octet.linear / octet.fused_linear. Progress and a summary go to stderr");
 static cl::opt<std::string> calibrateModel(cl::Positional, cl::Required, cl::desc("<model.onnx>"),
                                            cl::sub(calibrateCommand), cl::cat(octetcCategory));
+static const std::string calibrateSamplesDesc =
+    std::string("A directory with one subdirectory per batch holding NAME.npy or "
+                "NAME.pb for every model input, or generate:N[xB][xS]: N generated "
+                "token batches of B sequences (default 8) of S tokens (default 128); "
+                "default ") +
+    octet::kDefaultCalibrationSamples;
 static cl::opt<std::string> calibrateSamples(
-    "samples",
-    cl::desc(std::string("A directory with one subdirectory per batch holding NAME.npy or "
-                         "NAME.pb for every model input, or generate:N[xB][xS]: N generated "
-                         "token batches of B sequences (default 8) of S tokens (default 128); "
-                         "default ") +
-             octet::kDefaultCalibrationSamples),
+    "samples", cl::desc(calibrateSamplesDesc),
     cl::value_desc("DIR|generate:SPEC"), cl::sub(calibrateCommand), cl::cat(octetcCategory));
 static cl::opt<double> calibratePercentile(
     "percentile",
@@ -250,6 +257,34 @@ static cl::opt<int> ceilingsThreads("threads", cl::desc("OpenMP threads (default
                                     cl::init(0), cl::sub(ceilingsCommand), cl::cat(octetcCategory));
 static cl::opt<int> runThreads("threads", cl::desc("OpenMP threads (default: all)"), cl::init(0),
                                cl::sub(runCommand), cl::cat(octetcCategory));
+static cl::opt<std::string> memoryBudgetFlag(
+    "memory-budget",
+    cl::desc("The most memory the model may claim: its constants together (checked before any is "
+             "read), and each made-up input. Bytes, or with a K, M or G suffix (powers of 1024); "
+             "default: this host's physical memory"),
+    cl::value_desc("BYTES"), cl::init(""), cl::sub(importCommand), cl::sub(runCommand),
+    cl::sub(compileCommand), cl::sub(calibrateCommand), cl::cat(octetcCategory));
+
+/// --memory-budget in bytes (0: the host's memory, the importer's default);
+/// false with an error printed for a malformed value.
+static bool memoryBudget(uint64_t &bytes) {
+  bytes = 0;
+  llvm::StringRef text(memoryBudgetFlag);
+  if (text.empty())
+    return true;
+  const size_t suffix = llvm::StringRef("KMG").find(char(std::toupper(text.back())));
+  const unsigned shift = suffix == llvm::StringRef::npos ? 0 : 10 * unsigned(suffix + 1);
+  if (shift)
+    text = text.drop_back();
+  unsigned long long value;
+  if (text.getAsInteger(10, value) || value == 0 || value > (~0ull >> shift)) {
+    llvm::errs() << "error: --memory-budget '" << memoryBudgetFlag
+                 << "': give a positive number of bytes, optionally with K, M or G\n";
+    return false;
+  }
+  bytes = uint64_t(value) << shift;
+  return true;
+}
 
 /// `file` or `file:node` for the importer's locations (a node's NameLoc
 /// wraps the model's FileLineColLoc).
@@ -293,7 +328,10 @@ static int runImport() {
   octet::registerOctetDialects(registry);
   mlir::MLIRContext ctx(registry);
   printDiagnostics(ctx);
-  auto module = octet::importOnnxFile(ctx, importModel);
+  octet::ImportLimits limits;
+  if (!memoryBudget(limits.memoryBudget))
+    return 1;
+  auto module = octet::importOnnxFile(ctx, importModel, limits);
   if (!module)
     return 1;
   std::string error;
@@ -338,9 +376,8 @@ struct InputSet {
 /// Makes up an input: token ids in range, masks with padding, zeros for
 /// token types, normal floats. `symbols` gives named dims; other dynamic dims
 /// are the batch (dim 0) or the sequence.
-HostTensor makeInput(const rt::IoInfo &io, const std::map<std::string, int64_t> &symbols,
-                     std::mt19937_64 &rng) {
-  HostTensor t;
+bool makeInput(const rt::IoInfo &io, const std::map<std::string, int64_t> &symbols,
+               std::mt19937_64 &rng, HostTensor &t, std::string &error) {
   t.dtype = io.dtype;
   for (size_t d = 0; d < io.dims.size(); ++d) {
     int64_t size = io.dims[d];
@@ -352,8 +389,25 @@ HostTensor makeInput(const rt::IoInfo &io, const std::map<std::string, int64_t> 
     }
     t.dims.push_back(size);
   }
-  int64_t n = t.numElements();
+  // A model's static dims are its own claim: check them against the budget
+  // before allocating (a static batch of 2^40 is an error, not an abort).
   size_t elementSize = rt::dtypeBytes(io.dtype);
+  uint64_t budget = 0, bytes = elementSize;
+  if (!memoryBudget(budget)) {
+    error = "--memory-budget is malformed";
+    return false;
+  }
+  if (!budget)
+    budget = octet::physicalMemoryBytes();
+  for (int64_t d : t.dims)
+    if (d < 0 || (d > 0 && bytes > budget / uint64_t(d)) || (bytes *= uint64_t(d)) > budget) {
+      error = "made-up input '" + io.name + "' would be " + formatDims(t.dims) + " " +
+              rt::dtypeName(io.dtype) + ", more than the memory budget of " +
+              std::to_string(budget) + " bytes (give smaller --batch / --seq, the input with " +
+              "--input, or --memory-budget)";
+      return false;
+    }
+  int64_t n = t.numElements();
   t.bytes.assign(size_t(n) * elementSize, 0);
   std::string lower = io.name;
   std::transform(lower.begin(), lower.end(), lower.begin(), ::tolower);
@@ -381,7 +435,7 @@ HostTensor makeInput(const rt::IoInfo &io, const std::map<std::string, int64_t> 
   }
   for (int64_t i = 0; i < n; ++i)
     octet::setElement(t, i, values[size_t(i)]);
-  return t;
+  return true;
 }
 
 /// Completes an input set: checks the given inputs, makes up the missing ones
@@ -404,9 +458,12 @@ bool completeInputSet(const rt::Plan &plan, std::vector<HostTensor *> given,
     symbols["batch"] = runBatch;
   if (!symbols.count("sequence"))
     symbols["sequence"] = runSeq;
-  for (size_t i = 0; i < plan.inputs.size(); ++i)
-    set.tensors.push_back(given[i] ? std::move(*given[i])
-                                   : makeInput(plan.inputs[i], symbols, rng));
+  for (size_t i = 0; i < plan.inputs.size(); ++i) {
+    HostTensor made;
+    if (!given[i] && !makeInput(plan.inputs[i], symbols, rng, made, error))
+      return false;
+    set.tensors.push_back(given[i] ? std::move(*given[i]) : std::move(made));
+  }
   return true;
 }
 
@@ -552,10 +609,13 @@ bool runInputSet(const rt::Plan &plan, const InputSet &set, std::string &error) 
       inputs[i].dims[d] = t.dims[d];
   }
   std::vector<rt::RunTensor> outputs(plan.outputs.size());
+  // The first run allocates the outputs; later runs write into them as
+  // caller-owned buffers (and clear `allocated`), so ownership is kept here.
+  std::vector<bool> owned(outputs.size(), false);
   auto release = [&] {
-    for (rt::RunTensor &o : outputs)
-      if (o.allocated)
-        std::free(o.data);
+    for (size_t i = 0; i < outputs.size(); ++i)
+      if (owned[i] || outputs[i].allocated)
+        std::free(outputs[i].data);
   };
   std::vector<double> times;
   std::vector<std::vector<double>> stepTimes(plan.steps.size()); // [step][repeat], ms
@@ -565,6 +625,8 @@ bool runInputSet(const rt::Plan &plan, const InputSet &set, std::string &error) 
   for (unsigned r = 0; r < total; ++r) {
     auto start = std::chrono::steady_clock::now();
     rt::Status status = rt::execute(plan, inputs, outputs, nullptr, profiling ? &profile : nullptr);
+    for (size_t i = 0; i < outputs.size(); ++i)
+      owned[i] = owned[i] || outputs[i].allocated;
     double ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     if (!status.ok()) {
@@ -643,6 +705,8 @@ static bool compileOptionsFromFlags(octet::CompileOptions &options) {
   }
   options.kernels.attentionBf16 = runAttention == "bf16";
   options.passes = runPasses;
+  if (!memoryBudget(options.memoryBudget))
+    return false;
   if (runInt8 == "static")
     options.int8 = octet::CompileOptions::Int8::Static;
   else if (runInt8 == "dynamic")
@@ -688,11 +752,19 @@ static const std::initializer_list<cl::Option *> compileFlags = {
     &runTarget, &runAutotune, &runPrintKernelChoices};
 
 /// Whether `path` starts with the ELF magic (a model.so rather than ONNX).
+/// Only a regular file is read (opened without blocking: a FIFO never makes
+/// it wait); anything else goes to the importer, which names what it is.
 static bool isElfFile(const std::string &path) {
   const char elf[4] = {0x7f, 'E', 'L', 'F'};
   char magic[4] = {};
-  std::ifstream file(path, std::ios::binary);
-  return file.read(magic, 4) && std::memcmp(magic, elf, 4) == 0;
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0)
+    return false;
+  struct stat st;
+  bool isElf = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && ::read(fd, magic, 4) == 4 &&
+               std::memcmp(magic, elf, 4) == 0;
+  ::close(fd);
+  return isElf;
 }
 
 static int runRun() {
@@ -926,6 +998,8 @@ static int runCalibrate() {
   }
   options.calibrationSamples = calibrateSamples;
   options.calibrationPercentile = calibratePercentile;
+  if (!memoryBudget(options.memoryBudget))
+    return 1;
   options.progress = [](const std::string &line) { llvm::errs() << line << "\n"; };
   if (calibratePrintIr)
     options.irAfterPass = [](const std::string &pass, const std::string &ir) {

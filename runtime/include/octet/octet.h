@@ -67,6 +67,12 @@ const char *octet_dtype_name(octet_dtype dtype);
  *        "calibration_progress"   "0" (default) | "1": progress on stderr
  *        "smoothquant"        "on" (default) | "off"   (static only)
  *        "smoothquant_alpha"  a number in [0, 1], default "0.7"
+ *        "external_data_dir"  the folder a model's external data must lie in
+ *                             (default: the model file's; create_from_bytes:
+ *                             none, external data is refused)
+ *        "memory_budget"      bytes the model's constants may claim, checked
+ *                             before any is read ("0", default: this host's
+ *                             physical memory)
  * See docs/calibration.md.
  */
 octet_options *octet_options_create(void);
