@@ -460,14 +460,7 @@ octet_status octet_model_last_profile_json(const octet_model *model, char *buffe
     const std::string json = octet::rt::profileJson(
         octet::rt::analyzeProfile(*model->plan, stepSeconds, profile.stepWork, {seconds}, threads,
                                   haveCeilings ? &ceilings : nullptr));
-    if (needed)
-      *needed = json.size() + 1;
-    if (size < json.size() + 1)
-      return fail(OCTET_ERROR_OUTPUT_TOO_SMALL,
-                  std::string(at) + "the profile needs " + std::to_string(json.size() + 1) +
-                      " bytes, the buffer holds " + std::to_string(size));
-    std::memcpy(buffer, json.c_str(), json.size() + 1);
-    return OCTET_OK;
+    return octet::capi::copyOut(json, std::string(at) + "the profile", buffer, size, needed);
   });
 }
 

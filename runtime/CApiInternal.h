@@ -43,6 +43,9 @@ struct octet_options {
   bool calibrationProgress = false;
   std::string externalDataDir; ///< empty: the model's folder; bytes: external data refused
   uint64_t memoryBudget = 0;   ///< bytes the model's constants may claim; 0: host memory
+  /// octet_options_set_progress: compile progress to a callback (CApiTools.cpp).
+  octet_progress_fn progress = nullptr;
+  void *progressUser = nullptr;
   /// Keys set that only compiling reads: octet_model_open rejects them (a
   /// compiled model.so was built with its own).
   std::vector<std::string> compileKeys;
@@ -90,6 +93,16 @@ octet_status modelFromPlan(std::unique_ptr<rt::Plan> plan, const octet_options *
 
 /// The image of the model.so this code is linked into; null in liboctet.so.
 const rt::AotImageDescriptor *embeddedAotImage();
+
+/// Sends `compile`'s progress to the callback of octet_options_set_progress,
+/// if one is set (CApiTools.cpp).
+void attachProgress(const octet_options &options, CompileOptions &compile);
+
+/// Copies `text` and its NUL into `buffer` (`size` bytes), setting *needed (when
+/// not null) to the bytes required; a buffer too small is
+/// OCTET_ERROR_OUTPUT_TOO_SMALL, "<what> needs N bytes, the buffer holds M".
+octet_status copyOut(const std::string &text, const std::string &what, char *buffer,
+                     size_t size, size_t *needed);
 
 } // namespace capi
 } // namespace octet

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "octet/octet.h"
 
+#include "compiler/codegen/aot/AotLinker.h"
 #include "compiler/driver/Compile.h"
 #include "runtime/CApiInternal.h"
 
@@ -48,10 +49,11 @@ octet::CompileOptions toCompileOptions(const octet_options *options) {
   result.calibrationPercentile = options->calibrationPercentile;
   result.smoothquant = options->smoothquant;
   result.smoothquantAlpha = options->smoothquantAlpha;
-  if (options->calibrationProgress)
   result.externalDataDir = options->externalDataDir;
   result.memoryBudget = options->memoryBudget;
+  if (options->calibrationProgress)
     result.progress = [](const std::string &line) { std::fprintf(stderr, "%s\n", line.c_str()); };
+  octet::capi::attachProgress(*options, result); // a callback replaces the stderr lines
   if (options->printIrAfterAll)
     result.irAfterPass = [](const std::string &pass, const std::string &ir) {
       std::fprintf(stderr, "// -----// IR Dump After %s //----- //\n%s\n", pass.c_str(),
@@ -123,6 +125,44 @@ octet_status octet_calibrate(const char *onnx_path, const char *samples,
     octet::rt::Status status = octet::calibrateOnnxFile(onnx_path, compile, output_path);
     if (!status.ok())
       return fail(compileFailureStatus(status.message()), "octet_calibrate: " + status.message());
+    return OCTET_OK;
+  });
+}
+
+octet_status octet_compile_to_so(const char *onnx_path, const octet_options *options,
+                                 const char *so_path) {
+  return guarded("octet_compile_to_so", [&]() -> octet_status {
+    const char *at = "octet_compile_to_so: ";
+    if (!onnx_path || !so_path)
+      return fail(OCTET_ERROR_INVALID_ARGUMENT,
+                  std::string(at) + (!onnx_path ? "onnx_path" : "so_path") + " is null");
+    // Fail before a long compile (and calibration) when the link cannot work.
+    std::vector<std::string> command, files;
+    std::string compiler, dir;
+    octet::rt::Status ready = octet::aot::findCCompiler(command, compiler);
+    if (ready.ok())
+      ready = octet::aot::findAotRuntime(octet::aot::LinkOptions(), dir, files);
+    if (!ready.ok())
+      return fail(OCTET_ERROR_UNSUPPORTED, at + ready.message());
+    octet::CompileOptions compile = toCompileOptions(options);
+    auto report = [&](const char *message) {
+      if (options && options->progress)
+        options->progress(options->progressUser, message, 0, -1);
+    };
+    report("compile");
+    octet::rt::PlanImage image;
+    std::unique_ptr<Plan> plan; // built for the target, never run here
+    octet::rt::Status status = octet::compileOnnxFileToImage(onnx_path, compile, image, &plan);
+    if (!status.ok())
+      return fail(compileFailureStatus(status.message()), at + status.message());
+    if (!plan)
+      return fail(OCTET_ERROR_RUNTIME, std::string(at) + "the compiler returned no plan");
+    octet::aot::LinkOptions link;
+    link.oneDnn = octet::rt::planUsesOneDnn(*plan);
+    report("link");
+    if (octet::rt::Status linked = octet::aot::linkSharedObject(image, so_path, link);
+        !linked.ok())
+      return fail(OCTET_ERROR_RUNTIME, at + linked.message());
     return OCTET_OK;
   });
 }

@@ -165,6 +165,32 @@ void octet_tensor_free(void *data);
 octet_status octet_model_last_profile_json(const octet_model *model, char *buffer, size_t size,
                                            size_t *needed);
 
+/* ---- Tools for bindings (the Python package, docs/python.md) -------------
+ * Progress of a compile (liboctet.so only): `callback` is called on the
+ * compiling thread with a message and, where known, how far it is: during
+ * static calibration done = batches observed, total = batches; otherwise
+ * done = 0 and total = -1 ("compile", "link"). NULL removes it. The callback
+ * must not call back into Octet with the same options. */
+typedef void (*octet_progress_fn)(void *user, const char *message, int64_t done, int64_t total);
+octet_status octet_options_set_progress(octet_options *options, octet_progress_fn callback,
+                                        void *user);
+
+/* Compiles the ONNX model at onnx_path with `options` (as
+ * octet_model_create_from_file) and writes it as a self-contained model.so at
+ * so_path (as `octetc compile`; docs/aot.md): the AOT runtime comes from
+ * $OCTET_AOT_RUNTIME_DIR or the build tree's, the C compiler from $CC or cc.
+ * The file is replaced only once the link succeeded. liboctet.so only. */
+octet_status octet_compile_to_so(const char *onnx_path, const octet_options *options,
+                                 const char *so_path);
+
+/* This machine's measured ceilings (peak FP32 / INT8 GOP/s, L2, L3 and DRAM
+ * bandwidth; docs/profiling.md) for `threads` OpenMP threads (<= 0: all) as
+ * JSON: read from the per-host cache, or measured (about a second) and
+ * cached when there is none or `refresh` is non-zero. Buffer rules as
+ * octet_model_last_profile_json. */
+octet_status octet_ceilings_json(int32_t threads, int32_t refresh, char *buffer, size_t size,
+                                 size_t *needed);
+
 #ifdef __cplusplus
 }
 #endif
