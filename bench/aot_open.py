@@ -26,8 +26,8 @@ import time
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "test", "e2e"))
-from octet_capi import OctetModel  # noqa: E402
+sys.path.insert(0, os.path.join(ROOT, "python"))
+import octet  # noqa: E402  (the package of this checkout)
 
 SMAPS_FIELDS = ("Rss", "Pss", "Shared_Clean", "Shared_Dirty", "Private_Clean", "Private_Dirty")
 
@@ -49,16 +49,17 @@ def child_open(lib_path, so_path):
 
 
 def child_serve(lib_path, so_path):
-    """Opens the model, runs two 1 x 128 batches, says 'ready' with the milliseconds of the
-    runs (the first also checks the weights' checksum), and waits for stdin to close."""
-    model = OctetModel(lib_path, so_path)
+    """Opens the model (octet.load: the model.so serves itself), runs two 1 x 128 batches,
+    says 'ready' with the milliseconds of the runs (the first also checks the weights'
+    checksum), and waits for stdin to close."""
+    model = octet.load(so_path)
     times = []
     rng = np.random.default_rng(0)
     arrays = []
     for info in model.inputs:
-        if "mask" in info["name"]:
+        if "mask" in info.name:
             arrays.append(np.ones((1, 128), np.int64))
-        elif "type" in info["name"]:
+        elif "type" in info.name:
             arrays.append(np.zeros((1, 128), np.int64))
         else:
             arrays.append(rng.integers(1000, 30000, size=(1, 128), dtype=np.int64))

@@ -21,8 +21,8 @@ import time
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "test", "e2e"))
-from octet_capi import OctetModel  # noqa: E402
+sys.path.insert(0, os.path.join(ROOT, "python"))
+import octet  # noqa: E402  (the package of this checkout, on --lib)
 
 
 def time_calls(fn, repeat):
@@ -61,7 +61,9 @@ def main():
     ort_load = time.perf_counter() - start
 
     start = time.perf_counter()
-    octet = OctetModel(args.lib, model, {"gemm": args.gemm})
+    os.environ["OCTET_LIBRARY"] = args.lib
+    octet_model = octet.compile(model, gemm=args.gemm, progress=False)
+    first = octet_model.output_names[0]
     octet_compile = time.perf_counter() - start
     print(f"threads {threads}; ONNX Runtime {ort.__version__} session {ort_load:.2f} s; "
           f"Octet compile {octet_compile:.2f} s", flush=True)
@@ -76,14 +78,14 @@ def main():
             "token_type_ids": np.zeros((batch, seq), dtype=np.int64),
         }
         feeds = {i.name: feeds[i.name] for i in session.get_inputs()}
-        inputs = [feeds[name] for name in octet.input_names]
+        inputs = [feeds[name] for name in octet_model.input_names]
         expected = session.run(None, feeds)[0]
-        got = octet.run(inputs)[0]
+        got = octet_model.run(inputs)[first]
         diff = float(np.max(np.abs(expected - got)))
         ort_times, octet_times = [], []
         for _ in range(args.rounds):
             ort_times += time_calls(lambda: session.run(None, feeds), args.repeat)
-            octet_times += time_calls(lambda: octet.run(inputs), args.repeat)
+            octet_times += time_calls(lambda: octet_model.run(inputs), args.repeat)
         o, t = statistics.median(ort_times), statistics.median(octet_times)
         rows.append((shape, t, min(octet_times), max(octet_times), o, min(ort_times), max(ort_times),
                      t / o, diff, float(np.max(np.abs(expected)))))

@@ -27,8 +27,8 @@ import time
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "test", "e2e"))
-from octet_capi import OctetModel  # noqa: E402
+sys.path.insert(0, os.path.join(ROOT, "python"))
+import octet  # noqa: E402  (the package of this checkout, on --lib)
 from bert_base_fp32 import time_calls  # noqa: E402
 
 VOCAB = 30522
@@ -154,13 +154,15 @@ def main():
 
     # Compile time without calibration: dynamic mode needs none; static mode is timed whole
     # (calibration included) and its calibration share is printed by octetc --verbose.
+    os.environ["OCTET_LIBRARY"] = args.lib
     start = time.perf_counter()
-    OctetModel(args.lib, model, {"int8": "dynamic", "target": args.target,
-                                 "attention": args.attention})
+    octet.compile(model, int8="dynamic", target=args.target, attention=args.attention,
+                  progress=False)
     compile_dynamic = time.perf_counter() - start
     start = time.perf_counter()
-    octet = OctetModel(args.lib, model, {"int8": "static", "calibration_samples": calib_dir,
-                                         "target": args.target, "attention": args.attention})
+    octet_model = octet.compile(model, int8="static", calibration=calib_dir, target=args.target,
+                                attention=args.attention, progress=False)
+    first = octet_model.output_names[0]
     compile_static = time.perf_counter() - start
     print(f"threads {threads}; Octet target {args.target}, attention {args.attention}; ONNX Runtime {ort.__version__}; Octet compile: INT8 dynamic "
           f"{compile_dynamic:.2f} s, INT8 static {compile_static:.2f} s (calibration over "
@@ -172,13 +174,13 @@ def main():
         batch, seq = (int(x) for x in shape.split("x"))
         feeds = token_batch(eval_rng, batch, seq)
         feeds = {i.name: feeds[i.name] for i in ort_fp32.get_inputs()}
-        inputs = [feeds[name] for name in octet.input_names]
+        inputs = [feeds[name] for name in octet_model.input_names]
         reference = ort_fp32.run(None, feeds)[0]
-        cos_octet = cosine(octet.run(inputs)[0], reference)
+        cos_octet = cosine(octet_model.run(inputs)[first], reference)
         cos_ort = cosine(ort_int8.run(None, feeds)[0], reference)
         times = {"octet": [], "ort_int8": [], "ort_fp32": []}
         for _ in range(args.rounds):
-            times["octet"] += time_calls(lambda: octet.run(inputs), args.repeat)
+            times["octet"] += time_calls(lambda: octet_model.run(inputs), args.repeat)
             times["ort_int8"] += time_calls(lambda: ort_int8.run(None, feeds), args.repeat)
             times["ort_fp32"] += time_calls(lambda: ort_fp32.run(None, feeds), args.repeat)
         rows.append((shape, {k: (statistics.median(v), min(v), max(v)) for k, v in times.items()},

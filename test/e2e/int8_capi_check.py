@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The C API's INT8 options through ctypes (test/e2e/octet_capi.py) against ONNX Runtime FP32.
+"""The C API's INT8 options through the Python package (python/octet) against ONNX Runtime FP32.
 
 A generated 2-layer BERT (test/models/make_encoder.py) is created through liboctet.so with
   {"int8": "static", "calibration_samples": "generate:4x4x32", "smoothquant_alpha": "0.6"},
@@ -22,7 +22,8 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-import octet_capi  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "python"))
+import octet  # noqa: E402
 import run_vs_ort  # noqa: E402
 
 TOLERANCE = 0.25
@@ -35,6 +36,7 @@ def main():
     parser.add_argument("--work", required=True)
     args = parser.parse_args()
     os.makedirs(args.work, exist_ok=True)
+    os.environ["OCTET_LIBRARY"] = args.lib  # the package's liboctet.so: this one
     import onnxruntime as ort
 
     model = os.path.join(args.work, "bert.onnx")
@@ -54,9 +56,9 @@ def main():
                    {"int8": "dynamic"}):
         label = ",".join("%s=%s" % kv for kv in config.items())
         try:
-            m = octet_capi.OctetModel(args.lib, model, config)
-            got = m.run([feeds[name] for name in m.input_names])
-        except octet_capi.OctetError as e:
+            m = octet.compile(model, options=config, progress=False)
+            got = list(m.run(feeds).values())
+        except octet.Error as e:
             print("%s: FAIL: %s" % (label, e))
             ok = False
             continue
@@ -84,12 +86,12 @@ def main():
     lib.octet_options_destroy(opts)
     for samples in (os.path.join(args.work, "no-such-dir"), "generate:0x4"):
         try:
-            octet_capi.OctetModel(args.lib, model, {"int8": "static",
-                                                     "calibration_samples": samples})
+            octet.compile(model, options={"int8": "static", "calibration_samples": samples},
+                          progress=False)
             print("samples %s: FAIL: no error" % samples)
             ok = False
-        except octet_capi.OctetError as e:
-            print("samples %s: %s" % (os.path.basename(samples), e))
+        except octet.Error as e:
+            print("samples %s: octet status %d: %s" % (os.path.basename(samples), e.status, e))
     print("PASS" if ok else "FAIL")
     return 0 if ok else 1
 
