@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -28,9 +29,69 @@ bool tableFits(uint64_t offset, uint64_t count, uint64_t size, uint64_t fileByte
   return offset <= fileBytes && count * size <= fileBytes - offset;
 }
 
+/// Verifies the trailer of the open file `fd` of `fileBytes` bytes.
+Status checkTrailer(const std::string &path, int fd, uint64_t fileBytes) {
+  AotFileTrailer trailer;
+  if (fileBytes < sizeof(trailer) ||
+      ::pread(fd, &trailer, sizeof(trailer), off_t(fileBytes - sizeof(trailer))) !=
+          ssize_t(sizeof(trailer)) ||
+      std::memcmp(trailer.magic, kAotTrailerMagic, sizeof(kAotTrailerMagic)) != 0)
+    return notLoadable(path, "it ends in no Octet checksum trailer (not written by octetc "
+                             "compile, or truncated or extended since, or compiled by an older "
+                             "Octet: compile it again)");
+  if (trailer.version != kAotTrailerVersion)
+    return notLoadable(path, "its checksum trailer has version " +
+                                 std::to_string(trailer.version) + ", this Octet reads " +
+                                 std::to_string(kAotTrailerVersion) + " (compile it again)");
+  if (trailer.contentBytes != fileBytes - sizeof(trailer))
+    return notLoadable(path, "its checksum trailer covers " +
+                                 std::to_string(trailer.contentBytes) + " bytes, but " +
+                                 std::to_string(fileBytes - sizeof(trailer)) +
+                                 " precede it (truncated or extended)");
+  // Mapped read-only and private: the pages are the file's, and the loader
+  // maps the same pages from the page cache right after.
+  void *bytes = ::mmap(nullptr, trailer.contentBytes, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+  if (bytes == MAP_FAILED)
+    return Status::error("cannot read '" + path + "': " + std::strerror(errno));
+  const uint64_t sum = imageChecksum(static_cast<const uint8_t *>(bytes), trailer.contentBytes);
+  ::munmap(bytes, trailer.contentBytes);
+  if (sum != trailer.checksum)
+    return notLoadable(path, "the file is corrupt: its checksum does not match (a changed "
+                             "byte anywhere in it; copy or compile it again)");
+  return Status();
+}
+
 } // namespace
 
-Status checkSharedObjectFile(const std::string &path) {
+Status appendAotFileTrailer(const std::string &path) {
+  int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0)
+    return Status::error("cannot open '" + path + "': " + std::strerror(errno));
+  struct stat st;
+  Status status;
+  void *bytes = MAP_FAILED;
+  if (::fstat(fd, &st) != 0 || st.st_size == 0)
+    status = Status::error("cannot read '" + path + "'");
+  else
+    bytes = ::mmap(nullptr, size_t(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
+  if (status.ok() && bytes == MAP_FAILED)
+    status = Status::error("cannot read '" + path + "': " + std::strerror(errno));
+  if (status.ok()) {
+    AotFileTrailer trailer;
+    std::memcpy(trailer.magic, kAotTrailerMagic, sizeof(kAotTrailerMagic));
+    trailer.version = kAotTrailerVersion;
+    trailer.contentBytes = uint64_t(st.st_size);
+    trailer.checksum = imageChecksum(static_cast<const uint8_t *>(bytes), size_t(st.st_size));
+    ::munmap(bytes, size_t(st.st_size));
+    if (::pwrite(fd, &trailer, sizeof(trailer), st.st_size) != ssize_t(sizeof(trailer)))
+      status = Status::error("cannot write '" + path + "': " + std::strerror(errno));
+  }
+  if (::close(fd) != 0 && status.ok())
+    status = Status::error("cannot write '" + path + "': " + std::strerror(errno));
+  return status;
+}
+
+Status checkSharedObjectFile(const std::string &path, int *fdOut) {
   // Without blocking (a FIFO never makes open() wait) and only a regular file:
   // what the dynamic loader will map must have a size to check against.
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
@@ -38,7 +99,10 @@ Status checkSharedObjectFile(const std::string &path) {
     return Status::error("cannot open '" + path + "': " + std::strerror(errno));
   struct FdCloser {
     int fd;
-    ~FdCloser() { ::close(fd); }
+    ~FdCloser() {
+      if (fd >= 0)
+        ::close(fd);
+    }
   } closer{fd};
   struct stat st;
   if (::fstat(fd, &st) != 0)
@@ -93,6 +157,12 @@ Status checkSharedObjectFile(const std::string &path) {
                                    std::to_string(segment.p_offset + segment.p_filesz) +
                                    ", past its " + std::to_string(fileBytes) +
                                    " bytes (truncated)");
+  if (Status status = checkTrailer(path, fd, fileBytes); !status.ok())
+    return status;
+  if (fdOut) {
+    *fdOut = fd;
+    closer.fd = -1;
+  }
   return Status();
 }
 
@@ -116,15 +186,24 @@ Status viewOfDescriptor(const AotImageDescriptor &descriptor, PlanImageView &vie
 
 Status mapAotModel(const std::string &path, std::shared_ptr<const void> &handle,
                    PlanImageView &view) {
-  if (Status status = checkSharedObjectFile(path); !status.ok())
+  int fd = -1;
+  if (Status status = checkSharedObjectFile(path, &fd); !status.ok())
     return status;
-  // A name without '/' would make dlopen search the library path, not open the file.
-  const std::string file = path.find('/') == std::string::npos ? "./" + path : path;
+  // The loader opens the very file that was checked (not whatever the path
+  // names by then) through /proc/self/fd; without /proc, the path. A name
+  // without '/' would make dlopen search the library path, not open the file.
+  std::string file = "/proc/self/fd/" + std::to_string(fd);
+  if (::access(file.c_str(), R_OK) != 0)
+    file = path.find('/') == std::string::npos ? "./" + path : path;
   dlerror();
   void *library = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
+  ::close(fd); // the loader has mapped what it needs
   if (!library) {
-    const char *why = dlerror();
-    return notLoadable(path, std::string("dlopen failed: ") + (why ? why : "unknown reason"));
+    const char *error = dlerror();
+    std::string why = error ? error : "unknown reason";
+    if (size_t at = why.find(file); at != std::string::npos)
+      why.replace(at, file.size(), path);
+    return notLoadable(path, "dlopen failed: " + why);
   }
   handle =
       std::shared_ptr<const void>(library, [](const void *h) { dlclose(const_cast<void *>(h)); });

@@ -40,15 +40,38 @@ inline constexpr char kAotImageSymbol[] = "octet_aot_image";
 inline constexpr char kAotImageMagic[8] = {'O', 'C', 'T', 'E', 'T', 'A', 'O', 'T'};
 inline constexpr uint32_t kAotImageLayoutVersion = 1;
 
-/// That `path` is an ELF64 little-endian x86-64 shared object that is not
-/// truncated: its program headers, loadable segments and section headers lie
-/// within the file. The error says which check failed.
-Status checkSharedObjectFile(const std::string &path);
+/// The last 32 bytes of a model.so, after everything the linker wrote: a
+/// checksum (imageChecksum) of every byte before them. `octetc compile`
+/// appends it; opening verifies it before the dynamic loader sees the file,
+/// so a corrupt file (its dynamic section, relocations, hash tables, program
+/// headers, code or weights) is an error, never a crash inside dlopen. It
+/// guards against damage, not against an adversary: a model.so is code.
+struct AotFileTrailer {
+  char magic[8];         ///< kAotTrailerMagic
+  uint64_t version;      ///< kAotTrailerVersion
+  uint64_t contentBytes; ///< the file's size without the trailer
+  uint64_t checksum;     ///< imageChecksum of those bytes
+};
+static_assert(sizeof(AotFileTrailer) == 32, "the trailer is 32 bytes");
+inline constexpr char kAotTrailerMagic[8] = {'O', 'C', 'T', 'E', 'T', 'S', 'U', 'M'};
+inline constexpr uint64_t kAotTrailerVersion = 1;
+
+/// Appends the trailer to the linked model.so at `path`.
+Status appendAotFileTrailer(const std::string &path);
+
+/// Opens `path` without blocking (a FIFO never makes it wait) and checks that
+/// it is a regular file holding an ELF64 little-endian x86-64 shared object
+/// that is not truncated (its program headers, loadable segments and section
+/// headers lie within the file) and whose trailer's checksum matches every
+/// byte before it. On success `fd` (optional) receives the open file, checked
+/// as it is (the caller closes it). The error says which check failed.
+Status checkSharedObjectFile(const std::string &path, int *fd = nullptr);
 
 /// The sections a descriptor points at; an error for a foreign magic or layout.
 Status viewOfDescriptor(const AotImageDescriptor &descriptor, PlanImageView &view);
 
-/// checkSharedObjectFile, dlopen (RTLD_NOW | RTLD_LOCAL), the descriptor, and
+/// checkSharedObjectFile, dlopen (RTLD_NOW | RTLD_LOCAL) of the very file
+/// checked (through /proc/self/fd where it is mounted), the descriptor, and
 /// readPlanImage with the dlopen handle as its owner: the library is closed
 /// when the Plan dies. `options` (optional) receives the image's KernelOptions.
 Status openAotModel(const std::string &path, std::unique_ptr<Plan> &plan,

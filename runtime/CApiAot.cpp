@@ -13,6 +13,11 @@
 
 #include <string>
 
+namespace __gnu_cxx {
+// libstdc++'s (eh_alloc.cc), not declared in its headers.
+void __freeres() noexcept;
+} // namespace __gnu_cxx
+
 /// Defined by the assembly that octetc compile links into this library.
 extern "C" const octet::rt::AotImageDescriptor octet_aot_image;
 
@@ -29,6 +34,14 @@ octet_status compiledModelOnly(const char *function, octet_model **model) {
                                "it holds no compiler; open its model with "
                                "octet_model_open(NULL, ...), or compile ONNX with liboctet.so");
 }
+
+/// A model.so links libstdc++ statically, and that copy allocates its
+/// emergency exception pool (about 71 KiB) when the library is loaded; nothing
+/// frees it when the library is unloaded, so each octet_model_open /
+/// octet_model_destroy of a model.so would leak it. This library's own copy
+/// of __gnu_cxx::__freeres (which glibc's __libc_freeres and valgrind call for
+/// the shared libstdc++) frees it, on dlclose. No exception is in flight then.
+__attribute__((destructor)) void freeStaticLibstdcxxPool() { __gnu_cxx::__freeres(); }
 
 } // namespace
 

@@ -854,4 +854,6 @@ Status readPlanImage(const PlanImageView &image, std::shared_ptr<const void> own
   return Status();
 }
 
+uint64_t imageChecksum(const uint8_t *data, size_t bytes) { return checksum(data, bytes); }
+
 } // namespace octet::rt

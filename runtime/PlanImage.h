@@ -89,6 +89,10 @@ struct PlanImageInfo {
 /// checksums checked, as readPlanImage does; the CPU is not).
 Status describePlanImage(const PlanImageView &image, PlanImageInfo &info);
 
+/// The checksum of the image's sections (chunked, on all threads), for the
+/// model.so file trailer (AotLoader.h) too.
+uint64_t imageChecksum(const uint8_t *data, size_t bytes);
+
 /// Whether a step of `plan` runs on oneDNN (its model.so must link libdnnl).
 bool planUsesOneDnn(const Plan &plan);
 

@@ -294,6 +294,9 @@ Status linkSharedObject(const rt::PlanImage &image, const std::string &outputPat
   // itself. libgomp by name, not -fopenmp: clang's -fopenmp means libomp.
   command.insert(command.end(),
                  {"-Wl,-Bstatic", "-lstdc++", "-Wl,-Bdynamic", "-static-libgcc", "-lgomp", "-lm"});
+  // A sanitized build's runtime archives need the sanitizers' runtimes.
+  if (*OCTET_AOT_SANITIZE)
+    command.push_back(std::string("-fsanitize=") + OCTET_AOT_SANITIZE);
 
   std::string error;
   int exit = runIn(dir.path(), command, error);
@@ -305,6 +308,9 @@ Status linkSharedObject(const rt::PlanImage &image, const std::string &outputPat
                          std::to_string(exit) +
                          "\n  command (in a temporary directory): " + quoted(command) + "\n" + log);
   }
+  // The checksum of every byte the linker wrote, verified before dlopen.
+  if (Status status = rt::appendAotFileTrailer(dir.path() + "/" + kOutputFile); !status.ok())
+    return status;
   uint64_t bytes = 0;
   if (Status status = copyInto(dir.path() + "/" + kOutputFile, outputPath, bytes); !status.ok())
     return status;

@@ -274,7 +274,9 @@ TEST(GemmAutotune, TimesWhatRunsHereAndCachesPerShape) {
   StepPtr step = makeQLinear(q.spec, DType::F32, o, error);
   ASSERT_TRUE(step) << error;
   ASSERT_EQ(log.records.size(), 1u);
-  const GemmChoiceRecord &r = log.records[0];
+  // A copy: the second makeQLinear below appends to log.records, which may
+  // move the first record (a reference would dangle).
+  const GemmChoiceRecord r = log.records[0];
   EXPECT_TRUE(r.autotuned);
   EXPECT_EQ(r.step, step.get());
   ASSERT_GE(r.candidates.size(), 2u); // oneDNN and at least the VNNI or AMX JIT here
