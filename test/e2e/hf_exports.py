@@ -26,7 +26,7 @@ that the list stays true.
 Prints one table and "PASS: ..." or "FAIL: ..."; exits nonzero on any failure not expected.
 
     hf_exports.py --octetc octetc --octet-opt octet-opt [--filter 'bert-*,5.23.0/xlmr-*']
-                  [--jobs 2] [--keep DIR] [--expected-failures FILE]
+                  [--jobs 2] [--keep DIR] [--expected-failures FILE] [--manifest FILE]
 """
 import argparse
 import concurrent.futures
@@ -72,6 +72,30 @@ def run_tool(command):
         return subprocess.run(command, capture_output=True, text=True)
     except OSError as error:
         return subprocess.CompletedProcess(command, 127, "", f"error: cannot run {command[0]}: {error}")
+
+
+def resolve_tools(parser, args):
+    """args.octetc and args.octet_opt as absolute paths, or a usage error. A bare name is looked
+    up with which(): a PATH entry that holds a folder of the tool's name (build/tools/octetc)
+    makes subprocess fail with "Permission denied" where which() skips it."""
+    for option in ("octetc", "octet_opt"):
+        found = shutil.which(getattr(args, option))
+        if not found:
+            parser.error(f"{getattr(args, option)}: not found (build it, or give its path)")
+        setattr(args, option, os.path.abspath(found))
+
+
+def import_and_fuse(octetc, octet_opt, model, bytecode):
+    """(import error or None, fused-op counts or None, octet-opt error or None): `octetc
+    import` to bytecode, then cleanup + recognize + cleanup, counting the fused ops."""
+    proc = run_tool([octetc, "import", model, "--emit-bytecode", "-o", bytecode])
+    if proc.returncode != 0:
+        return first_error(proc).replace(model, os.path.basename(model)), None, None
+    proc = run_tool([octet_opt, bytecode, "-octet-cleanup", "-octet-recognize", "-octet-cleanup",
+                     "--mlir-elide-elementsattrs-if-larger=4"])
+    if proc.returncode != 0:
+        return None, None, "octet-opt: " + first_error(proc)
+    return None, count_fused(proc.stdout), None
 
 
 def first_error(proc):
@@ -150,7 +174,7 @@ def check_fixture(fixture, args, work):
     import onnxruntime as ort
 
     ident = f"{fixture['transformers']}/{fixture['fixture']}"
-    model = os.path.join(EXPORTS, fixture["file"])
+    model = os.path.join(os.path.dirname(os.path.abspath(args.manifest)), fixture["file"])
     folder = os.path.join(work, ident.replace("/", "_"))
     os.makedirs(folder, exist_ok=True)
     result = {"id": ident, "failures": {}, "imports": "-", "fp32": "-", "int8": "-",
@@ -160,24 +184,16 @@ def check_fixture(fixture, args, work):
     def fail(stage, message):  # the first message of each stage
         result["failures"].setdefault(stage, message)
 
-    # import
-    bytecode = os.path.join(folder, "model.mlirbc")
-    proc = run_tool([args.octetc, "import", model, "--emit-bytecode", "-o", bytecode])
-    if proc.returncode != 0:
+    # import, then fusion (whose verdict counts after the numeric stages: those say more)
+    import_error, counts, fusion_error = import_and_fuse(
+        args.octetc, args.octet_opt, model, os.path.join(folder, "model.mlirbc"))
+    if import_error:
         result["imports"] = "no"
-        fail("import", first_error(proc).replace(model, os.path.basename(model)))
+        fail("import", import_error)
         result["seconds"] = time.time() - start
         return result
     result["imports"] = "yes"
-
-    # fusion (its verdict counts after the numeric stages: those say more when they fail)
-    fusion_error = None
-    proc = run_tool([args.octet_opt, bytecode, "-octet-cleanup", "-octet-recognize",
-                     "-octet-cleanup", "--mlir-elide-elementsattrs-if-larger=4"])
-    if proc.returncode != 0:
-        fusion_error = "octet-opt: " + first_error(proc)
-    else:
-        counts = count_fused(proc.stdout)
+    if counts is not None:
         layers = fixture["layers"]
         result["fused"] = "%d/%d/%d" % (counts["attention"], counts["layer_norm"], counts["gelu"])
         missing = []
@@ -304,20 +320,16 @@ def main():
     parser.add_argument("--filter", help="comma-separated globs over '<transformers>/<fixture>' "
                                          "or '<fixture>' (default: all)")
     parser.add_argument("--jobs", type=int, default=2, help="fixtures checked at once (default 2)")
+    parser.add_argument("--manifest", default=os.path.join(EXPORTS, "manifest.json"),
+                        help="the fixtures (files relative to its folder; default: %(default)s)")
     parser.add_argument("--expected-failures", default=EXPECTED_FAILURES)
     parser.add_argument("--no-int8", action="store_true", help="skip the INT8 stage")
     parser.add_argument("--keep", help="keep the inputs, IR and outputs in this folder")
     parser.add_argument("--verbose", action="store_true", help="print every fixture's message")
     args = parser.parse_args()
-    # Absolute paths: a PATH entry that holds a folder of the tool's name (build/tools/octetc)
-    # makes subprocess fail with "Permission denied" where which() skips it.
-    for option in ("octetc", "octet_opt"):
-        found = shutil.which(getattr(args, option))
-        if not found:
-            parser.error(f"{getattr(args, option)}: not found (build it, or give its path)")
-        setattr(args, option, os.path.abspath(found))
+    resolve_tools(parser, args)
 
-    with open(os.path.join(EXPORTS, "manifest.json")) as f:
+    with open(args.manifest) as f:
         fixtures = json.load(f)["fixtures"]
     if args.filter:
         globs = args.filter.split(",")

@@ -196,9 +196,9 @@ def wrap_inputs(model, input_names, output_names):
     return InputsWrapper()
 
 
-def export_one(model, feeds, output_names, exporter, opset, path):
-    """torch.onnx.export as a user calls it; returns (the onnx.ModelProto with its tensors
-    inside, whether the model had to be wrapped)."""
+def export_one(model, feeds, output_names, exporter, opset):
+    """torch.onnx.export as a user calls it (opset None: the exporter's default); returns (the
+    onnx.ModelProto with its tensors inside, whether the model had to be wrapped)."""
     import onnx
     import torch
 
@@ -306,7 +306,7 @@ def main():
                 feeds = sample_inputs(input_names)
                 want = torch_outputs(model, feeds, output_names)
                 try:
-                    proto, wrapped = export_one(model, feeds, output_names, exporter, opset, path)
+                    proto, wrapped = export_one(model, feeds, output_names, exporter, opset)
                 except Exception as error:  # noqa: BLE001
                     message = f"{type(error).__name__}: {error}".strip().splitlines()
                     dropped.append({"fixture": label, "transformers": tf_version,
