@@ -169,8 +169,8 @@ def count_fused(ir_text):
 
 
 def check_fixture(fixture, args, work):
-    """Runs the stages on one fixture; returns a result dict (stage that failed, message,
-    figures)."""
+    """Runs the stages on one fixture; returns a result dict (the failing stages with their
+    first message, the table's figures)."""
     import onnxruntime as ort
 
     ident = f"{fixture['transformers']}/{fixture['fixture']}"
@@ -215,9 +215,14 @@ def check_fixture(fixture, args, work):
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     options.intra_op_num_threads = 1
-    session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
-    names = [o.name for o in session.get_outputs()]
-    expected = {s: dict(zip(names, session.run(None, feeds))) for s, feeds in sets.items()}
+    try:
+        session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+        names = [o.name for o in session.get_outputs()]
+        expected = {s: dict(zip(names, session.run(None, feeds))) for s, feeds in sets.items()}
+    except Exception as error:  # noqa: BLE001 (ORT raises its own types): the reference is gone
+        fail("fp32", f"onnxruntime: {type(error).__name__}: {str(error).splitlines()[0]}")
+        result["seconds"] = time.time() - start
+        return result
 
     proc = octetc_run(args.octetc, model, sets_dir, os.path.join(folder, "fp32"), [])
     fp32 = None
@@ -233,8 +238,9 @@ def check_fixture(fixture, args, work):
         for set_name, outputs in expected.items():
             for name, want in outputs.items():
                 got = fp32[set_name][name]
-                if got.shape != want.shape:
-                    fail("fp32", f"{set_name} {name}: shape {got.shape}, ORT {want.shape}")
+                if got.shape != want.shape or got.dtype != want.dtype:
+                    fail("fp32", f"{set_name} {name}: {got.dtype} {got.shape}, ORT {want.dtype} "
+                                 f"{want.shape}")
                     continue
                 if not np.isfinite(got).all():
                     fail("fp32", f"{set_name} {name}: non-finite values")
