@@ -299,6 +299,33 @@ private:
         softmax(sm);
       }
     }
+    if (spec_.zeroMaskedRows)
+      zeroMaskedRows(g, mask, b, h, r0, n, scores, ldScores);
+  }
+
+  /// Where(IsNaN(p), 0, p) after the softmax. A row whose mask is -inf
+  /// everywhere comes out NaN in exact arithmetic but not necessarily from the
+  /// polynomial exp, so such rows are found from the mask; any other NaN (a NaN
+  /// input) makes the row's sum, and so the whole row, NaN: its first element
+  /// tells.
+  void zeroMaskedRows(const Geometry &g, const float *mask, int64_t b, int64_t h, int64_t r0,
+                      int64_t rows, float *scores, int64_t ldScores) const {
+    for (int64_t r = 0; r < rows; ++r) {
+      float *row = scores + r * ldScores;
+      bool fullyMasked = false;
+      if (mask) {
+        const float *m = mask + b * g.mB + h * g.mH + (r0 + r) * g.mQ;
+        fullyMasked = true;
+        for (int64_t t = 0; t < g.seq && fullyMasked; ++t)
+          fullyMasked = std::isinf(m[t * g.mK]) && m[t * g.mK] < 0;
+      }
+      if (fullyMasked) {
+        std::fill(row, row + g.seq, 0.0f);
+      } else if (std::isnan(row[0])) {
+        for (int64_t t = 0; t < g.seq; ++t)
+          row[t] = std::isnan(row[t]) ? 0.0f : row[t];
+      }
+    }
   }
 
   /// Per-thread scratch of one path; `allocate` sizes it for the geometry.

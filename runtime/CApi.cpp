@@ -306,6 +306,14 @@ octet_status octet_model_open(const char *so_path, const octet_options *options,
 
 void octet_model_destroy(octet_model *model) { delete model; }
 
+const char *octet_model_fusion_report(const octet_model *model) {
+  if (!model) {
+    fail(OCTET_ERROR_INVALID_ARGUMENT, "octet_model_fusion_report: model is null");
+    return nullptr;
+  }
+  return model->fusionReport.c_str();
+}
+
 int32_t octet_model_num_inputs(const octet_model *model) {
   if (!model) {
     fail(OCTET_ERROR_INVALID_ARGUMENT, "octet_model_num_inputs: model is null");

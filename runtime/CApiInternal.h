@@ -61,6 +61,8 @@ struct octet_model {
   mutable octet::rt::RunProfile lastProfile;
   mutable double lastRunSeconds = 0;
   mutable bool haveProfile = false;
+  /// octet_model_fusion_report: the JIT compile's FusionReport::text().
+  std::string fusionReport;
 };
 
 namespace octet {

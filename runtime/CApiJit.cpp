@@ -63,7 +63,8 @@ octet::CompileOptions toCompileOptions(const octet_options *options) {
 }
 
 octet_status modelFromCompile(octet::rt::Status status, std::unique_ptr<Plan> plan,
-                              const octet_options *options, octet_model **model) {
+                              const octet_options *options, const octet::FusionReport &fusion,
+                              octet_model **model) {
   if (!status.ok())
     return fail(compileFailureStatus(status.message()), status.message());
   if (!plan)
@@ -72,7 +73,10 @@ octet_status modelFromCompile(octet::rt::Status status, std::unique_ptr<Plan> pl
   if (std::string why = toCompileOptions(options).kernels.whyNotRunnableHere(); !why.empty())
     return fail(OCTET_ERROR_UNSUPPORTED,
                 why + "; make a model.so for that CPU with octetc compile --target");
-  return octet::capi::modelFromPlan(std::move(plan), options, model);
+  octet_status made = octet::capi::modelFromPlan(std::move(plan), options, model);
+  if (made == OCTET_OK)
+    (*model)->fusionReport = fusion.text();
+  return made;
 }
 
 } // namespace
@@ -90,8 +94,11 @@ octet_status octet_model_create_from_file(const char *onnx_path, const octet_opt
     if (!onnx_path)
       return fail(OCTET_ERROR_INVALID_ARGUMENT, "octet_model_create_from_file: path is null");
     std::unique_ptr<Plan> plan;
-    octet::rt::Status status = octet::compileOnnxFile(onnx_path, toCompileOptions(options), plan);
-    return modelFromCompile(std::move(status), std::move(plan), options, model);
+    octet::CompileOptions compile = toCompileOptions(options);
+    octet::FusionReport fusion;
+    compile.fusionReport = &fusion;
+    octet::rt::Status status = octet::compileOnnxFile(onnx_path, compile, plan);
+    return modelFromCompile(std::move(status), std::move(plan), options, fusion, model);
   });
 }
 
@@ -106,9 +113,11 @@ octet_status octet_model_create_from_bytes(const void *onnx_bytes, size_t size,
     if (size == 0)
       return fail(OCTET_ERROR_INVALID_MODEL, "octet_model_create_from_bytes: the model is empty");
     std::unique_ptr<Plan> plan;
-    octet::rt::Status status =
-        octet::compileOnnxBytes(onnx_bytes, size, toCompileOptions(options), plan);
-    return modelFromCompile(std::move(status), std::move(plan), options, model);
+    octet::CompileOptions compile = toCompileOptions(options);
+    octet::FusionReport fusion;
+    compile.fusionReport = &fusion;
+    octet::rt::Status status = octet::compileOnnxBytes(onnx_bytes, size, compile, plan);
+    return modelFromCompile(std::move(status), std::move(plan), options, fusion, model);
   });
 }
 

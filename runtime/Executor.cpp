@@ -264,6 +264,41 @@ bool evaluateScalars(const Plan &plan, const RunTensor *inputs, std::vector<int6
     case Scalar::Kind::InputDim:
       r = inputs[s.input].dims[s.dim];
       break;
+    case Scalar::Kind::InputElement: {
+      const RunTensor &t = inputs[s.input];
+      const std::string element =
+          "element " + std::to_string(s.dim) + " of input '" + plan.inputs[s.input].name + "'";
+      if (s.dim >= t.numElements()) {
+        f = {RunError::InvalidInput, what() + ": reads " + element + ", which has " +
+                                         std::to_string(t.numElements()) + " elements"};
+        return false;
+      }
+      switch (t.dtype) {
+      case DType::I64:
+        r = static_cast<const int64_t *>(t.data)[s.dim];
+        break;
+      case DType::I32:
+        r = static_cast<const int32_t *>(t.data)[s.dim];
+        break;
+      case DType::I8:
+        r = static_cast<const int8_t *>(t.data)[s.dim];
+        break;
+      case DType::U8:
+        r = static_cast<const uint8_t *>(t.data)[s.dim];
+        break;
+      default:
+        f = {RunError::InvalidInput, what() + ": " + element + " is " + dtypeName(t.dtype) +
+                                         ", not an integer"};
+        return false;
+      }
+      if (r < 0 || r > kMaxInputElementSize) {
+        f = {RunError::InvalidInput, what() + ": " + element + " is " + std::to_string(r) +
+                                         ", not a size in [0, " +
+                                         std::to_string(kMaxInputElementSize) + "]"};
+        return false;
+      }
+      break;
+    }
     case Scalar::Kind::Add:
       overflow = __builtin_add_overflow(a, b, &r);
       break;
@@ -700,6 +735,12 @@ Status validatePlan(const Plan &plan) {
           size_t(s.dim) >= plan.inputs[s.input].dims.size())
         return bad(where + " reads dim " + std::to_string(s.dim) + " of input " +
                    std::to_string(s.input) + ", which does not exist");
+      break;
+    case Scalar::Kind::InputElement:
+      if (s.input < 0 || size_t(s.input) >= plan.inputs.size() || s.dim < 0 ||
+          plan.inputs[s.input].dims.size() > 1)
+        return bad(where + " reads element " + std::to_string(s.dim) + " of input " +
+                   std::to_string(s.input) + ", which is not a 0-D or 1-D input");
       break;
     case Scalar::Kind::Select:
       if (!earlier(s.c))

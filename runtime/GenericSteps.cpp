@@ -106,6 +106,12 @@ const char *binaryName(BinaryKind kind) {
     return "and";
   case BinaryKind::Or:
     return "or";
+  case BinaryKind::Xor:
+    return "xor";
+  case BinaryKind::Mod:
+    return "mod";
+  case BinaryKind::FMod:
+    return "fmod";
   }
   return "binary";
 }
@@ -136,6 +142,20 @@ const char *unaryName(UnaryKind kind) {
     return "sigmoid";
   case UnaryKind::Not:
     return "not";
+  case UnaryKind::Ceil:
+    return "ceil";
+  case UnaryKind::Floor:
+    return "floor";
+  case UnaryKind::Sign:
+    return "sign";
+  case UnaryKind::IsNaN:
+    return "is_nan";
+  case UnaryKind::IsInf:
+    return "is_inf";
+  case UnaryKind::IsPosInf:
+    return "is_inf (positive)";
+  case UnaryKind::IsNegInf:
+    return "is_inf (negative)";
   }
   return "unary";
 }
@@ -280,13 +300,16 @@ public:
     DType type = ctx.dtype(a);
     if (ctx.dtype(b) != type)
       return fail("operand element types differ: " + describe(ctx, a) + " and " + describe(ctx, b));
-    bool logical = kind_ == BinaryKind::And || kind_ == BinaryKind::Or;
+    bool logical = kind_ == BinaryKind::And || kind_ == BinaryKind::Or || kind_ == BinaryKind::Xor;
     bool compare =
         kind_ == BinaryKind::Equal || kind_ == BinaryKind::Less || kind_ == BinaryKind::Greater;
     if (logical && type != DType::Bool)
       return fail("takes bool operands, not " + describe(ctx, a));
     if (!logical && type == DType::Bool && kind_ != BinaryKind::Equal)
       return fail("does not take bool operands (" + describe(ctx, a) + ")");
+    if (kind_ == BinaryKind::Mod && isFloat(type))
+      return fail("takes integers (float remainders are fmod, ONNX Mod's fmod = 1): " +
+                  describe(ctx, a));
     if (Status s = checkDType(ctx, out, compare || logical ? DType::Bool : type, "the output");
         !s.ok())
       return s;
@@ -352,7 +375,54 @@ private:
     case BinaryKind::Or:
       binaryLoop(loop, flags, a, b, [](T x, T y) { return uint8_t((x != 0) | (y != 0)); });
       break;
+    case BinaryKind::Xor:
+      binaryLoop(loop, flags, a, b, [](T x, T y) { return uint8_t((x != 0) != (y != 0)); });
+      break;
+    case BinaryKind::Mod:
+    case BinaryKind::FMod:
+      if constexpr (std::is_floating_point_v<T>)
+        binaryLoop(loop, out, a, b, [](T x, T y) { return std::fmod(x, y); });
+      else
+        return integerRemainder(ctx, loop, out, a, b, kind_ == BinaryKind::Mod);
+      break;
     }
+    return Status();
+  }
+
+  /// The remainder of a truncating division (the dividend's sign), moved to the divisor's
+  /// sign for Mod; a zero divisor is an error naming the first output position it hits.
+  template <class T>
+  Status integerRemainder(const ExecContext &ctx, const Loop<3> &loop, T *out, const T *a,
+                          const T *b, bool divisorSign) const {
+    std::atomic<int64_t> firstZero{std::numeric_limits<int64_t>::max()};
+    forEachRun(loop, [&](int64_t position, int64_t n, const std::array<int64_t, 3> &off,
+                         const std::array<int64_t, 3> &st) {
+      T *o = out + off[0];
+      const T *x = a + off[1], *y = b + off[2];
+      for (int64_t i = 0; i < n; ++i) {
+        T divisor = y[i * st[2]], dividend = x[i * st[1]];
+        if (divisor == 0) {
+          int64_t at = position + i, seen = firstZero.load();
+          while (at < seen && !firstZero.compare_exchange_weak(seen, at)) {
+          }
+          o[i * st[0]] = 0;
+          continue;
+        }
+        if (std::is_signed_v<T> && divisor == T(-1)) { // INT_MIN % -1 traps; it is 0
+          o[i * st[0]] = 0;
+          continue;
+        }
+        T r = T(dividend % divisor);
+        if (divisorSign && r != 0 && ((r < 0) != (divisor < 0)))
+          r = T(r + divisor);
+        o[i * st[0]] = r;
+      }
+    });
+    int64_t at = firstZero.load();
+    if (at != std::numeric_limits<int64_t>::max())
+      return fail("integer modulo by zero at output position " +
+                  indexString(ctx.shape(outputs[0]), at) + " (divisor " + describe(ctx, inputs[1]) +
+                  ")");
     return Status();
   }
 
@@ -443,12 +513,13 @@ public:
       return s;
     TensorId in = inputs[0], out = outputs[0];
     DType type = ctx.dtype(in);
-    bool integerOk = kind_ == UnaryKind::Neg || kind_ == UnaryKind::Abs || kind_ == UnaryKind::Relu;
+    bool integerOk = kind_ == UnaryKind::Neg || kind_ == UnaryKind::Abs ||
+                     kind_ == UnaryKind::Relu || kind_ == UnaryKind::Sign;
     if (kind_ == UnaryKind::Not ? type != DType::Bool
                                 : !(isFloat(type) || (integerOk && isInteger(type))))
       return fail(std::string("does not take ") + dtypeName(type) + " (input " + describe(ctx, in) +
                   ")");
-    if (Status s = checkDType(ctx, out, type, "the output"); !s.ok())
+    if (Status s = checkDType(ctx, out, isTest() ? DType::Bool : type, "the output"); !s.ok())
       return s;
     if (Status s = checkShape(ctx, out, ctx.shape(in)); !s.ok())
       return s;
@@ -458,12 +529,36 @@ public:
       return Status();
     visitDType(type, [&](auto tag) {
       using T = typename decltype(tag)::type;
+      if constexpr (std::is_floating_point_v<T>)
+        if (isTest())
+          return test<T>(loop, ctx.data<uint8_t>(out), ctx.data<T>(in));
       compute<T>(loop, ctx.data<T>(out), ctx.data<T>(in));
     });
     return Status();
   }
 
 private:
+  bool isTest() const {
+    return kind_ == UnaryKind::IsNaN || kind_ == UnaryKind::IsInf ||
+           kind_ == UnaryKind::IsPosInf || kind_ == UnaryKind::IsNegInf;
+  }
+
+  template <class T> void test(const Loop<2> &loop, uint8_t *out, const T *in) const {
+    constexpr T inf = std::numeric_limits<T>::infinity();
+    switch (kind_) {
+    case UnaryKind::IsNaN:
+      return unaryLoop(loop, out, in, [](T x) { return uint8_t(x != x); });
+    case UnaryKind::IsInf:
+      return unaryLoop(loop, out, in, [](T x) { return uint8_t(x == inf || x == -inf); });
+    case UnaryKind::IsPosInf:
+      return unaryLoop(loop, out, in, [](T x) { return uint8_t(x == inf); });
+    case UnaryKind::IsNegInf:
+      return unaryLoop(loop, out, in, [](T x) { return uint8_t(x == -inf); });
+    default:
+      return;
+    }
+  }
+
   template <class T> void compute(const Loop<2> &loop, T *out, const T *in) const {
     if constexpr (std::is_floating_point_v<T>) {
       switch (kind_) {
@@ -494,7 +589,15 @@ private:
       case UnaryKind::Sigmoid:
         return unaryLoop(
             loop, out, in, [](T x) { return T(1) / (T(1) + std::exp(-x)); }, 8);
-      case UnaryKind::Not:
+      case UnaryKind::Ceil:
+        return unaryLoop(loop, out, in, [](T x) { return std::ceil(x); });
+      case UnaryKind::Floor:
+        return unaryLoop(loop, out, in, [](T x) { return std::floor(x); });
+      case UnaryKind::Sign: // NaN stays NaN; -0 gives 0, as numpy
+        return unaryLoop(loop, out, in, [](T x) {
+          return x > T(0) ? T(1) : x < T(0) ? T(-1) : x == T(0) ? T(0) : x;
+        });
+      default:
         return;
       }
     } else {
@@ -507,6 +610,8 @@ private:
         return unaryLoop(loop, out, in, [](T x) { return x < T(0) ? T(0) : x; });
       case UnaryKind::Not:
         return unaryLoop(loop, out, in, [](T x) { return T(x == 0); });
+      case UnaryKind::Sign:
+        return unaryLoop(loop, out, in, [](T x) { return T((x > T(0)) - (x < T(0))); });
       default:
         return;
       }
@@ -832,6 +937,236 @@ public:
                  });
       }
     });
+    return Status();
+  }
+
+private:
+  int axis_;
+};
+
+/// The first (lowest) flat position of a bad index seen by any thread, and its value.
+class FirstBadIndex {
+public:
+  void note(int64_t position, int64_t value) {
+    if (position >= first_.load(std::memory_order_relaxed))
+      return; // an earlier one is known
+#pragma omp critical(octet_first_bad_index)
+    if (position < first_.load()) {
+      first_.store(position);
+      value_ = value;
+    }
+  }
+  bool any() const { return first_.load() != std::numeric_limits<int64_t>::max(); }
+  int64_t position() const { return first_.load(); }
+  int64_t value() const { return value_; }
+
+private:
+  std::atomic<int64_t> first_{std::numeric_limits<int64_t>::max()};
+  int64_t value_ = 0;
+};
+
+class GatherNDStep final : public GenericStep {
+public:
+  explicit GatherNDStep(int batchDims) : batchDims_(batchDims) {}
+  std::string kind() const override { return "gather_nd"; }
+  /// Reads only the slices it picks (output-sized), as a gather.
+  Work work(const ExecContext &ctx) const override {
+    Work w = Step::work(ctx);
+    const TensorId data = inputs[0], out = outputs[0];
+    w.bytes += double(ctx.numElements(out)) * dtypeBytes(ctx.dtype(out)) -
+               double(ctx.numElements(data)) * dtypeBytes(ctx.dtype(data));
+    return w;
+  }
+
+  Status run(const ExecContext &ctx) const override {
+    if (Status s = checkTensors(ctx); !s.ok())
+      return s;
+    TensorId data = inputs[0], indices = inputs[1], out = outputs[0];
+    Shape dataShape = ctx.shape(data), indexShape = ctx.shape(indices);
+    int64_t r = int64_t(dataShape.size()), q = int64_t(indexShape.size()), b = batchDims_;
+    DType indexType = ctx.dtype(indices);
+    if (indexType != DType::I64 && indexType != DType::I32)
+      return fail("the indices " + describe(ctx, indices) + " should be i64 or i32");
+    if (Status s = checkDType(ctx, out, ctx.dtype(data), "the output"); !s.ok())
+      return s;
+    if (r < 1 || q < 1 || b < 0 || b >= std::min(r, q))
+      return fail("batch_dims " + std::to_string(b) + " must be less than the ranks of the data " +
+                  describe(ctx, data) + " and the indices " + describe(ctx, indices));
+    int64_t tuple = indexShape.back();
+    if (tuple < 1 || tuple > r - b)
+      return fail("index tuples of " + std::to_string(tuple) + " entries (indices " +
+                  describe(ctx, indices) + ") do not fit the data " + describe(ctx, data) +
+                  " after " + std::to_string(b) + " batch dims");
+    for (int64_t d = 0; d < b; ++d)
+      if (indexShape[size_t(d)] != dataShape[size_t(d)])
+        return fail("batch dim " + std::to_string(d) + " differs: indices " +
+                    describe(ctx, indices) + ", data " + describe(ctx, data));
+    Shape expected(indexShape.begin(), indexShape.end() - 1);
+    expected.insert(expected.end(), dataShape.begin() + b + tuple, dataShape.end());
+    if (Status s = checkShape(ctx, out, expected); !s.ok())
+      return s;
+
+    int64_t rows = product(Shape(indexShape.begin(), indexShape.end() - 1));
+    Shape innerShape(dataShape.begin() + b + tuple, dataShape.end());
+    int64_t inner = product(innerShape);
+    if (rows * inner == 0)
+      return Status();
+    Shape dataStrides = ctx.strides(data);
+    // The data offset of each batch position.
+    Shape batchShape(dataShape.begin(), dataShape.begin() + b);
+    Shape batchStrides(dataStrides.begin(), dataStrides.begin() + b);
+    int64_t batches = product(batchShape), perBatch = rows / batches;
+    std::vector<int64_t> batchOffsets(size_t(batches), 0);
+    Shape batchFlat = contiguousStrides(batchShape);
+    runRange(makeLoop<2>(batchShape, {&batchFlat, &batchStrides}), 0, batches,
+             [&](int64_t position, int64_t n, const std::array<int64_t, 2> &off,
+                 const std::array<int64_t, 2> &st) {
+               for (int64_t i = 0; i < n; ++i)
+                 batchOffsets[size_t(position + i)] = off[1] + i * st[1];
+             });
+
+    // Every tuple's data offset, every index checked, before anything is written.
+    std::vector<int64_t> offsets(static_cast<size_t>(rows));
+    Shape indexStrides = ctx.strides(indices);
+    int64_t tupleStride = indexStrides.back();
+    Shape rowShape(indexShape.begin(), indexShape.end() - 1);
+    Shape rowStrides(indexStrides.begin(), indexStrides.end() - 1), rowFlat = contiguousStrides(rowShape);
+    Loop<2> rowLoop = makeLoop<2>(rowShape, {&rowFlat, &rowStrides});
+    FirstBadIndex bad;
+    visitDType(indexType, [&](auto tag) {
+      using I = typename decltype(tag)::type;
+      const I *src = ctx.data<I>(indices);
+      forEachRun(
+          rowLoop,
+          [&](int64_t position, int64_t n, const std::array<int64_t, 2> &off,
+              const std::array<int64_t, 2> &st) {
+            for (int64_t i = 0; i < n; ++i) {
+              int64_t row = position + i;
+              const I *t = src + off[1] + i * st[1];
+              int64_t offset = batchOffsets[size_t(row / perBatch)];
+              for (int64_t k = 0; k < tuple; ++k) {
+                int64_t v = int64_t(t[k * tupleStride]), dim = dataShape[size_t(b + k)];
+                if (v < -dim || v >= dim) {
+                  bad.note(row * tuple + k, v);
+                  v = 0;
+                }
+                offset += (v < 0 ? v + dim : v) * dataStrides[size_t(b + k)];
+              }
+              offsets[size_t(row)] = offset;
+            }
+          },
+          tuple);
+    });
+    if (bad.any()) {
+      int64_t k = bad.position() % tuple;
+      return fail("index " + std::to_string(bad.value()) + " at position " +
+                  indexString(indexShape, bad.position()) + " of the indices " +
+                  describe(ctx, indices) + " is out of range [" +
+                  std::to_string(-dataShape[size_t(b + k)]) + ", " +
+                  std::to_string(dataShape[size_t(b + k)]) + ") for dim " +
+                  std::to_string(b + k) + " of the data " + describe(ctx, data));
+    }
+
+    Shape innerStrides(dataStrides.begin() + b + tuple, dataStrides.end());
+    Shape innerFlat = contiguousStrides(innerShape);
+    Loop<2> innerLoop = makeLoop<2>(innerShape, {&innerFlat, &innerStrides});
+    bool innerContiguous = innerLoop.shape.size() == 1 && innerLoop.strides[0][1] == 1;
+    visitDType(ctx.dtype(data), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const T *src = ctx.data<T>(data);
+      T *dst = ctx.data<T>(out);
+      if (inner == 1) { // the attention mask's case: one element per tuple
+#pragma omp parallel for schedule(static) if (rows > kParallelThreshold)
+        for (int64_t row = 0; row < rows; ++row)
+          dst[row] = src[offsets[size_t(row)]];
+        return;
+      }
+#pragma omp parallel for schedule(static) if (rows * inner > kParallelThreshold && rows > 1)
+      for (int64_t row = 0; row < rows; ++row) {
+        const T *from = src + offsets[size_t(row)];
+        T *to = dst + row * inner;
+        if (innerContiguous) {
+          std::memcpy(to, from, size_t(inner) * sizeof(T));
+          continue;
+        }
+        runRange(innerLoop, 0, inner,
+                 [&](int64_t, int64_t n, const std::array<int64_t, 2> &off,
+                     const std::array<int64_t, 2> &st) {
+                   for (int64_t i = 0; i < n; ++i)
+                     to[off[0] + i * st[0]] = from[off[1] + i * st[1]];
+                 });
+      }
+    });
+    return Status();
+  }
+
+private:
+  int batchDims_;
+};
+
+class GatherElementsStep final : public GenericStep {
+public:
+  explicit GatherElementsStep(int axis) : axis_(axis) {}
+  std::string kind() const override { return "gather_elements"; }
+
+  Status run(const ExecContext &ctx) const override {
+    if (Status s = checkTensors(ctx); !s.ok())
+      return s;
+    TensorId data = inputs[0], indices = inputs[1], out = outputs[0];
+    Shape dataShape = ctx.shape(data), indexShape = ctx.shape(indices);
+    int rank = int(dataShape.size());
+    int axis = axis_ < 0 ? axis_ + rank : axis_;
+    if (axis < 0 || axis >= rank)
+      return fail("axis " + std::to_string(axis_) + " is out of range for the data " +
+                  describe(ctx, data));
+    DType indexType = ctx.dtype(indices);
+    if (indexType != DType::I64 && indexType != DType::I32)
+      return fail("the indices " + describe(ctx, indices) + " should be i64 or i32");
+    if (Status s = checkDType(ctx, out, ctx.dtype(data), "the output"); !s.ok())
+      return s;
+    if (int(indexShape.size()) != rank)
+      return fail("the indices " + describe(ctx, indices) + " should have the rank of the data " +
+                  describe(ctx, data));
+    for (int d = 0; d < rank; ++d)
+      if (d != axis && indexShape[size_t(d)] > dataShape[size_t(d)])
+        return fail("dim " + std::to_string(d) + " of the indices " + describe(ctx, indices) +
+                    " exceeds the data's " + describe(ctx, data));
+    if (Status s = checkShape(ctx, out, indexShape); !s.ok())
+      return s;
+    Shape outStrides = contiguousStrides(indexShape), indexStrides = ctx.strides(indices);
+    Shape dataStrides = ctx.strides(data);
+    int64_t dim = dataShape[size_t(axis)], axisStride = dataStrides[size_t(axis)];
+    dataStrides[size_t(axis)] = 0; // the index gives the position along the axis
+    Loop<3> loop = makeLoop<3>(indexShape, {&outStrides, &indexStrides, &dataStrides});
+    if (loop.total == 0)
+      return Status();
+    FirstBadIndex bad;
+    visitDType(indexType, [&](auto indexTag) {
+      using I = typename decltype(indexTag)::type;
+      const I *idx = ctx.data<I>(indices);
+      visitDType(ctx.dtype(data), [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        const T *src = ctx.data<T>(data);
+        T *dst = ctx.data<T>(out);
+        forEachRun(loop, [&](int64_t position, int64_t n, const std::array<int64_t, 3> &off,
+                             const std::array<int64_t, 3> &st) {
+          for (int64_t i = 0; i < n; ++i) {
+            int64_t v = int64_t(idx[off[1] + i * st[1]]);
+            if (v < -dim || v >= dim) {
+              bad.note(position + i, v);
+              continue;
+            }
+            dst[off[0] + i * st[0]] = src[off[2] + i * st[2] + (v < 0 ? v + dim : v) * axisStride];
+          }
+        });
+      });
+    });
+    if (bad.any())
+      return fail("index " + std::to_string(bad.value()) + " at position " +
+                  indexString(indexShape, bad.position()) + " of the indices " +
+                  describe(ctx, indices) + " is out of range [" + std::to_string(-dim) + ", " +
+                  std::to_string(dim) + ") for axis " + std::to_string(axis) + " of the data " +
+                  describe(ctx, data));
     return Status();
   }
 
@@ -1382,6 +1717,12 @@ StepPtr makeWhere(TensorId condition, TensorId a, TensorId b, TensorId out) {
 }
 StepPtr makeGather(TensorId data, TensorId indices, int axis, TensorId out) {
   return make<GatherStep>({data, indices}, out, axis);
+}
+StepPtr makeGatherND(TensorId data, TensorId indices, int batchDims, TensorId out) {
+  return make<GatherNDStep>({data, indices}, out, batchDims);
+}
+StepPtr makeGatherElements(TensorId data, TensorId indices, int axis, TensorId out) {
+  return make<GatherElementsStep>({data, indices}, out, axis);
 }
 StepPtr makeCopy(TensorId in, TensorId out) { return make<CopyStep>({in}, out); }
 StepPtr makeConcat(std::vector<TensorId> ins, int axis, TensorId out) {

@@ -115,6 +115,9 @@ void describeScalar(std::ostream &os, const Plan &plan, const Scalar &s) {
   case Scalar::Kind::InputDim:
     os << "input" << s.input << ".dim" << s.dim;
     break;
+  case Scalar::Kind::InputElement:
+    os << "input" << s.input << "[" << s.dim << "]";
+    break;
   case Scalar::Kind::Add:
     os << a << " + " << b;
     break;

@@ -55,6 +55,10 @@ struct Scalar {
     Select,    ///< a != 0 ? b : c
     Broadcast, ///< numpy broadcast of dims a and b (1 stretches), error if they differ
     Equal,     ///< a, error unless a == b (e.g. a matmul's inner dims)
+    /// Element `dim` (flat position) of integer input `input`, read before any
+    /// step: a size a model takes as data (Tile's repeats, Expand's shape).
+    /// An error when it is negative or above kMaxInputElementSize.
+    InputElement,
   };
   enum class Predicate : uint8_t { Eq, Ne, Lt, Le, Gt, Ge };
   Kind kind = Kind::Constant;
@@ -65,6 +69,10 @@ struct Scalar {
   /// For the checking kinds (and division by zero): what is computed, for the error.
   std::string what;
 };
+
+/// The largest size a Scalar::Kind::InputElement may read: a shape entry
+/// beyond it is an input error, not an allocation attempt.
+constexpr int64_t kMaxInputElementSize = (int64_t(1) << 31) - 1;
 
 enum class Storage : uint8_t { Input, Output, Constant, Arena, View };
 

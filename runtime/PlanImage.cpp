@@ -16,6 +16,8 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/PlanImage.h"
 
+#include "runtime/Executor.h"
+
 #include "compiler/codegen/x86/KernelGenerator.h"
 #include "runtime/StepRecipe.h"
 
@@ -303,6 +305,12 @@ struct SpecWriter {
   void operator()(const recipe::Cast &r) { w.i32(r.in), w.i32(r.out); }
   void operator()(const recipe::Where &r) { w.i32(r.condition), w.i32(r.a), w.i32(r.b), w.i32(r.out); }
   void operator()(const recipe::Gather &r) { w.i32(r.data), w.i32(r.indices), w.i32(r.axis), w.i32(r.out); }
+  void operator()(const recipe::GatherND &r) {
+    w.i32(r.data), w.i32(r.indices), w.i32(r.batchDims), w.i32(r.out);
+  }
+  void operator()(const recipe::GatherElements &r) {
+    w.i32(r.data), w.i32(r.indices), w.i32(r.axis), w.i32(r.out);
+  }
   void operator()(const recipe::Copy &r) { w.i32(r.in), w.i32(r.out); }
   void operator()(const recipe::Concat &r) { w.vec(r.ins), w.i32(r.axis), w.i32(r.out); }
   void operator()(const recipe::Reduce &r) { w.u8(uint8_t(r.kind)), w.i32(r.in), w.vec(r.axes), w.i32(r.out); }
@@ -339,7 +347,7 @@ struct SpecWriter {
   void operator()(const recipe::Attention &r) {
     const AttentionSpec &s = r.spec;
     w.i32(s.q), w.i32(s.k), w.i32(s.v), w.i32(s.mask), w.i32(s.output);
-    w.i64(s.numHeads), w.f32(s.scale), w.u8(s.bf16);
+    w.i64(s.numHeads), w.f32(s.scale), w.u8(s.bf16), w.u8(s.zeroMaskedRows);
   }
   void operator()(const recipe::FusedElementwise &r) {
     program(r.program);
@@ -415,12 +423,12 @@ struct SpecReader {
     using namespace recipe;
     switch (index) {
     case 0: {
-      Binary b{r.enumeration(BinaryKind::Or, "binary kind"), 0, 0, 0};
+      Binary b{r.enumeration(BinaryKind::FMod, "binary kind"), 0, 0, 0};
       b.a = r.i32(), b.b = r.i32(), b.out = r.i32();
       return b;
     }
     case 1: {
-      Unary u{r.enumeration(UnaryKind::Not, "unary kind"), 0, 0};
+      Unary u{r.enumeration(UnaryKind::IsNegInf, "unary kind"), 0, 0};
       u.in = r.i32(), u.out = r.i32();
       return u;
     }
@@ -504,6 +512,7 @@ struct SpecReader {
       AttentionSpec s;
       s.q = r.i32(), s.k = r.i32(), s.v = r.i32(), s.mask = r.i32(), s.output = r.i32();
       s.numHeads = r.i64(), s.scale = r.f32(), s.bf16 = r.u8() != 0;
+      s.zeroMaskedRows = r.u8() != 0;
       return Attention{s};
     }
     case 16: {
@@ -554,6 +563,16 @@ struct SpecReader {
       s.provider = choice();
       return QLinear{s, outType};
     }
+    case 21: {
+      GatherND g{};
+      g.data = r.i32(), g.indices = r.i32(), g.batchDims = r.i32(), g.out = r.i32();
+      return g;
+    }
+    case 22: {
+      GatherElements g{};
+      g.data = r.i32(), g.indices = r.i32(), g.axis = r.i32(), g.out = r.i32();
+      return g;
+    }
     }
     if (r.error.empty())
       r.error = "unknown step recipe " + std::to_string(index);
@@ -561,7 +580,7 @@ struct SpecReader {
   }
 };
 
-static_assert(std::variant_size_v<StepRecipe::Call> == 21,
+static_assert(std::variant_size_v<StepRecipe::Call> == 23,
               "a new recipe needs its SpecWriter and SpecReader cases and a format version bump");
 
 // ---- Kernel options ---------------------------------------------------------
@@ -776,7 +795,7 @@ Status readPlanImage(const PlanImageView &image, std::shared_ptr<const void> own
   auto plan = std::make_unique<Plan>();
   plan->scalars.resize(r.count(30));
   for (Scalar &s : plan->scalars) {
-    s.kind = r.enumeration(Scalar::Kind::Equal, "scalar kind");
+    s.kind = r.enumeration(Scalar::Kind::InputElement, "scalar kind");
     s.value = r.i64(), s.input = r.i32(), s.dim = r.i32();
     s.a = r.i32(), s.b = r.i32(), s.c = r.i32();
     s.predicate = r.enumeration(Scalar::Predicate::Ge, "predicate");
@@ -848,6 +867,11 @@ Status readPlanImage(const PlanImageView &image, std::shared_ptr<const void> own
         return "";
       });
   plan->keepAlive.push_back(std::move(owner));
+  // Every id the tables and recipes hold was read from the file: the Plan is
+  // checked whole here, so no caller can get one that is malformed (found by
+  // test/fuzz plan_image: an output tensor whose output slot names another).
+  if (Status valid = validatePlan(*plan); !valid.ok())
+    return Status::error("the compiled model is corrupt: " + valid.message());
   if (optionsOut)
     *optionsOut = options;
   out = std::move(plan);

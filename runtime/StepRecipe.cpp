@@ -72,6 +72,13 @@ StepPtr callFactory(const StepRecipe::Call &call, const KernelOptions &options,
       return makeQuantizePerRow(r.in, r.out, r.scaleOut, options, error);
     }
     StepPtr operator()(const QLinear &r) { return makeQLinear(r.spec, r.outType, options, error); }
+    StepPtr operator()(const GatherND &r) {
+      return orError(makeGatherND(r.data, r.indices, r.batchDims, r.out), "gather_nd", error);
+    }
+    StepPtr operator()(const GatherElements &r) {
+      return orError(makeGatherElements(r.data, r.indices, r.axis, r.out), "gather_elements",
+                     error);
+    }
   };
   return std::visit(Visitor{options, error}, call);
 }

@@ -106,6 +106,16 @@ struct QLinear {
   QLinearSpec spec;
   DType outType;
 };
+struct GatherND {
+  TensorId data, indices;
+  int batchDims;
+  TensorId out;
+};
+struct GatherElements {
+  TensorId data, indices;
+  int axis;
+  TensorId out;
+};
 } // namespace recipe
 
 struct StepRecipe {
@@ -116,7 +126,8 @@ struct StepRecipe {
                    recipe::Copy, recipe::Concat, recipe::Reduce, recipe::CumSum, recipe::Softmax,
                    recipe::Range, recipe::FromElements, recipe::MatMul, recipe::Linear,
                    recipe::LayerNorm, recipe::Attention, recipe::FusedElementwise,
-                   recipe::Quantize, recipe::Dequantize, recipe::QuantizePerRow, recipe::QLinear>;
+                   recipe::Quantize, recipe::Dequantize, recipe::QuantizePerRow, recipe::QLinear,
+                   recipe::GatherND, recipe::GatherElements>;
   Call call;
 };
 

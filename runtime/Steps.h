@@ -40,12 +40,19 @@ using StepPtr = std::unique_ptr<Step>;
 
 // ---- Generic steps ---------------------------------------------------------
 
-enum class BinaryKind { Add, Sub, Mul, Div, Pow, Max, Min, Equal, Less, Greater, And, Or };
-enum class UnaryKind { Neg, Abs, Exp, Log, Erf, Tanh, Sqrt, Rsqrt, Reciprocal, Relu, Sigmoid, Not };
+/// The kinds' order is part of the AOT format (PlanImage): append at the end.
+enum class BinaryKind { Add, Sub, Mul, Div, Pow, Max, Min, Equal, Less, Greater, And, Or, Xor, Mod, FMod };
+enum class UnaryKind {
+  Neg, Abs, Exp, Log, Erf, Tanh, Sqrt, Rsqrt, Reciprocal, Relu, Sigmoid, Not,
+  Ceil, Floor, Sign,
+  IsNaN, IsInf, IsPosInf, IsNegInf ///< f32/f64 in, Bool out
+};
 enum class ReduceKind { Mean, Sum, Max, Min };
 
-/// out = a (op) b, numpy broadcasting; comparisons write Bool, And/Or take Bool.
+/// out = a (op) b, numpy broadcasting; comparisons write Bool, And/Or/Xor take Bool.
 /// Integer Div truncates toward zero and reports division by zero as an error.
+/// Mod (integers only) takes the divisor's sign, as Python's %; FMod the
+/// dividend's, as C's fmod; an integer divisor of 0 is an error.
 StepPtr makeBinary(BinaryKind kind, TensorId a, TensorId b, TensorId out);
 StepPtr makeUnary(UnaryKind kind, TensorId in, TensorId out);
 /// Element type conversion (float → int truncates toward zero, as ONNX Cast).
@@ -54,6 +61,14 @@ StepPtr makeWhere(TensorId condition, TensorId a, TensorId b, TensorId out);
 /// numpy.take(data, indices, axis); negative indices count from the end; an
 /// index out of range is an error naming the value and its position.
 StepPtr makeGather(TensorId data, TensorId indices, int axis, TensorId out);
+/// ONNX GatherND: out = indices.shape[:-1] + data.shape[batchDims + q:], each
+/// q-tuple of `indices` (i64/i32) picking a slice of data within its batch.
+/// Every index is checked first: one out of range is an error naming its
+/// position and value. OpenMP over the tuples when large.
+StepPtr makeGatherND(TensorId data, TensorId indices, int batchDims, TensorId out);
+/// ONNX GatherElements (numpy.take_along_axis): out has indices' shape and
+/// out[i...] = data[i... with indices[i...] in dim `axis`]; checked as makeGatherND.
+StepPtr makeGatherElements(TensorId data, TensorId indices, int axis, TensorId out);
 /// Copies any view (slice, transpose, expand) into the contiguous `out`.
 StepPtr makeCopy(TensorId in, TensorId out);
 StepPtr makeConcat(std::vector<TensorId> ins, int axis, TensorId out);
@@ -177,6 +192,9 @@ struct AttentionSpec {
   /// Q·Kᵀ and P·V may run on bf16 operands (AMX-BF16, f32 sums) where the
   /// target has AMX-BF16 (KernelOptions::attentionBf16, docs/attention-bf16.md).
   bool bf16 = false;
+  /// Probabilities that come out NaN (rows whose scores are all -inf: fully
+  /// masked) are 0, as Where(IsNaN(p), 0, p) after the softmax makes them.
+  bool zeroMaskedRows = false;
 };
 StepPtr makeAttention(const AttentionSpec &spec, const KernelOptions &options,
                       std::string &error);

@@ -87,6 +87,20 @@ private:
   const octet::CompileOptions &options_;
 };
 
+/// Fills CompileOptions::fusionReport right after octet-recognize.
+class FusionReportAfterRecognize : public PassInstrumentation {
+public:
+  explicit FusionReportAfterRecognize(octet::FusionReport &report) : report_(report) {}
+  void runAfterPass(Pass *pass, Operation *op) override {
+    if (pass->getArgument() == "octet-recognize")
+      if (auto func = dyn_cast<func::FuncOp>(op))
+        report_ = octet::explainFusion(func);
+  }
+
+private:
+  octet::FusionReport &report_;
+};
+
 /// The FP32 pipeline's function passes as text ("octet-cleanup,..."), for messages.
 std::string fp32PassNames(MLIRContext &ctx) {
   PassManager pm(&ctx, ModuleOp::getOperationName());
@@ -146,6 +160,8 @@ rt::Status runPasses(MLIRContext &ctx, ModuleOp module, const octet::CompileOpti
   PassManager pm(&ctx, ModuleOp::getOperationName());
   if (rt::Status built = build(pm); !built.ok())
     return built;
+  if (options.fusionReport)
+    pm.addInstrumentation(std::make_unique<FusionReportAfterRecognize>(*options.fusionReport));
   if (options.irAfterPass) {
     ctx.disableMultithreading();
     pm.addInstrumentation(std::make_unique<IrAfterPass>(options));
@@ -291,6 +307,14 @@ rt::Status octet::validateCompileOptions(const CompileOptions &options) {
   return rt::Status();
 }
 
+/// What the importer may read and claim, from the compile options.
+static octet::ImportLimits importLimits(const octet::CompileOptions &options) {
+  octet::ImportLimits limits;
+  limits.externalDataDir = options.externalDataDir;
+  limits.memoryBudget = options.memoryBudget;
+  return limits;
+}
+
 rt::Status octet::compileOnnxFile(const std::string &path, const CompileOptions &options,
                                   std::unique_ptr<rt::Plan> &plan) {
   if (rt::Status valid = validateCompileOptions(options); !valid.ok())
@@ -308,14 +332,6 @@ rt::Status octet::compileOnnxFileToImage(const std::string &path, const CompileO
   if (rt::Status valid = validateCompileOptions(options); !valid.ok())
     return valid;
   std::string diagnostics;
-/// What the importer may read and claim, from the compile options.
-static octet::ImportLimits importLimits(const octet::CompileOptions &options) {
-  octet::ImportLimits limits;
-  limits.externalDataDir = options.externalDataDir;
-  limits.memoryBudget = options.memoryBudget;
-  return limits;
-}
-
   std::unique_ptr<rt::Plan> plan;
   rt::Status status = withContext(diagnostics, [&](MLIRContext &ctx) {
     return compileModule(ctx, importOnnxFile(ctx, path, importLimits(options)), options,

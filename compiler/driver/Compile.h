@@ -10,6 +10,7 @@
 #ifndef OCTET_COMPILER_DRIVER_COMPILE_H
 #define OCTET_COMPILER_DRIVER_COMPILE_H
 
+#include "compiler/passes/FusionReport.h"
 #include "runtime/Plan.h"
 #include "runtime/PlanImage.h"
 #include "runtime/Steps.h"
@@ -67,6 +68,9 @@ struct CompileOptions {
   /// The most bytes the model's constants may claim, checked before reading
   /// any; 0: this host's physical memory.
   uint64_t memoryBudget = 0;
+  /// Filled after octet-recognize when set: the blocks that stayed unfused and
+  /// why (octetc --explain-fusion, the warning line, the C API's report).
+  FusionReport *fusionReport = nullptr;
   /// Calibration progress lines ("calibrate: batch 3/16 (1.2 s)"); none when unset.
   std::function<void(const std::string &line)> progress;
 };

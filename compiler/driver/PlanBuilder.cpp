@@ -676,7 +676,8 @@ FailureOr<std::vector<ScalarId>> PlanWalker::resultShape(Operation *op, Value re
   StringRef name = op->getName().getStringRef();
   bool broadcasting = isa<octet::AddOp, octet::SubOp, octet::MulOp, octet::DivOp, octet::PowOp,
                           octet::MaxOp, octet::MinOp, octet::EqualOp, octet::LessOp,
-                          octet::GreaterOp, octet::AndOp, octet::OrOp, octet::WhereOp>(op) ||
+                          octet::GreaterOp, octet::AndOp, octet::OrOp, octet::XorOp,
+                          octet::ModOp, octet::WhereOp>(op) ||
                       name == "octet.fused";
   if (broadcasting) {
     std::string where = locationName(op->getLoc());
@@ -732,6 +733,16 @@ FailureOr<std::vector<ScalarId>> PlanWalker::resultShape(Operation *op, Value re
     rule.assign(data.begin(), data.begin() + axis);
     rule.insert(rule.end(), indices.begin(), indices.end());
     rule.insert(rule.end(), data.begin() + axis + 1, data.end());
+  } else if (auto gather = dyn_cast<octet::GatherNDOp>(op)) {
+    std::vector<ScalarId> data = shapeOf(0), indices = shapeOf(1);
+    int64_t batchDims = gather.getBatchDims();
+    int64_t tuple = gather.getIndices().getType().getShape().back();
+    for (int64_t d = 0; d < batchDims; ++d)
+      arith(K::Equal, indices[d], data[d], "gather_nd batch dims (indices vs data)");
+    rule.assign(indices.begin(), indices.end() - 1);
+    rule.insert(rule.end(), data.begin() + batchDims + tuple, data.end());
+  } else if (isa<octet::GatherElementsOp>(op)) {
+    rule = shapeOf(1);
   } else if (auto concat = dyn_cast<octet::ConcatOp>(op)) {
     rule = shapeOf(0);
     int64_t axis = concat.getAxis();
@@ -877,6 +888,21 @@ LogicalResult PlanWalker::visitIndexOp(Operation *op) {
     id = select(operand(0), operand(1), operand(2));
   } else if (isa<arith::IndexCastOp, arith::IndexCastUIOp, arith::ExtSIOp>(op)) {
     id = operand(0);
+  } else if (auto element = dyn_cast<octet::ElementIndexOp>(op)) {
+    // The runtime evaluates every size once per run, before any step: it can
+    // read a graph input's elements then, never a tensor the model computes.
+    auto arg = dyn_cast<BlockArgument>(element.getInput());
+    if (!arg || arg.getOwner() != &func_.front())
+      return op->emitError() << "a size is read from the elements of a tensor the model "
+                                "computes; sizes may come from graph inputs' elements only "
+                                "(the runtime evaluates them before any step)",
+             failure();
+    Scalar s;
+    s.kind = K::InputElement;
+    s.input = int32_t(arg.getArgNumber());
+    s.dim = int32_t(element.getPosition());
+    s.what = what;
+    id = addScalar(s);
   } else {
     return op->emitError() << "index op " << op->getName()
                            << " is not supported by the plan builder",
@@ -1397,6 +1423,8 @@ LogicalResult PlanWalker::visit(Operation *op) {
       .Case([&](octet::GreaterOp) { return binary(BK::Greater); })
       .Case([&](octet::AndOp) { return binary(BK::And); })
       .Case([&](octet::OrOp) { return binary(BK::Or); })
+      .Case([&](octet::XorOp) { return binary(BK::Xor); })
+      .Case([&](octet::ModOp m) { return binary(m.getFmod() ? BK::FMod : BK::Mod); })
       .Case([&](octet::NegOp) { return unary(UK::Neg); })
       .Case([&](octet::AbsOp) { return unary(UK::Abs); })
       .Case([&](octet::ExpOp) { return unary(UK::Exp); })
@@ -1409,12 +1437,30 @@ LogicalResult PlanWalker::visit(Operation *op) {
       .Case([&](octet::ReluOp) { return unary(UK::Relu); })
       .Case([&](octet::SigmoidOp) { return unary(UK::Sigmoid); })
       .Case([&](octet::NotOp) { return unary(UK::Not); })
+      .Case([&](octet::CeilOp) { return unary(UK::Ceil); })
+      .Case([&](octet::FloorOp) { return unary(UK::Floor); })
+      .Case([&](octet::SignOp) { return unary(UK::Sign); })
+      .Case([&](octet::IsNanOp) { return unary(UK::IsNaN); })
+      .Case([&](octet::IsInfOp t) {
+        bool negative = t.getDetectNegative(), positive = t.getDetectPositive();
+        if (!negative && !positive) // nothing to detect: x < x is false for every x, NaN too
+          return addStep(op, rt::recipe::Binary{BK::Less, ins[0], ins[0], out}, opName.str());
+        return unary(negative && positive ? UK::IsInf : positive ? UK::IsPosInf : UK::IsNegInf);
+      })
       .Case([&](octet::CastOp) { return addStep(op, rt::recipe::Cast{ins[0], out}, "cast"); })
       .Case([&](octet::WhereOp) {
         return addStep(op, rt::recipe::Where{ins[0], ins[1], ins[2], out}, "where");
       })
       .Case([&](octet::GatherOp g) {
         return addStep(op, rt::recipe::Gather{ins[0], ins[1], int(g.getAxis()), out}, "gather");
+      })
+      .Case([&](octet::GatherNDOp g) {
+        return addStep(op, rt::recipe::GatherND{ins[0], ins[1], int(g.getBatchDims()), out},
+                       "gather_nd");
+      })
+      .Case([&](octet::GatherElementsOp g) {
+        return addStep(op, rt::recipe::GatherElements{ins[0], ins[1], int(g.getAxis()), out},
+                       "gather_elements");
       })
       .Case([&](octet::ConcatOp c) {
         return addStep(op, rt::recipe::Concat{ins, int(c.getAxis()), out}, "concat");
@@ -1462,6 +1508,7 @@ LogicalResult PlanWalker::visit(Operation *op) {
         spec.numHeads = a.getNumHeads();
         spec.scale = a.getScale().convertToFloat();
         spec.bf16 = options_.attentionBf16;
+        spec.zeroMaskedRows = a.getZeroMaskedRows();
         return addStep(op, rt::recipe::Attention{spec}, "attention");
       })
       .Default([&](Operation *) -> LogicalResult {

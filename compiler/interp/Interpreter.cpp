@@ -288,6 +288,8 @@ private:
   FailureOr<HostTensor> concat(ConcatOp op);
   FailureOr<HostTensor> slice(SliceOp op);
   FailureOr<HostTensor> gather(GatherOp op);
+  FailureOr<HostTensor> gatherND(GatherNDOp op);
+  FailureOr<HostTensor> gatherElements(GatherElementsOp op);
   FailureOr<HostTensor> quantize(Operation *op, const HostTensor &x, Value scale, Value zeroPoint,
                                  std::optional<uint64_t> axis, bool dequantize, Type resultType);
   LogicalResult dynamicQuantize(DynamicQuantizeOp op);
@@ -421,6 +423,7 @@ FailureOr<HostTensor> Interpreter::binary(Operation *op, const HostTensor &a, co
         .Case([&](EqualOp) { return double(x == y); })
         .Case([&](LessOp) { return double(x < y); })
         .Case([&](GreaterOp) { return double(x > y); })
+        .Case([&](ModOp) { return std::fmod(x, y); }) // the verifier requires fmod on floats
         .Default([](Operation *) { return NAN; });
   };
   // Integers wrap (two's complement through uint64) and divide toward zero.
@@ -452,6 +455,17 @@ FailureOr<HostTensor> Interpreter::binary(Operation *op, const HostTensor &a, co
         .Case([&](GreaterOp) { return int64_t(x > y); })
         .Case([&](AndOp) { return int64_t(x && y); })
         .Case([&](OrOp) { return int64_t(x || y); })
+        .Case([&](XorOp) { return int64_t(bool(x) != bool(y)); })
+        .Case([&](ModOp mod) -> FailureOr<int64_t> {
+          if (y == 0)
+            return op->emitError() << "integer modulo by zero";
+          if (y == -1)
+            return int64_t(0);
+          int64_t r = x % y; // the dividend's sign (fmod)
+          if (!mod.getFmod() && r != 0 && (r < 0) != (y < 0))
+            r += y; // the divisor's sign
+          return r;
+        })
         .Default([&](Operation *) { return op->emitError() << "unsupported binary op"; });
   };
   if (b.elementType != operandType)
@@ -485,6 +499,8 @@ FailureOr<HostTensor> Interpreter::unary(Operation *op, const HostTensor &a) {
         r.ints[o] = wrapToInt(type, x < 0 ? int64_t(0 - u(x)) : x);
       else if (isa<NotOp>(op))
         r.ints[o] = !x;
+      else if (isa<SignOp>(op))
+        r.ints[o] = (x > 0) - (x < 0);
       else
         return op->emitError() << "unsupported on integers";
       return success();
@@ -503,6 +519,9 @@ FailureOr<HostTensor> Interpreter::unary(Operation *op, const HostTensor &a) {
         .Case([&](ReciprocalOp) { return 1.0 / x; })
         .Case([&](ReluOp) { return x < 0 ? 0.0 : x; })
         .Case([&](SigmoidOp) { return 1.0 / (1.0 + std::exp(-x)); })
+        .Case([&](CeilOp) { return std::ceil(x); })
+        .Case([&](FloorOp) { return std::floor(x); })
+        .Case([&](SignOp) { return std::isnan(x) ? x : double((x > 0) - (x < 0)); })
         .Default([](Operation *) { return NAN; });
   };
   return elementwise(op, type, {&a}, [&](HostTensor &r, int64_t o, ArrayRef<int64_t> in) {
@@ -936,6 +955,9 @@ FailureOr<HostTensor> Interpreter::attention(AttentionOp op) {
       scores[j] = scale * dot + (maskTensor ? maskTensor->floats[o[1] + j * mask.strides[3]] : 0.0);
     }
     softmaxLane(scores);
+    if (op.getZeroMaskedRows())
+      for (double &p : scores)
+        p = std::isnan(p) ? 0.0 : p;
     for (int64_t d = 0; d < dim; ++d) {
       double sum = 0;
       for (int64_t j = 0; j < seq; ++j)
@@ -1097,6 +1119,67 @@ FailureOr<HostTensor> Interpreter::gather(GatherOp op) {
       for (int64_t i = 0; i < inner; ++i)
         copyElement(r, (o * count + j) * inner + i, data, (o * dim + index) * inner + i);
   }
+  return r;
+}
+
+/// ONNX GatherND: result[b..., i..., rest...] = data[b..., indices[b..., i..., :], rest...].
+FailureOr<HostTensor> Interpreter::gatherND(GatherNDOp op) {
+  const HostTensor &data = in(op.getData()), &indices = in(op.getIndices());
+  int64_t batchDims = op.getBatchDims();
+  ArrayRef<int64_t> ds = data.shape, is = indices.shape;
+  int64_t tuple = is.back();
+  if (ds.take_front(batchDims) != is.take_front(batchDims))
+    return op.emitError() << "gather_nd batch dims differ: data " << shapeString(ds) << ", indices "
+                          << shapeString(is);
+  SmallVector<int64_t> shape(is.drop_back());
+  shape.append(ds.begin() + batchDims + tuple, ds.end());
+  int64_t batches = product(ds.take_front(batchDims));
+  int64_t perBatch = product(is.drop_back().drop_front(batchDims));
+  int64_t inner = product(ds.drop_front(batchDims + tuple));
+  SmallVector<int64_t> dataStrides = contiguousStrides(ds);
+  int64_t batchStride = batchDims ? dataStrides[batchDims - 1] : 0;
+  HostTensor r = HostTensor::zeros(data.elementType, shape);
+  for (int64_t b = 0; b < batches; ++b)
+    for (int64_t j = 0; j < perBatch; ++j) {
+      int64_t row = b * perBatch + j, offset = b * batchStride;
+      for (int64_t t = 0; t < tuple; ++t) {
+        int64_t dim = ds[batchDims + t], index = indices.ints[row * tuple + t];
+        if (index < -dim || index >= dim)
+          return op.emitError() << "gather_nd index " << index << " out of range for a dim of "
+                                << dim;
+        offset += (index < 0 ? index + dim : index) * dataStrides[batchDims + t];
+      }
+      for (int64_t i = 0; i < inner; ++i)
+        copyElement(r, row * inner + i, data, offset + i);
+    }
+  return r;
+}
+
+/// ONNX GatherElements: result[i...] = data[i... with indices[i...] in dim `axis`].
+FailureOr<HostTensor> Interpreter::gatherElements(GatherElementsOp op) {
+  const HostTensor &data = in(op.getData()), &indices = in(op.getIndices());
+  int64_t axis = op.getAxis(), dim = data.shape[axis];
+  for (size_t d = 0; d < data.shape.size(); ++d)
+    if (int64_t(d) != axis && indices.shape[d] > data.shape[d])
+      return op.emitError() << "gather_elements indices " << shapeString(indices.shape)
+                            << " exceed the data " << shapeString(data.shape) << " in dim " << d;
+  Access read{0, contiguousStrides(data.shape)};
+  int64_t axisStride = read.strides[axis];
+  read.strides[axis] = 0;
+  HostTensor r = HostTensor::zeros(data.elementType, indices.shape);
+  LogicalResult status = success();
+  forEachIndex(indices.shape, {read, contiguous(indices.shape)}, [&](ArrayRef<int64_t> o) {
+    int64_t index = indices.ints[o[1]];
+    if (index < -dim || index >= dim) {
+      if (succeeded(status))
+        status = op.emitError() << "gather_elements index " << index
+                                << " out of range for a dim of " << dim;
+      return;
+    }
+    copyElement(r, o[1], data, o[0] + (index < 0 ? index + dim : index) * axisStride);
+  });
+  if (failed(status))
+    return failure();
   return r;
 }
 
@@ -1445,6 +1528,14 @@ LogicalResult Interpreter::execute(Operation *op) {
     scalars[dim.getResult()] = t.shape[dim.getIndex()];
     return success();
   }
+  if (auto element = dyn_cast<ElementIndexOp>(op)) {
+    const HostTensor &t = in(element.getInput());
+    if (int64_t(element.getPosition()) >= t.numElements())
+      return op->emitError() << "element_index position " << element.getPosition()
+                             << " is out of range for " << t.numElements() << " elements";
+    scalars[element.getResult()] = t.ints[element.getPosition()];
+    return success();
+  }
   if (auto dq = dyn_cast<DynamicQuantizeOp>(op))
     return dynamicQuantize(dq);
   if (auto q = dyn_cast<QuantizePerRowOp>(op))
@@ -1478,10 +1569,27 @@ LogicalResult Interpreter::execute(Operation *op) {
             }
             return out;
           })
-          .Case<AddOp, SubOp, MulOp, DivOp, PowOp, MaxOp, MinOp, EqualOp, LessOp, GreaterOp, AndOp, OrOp>(
+          .Case<AddOp, SubOp, MulOp, DivOp, PowOp, MaxOp, MinOp, EqualOp, LessOp, GreaterOp, AndOp, OrOp,
+                XorOp, ModOp>(
               [&](Operation *) { return binary(op, in(op->getOperand(0)), in(op->getOperand(1))); })
           .Case<NegOp, AbsOp, ExpOp, LogOp, ErfOp, TanhOp, SqrtOp, RsqrtOp, ReciprocalOp, ReluOp, SigmoidOp,
-                NotOp>([&](Operation *) { return unary(op, in(op->getOperand(0))); })
+                NotOp, CeilOp, FloorOp, SignOp>([&](Operation *) { return unary(op, in(op->getOperand(0))); })
+          .Case([&](IsNanOp t) {
+            const HostTensor &x = in(t.getInput());
+            return elementwise(op, resultType, {&x}, [&](HostTensor &r, int64_t o, ArrayRef<int64_t> i) {
+              r.ints[o] = std::isnan(x.floats[i[0]]);
+              return success();
+            });
+          })
+          .Case([&](IsInfOp t) {
+            const HostTensor &x = in(t.getInput());
+            bool negative = t.getDetectNegative(), positive = t.getDetectPositive();
+            return elementwise(op, resultType, {&x}, [&](HostTensor &r, int64_t o, ArrayRef<int64_t> i) {
+              double v = x.floats[i[0]];
+              r.ints[o] = std::isinf(v) && (v < 0 ? negative : positive);
+              return success();
+            });
+          })
           .Case([&](CastOp c) { return convert(c, in(c.getInput())); })
           .Case([&](WhereOp w) {
             const HostTensor &c = in(w.getCondition()), &a = in(w.getLhs()), &b = in(w.getRhs());
@@ -1518,6 +1626,8 @@ LogicalResult Interpreter::execute(Operation *op) {
           .Case([&](ConcatOp c) { return concat(c); })
           .Case([&](SliceOp s) { return slice(s); })
           .Case([&](GatherOp g) { return gather(g); })
+          .Case([&](GatherNDOp g) { return gatherND(g); })
+          .Case([&](GatherElementsOp g) { return gatherElements(g); })
           .Case([&](QuantizeOp q) {
             return quantize(op, in(q.getInput()), q.getScale(), q.getZeroPoint(), q.getAxis(), false, resultType);
           })

@@ -257,7 +257,7 @@ static std::optional<ValueDim> operandDimEqualTo(OpResult result, int64_t dim,
   int64_t resultRank = tensorOf(result).getRank();
   return TypeSwitch<Operation *, std::optional<ValueDim>>(op)
       .Case<AddOp, SubOp, MulOp, DivOp, PowOp, MaxOp, MinOp, EqualOp, LessOp, GreaterOp,
-            AndOp, OrOp, WhereOp, FusedOp>(
+            AndOp, OrOp, XorOp, ModOp, WhereOp, FusedOp>(
           [&](Operation *op) {
             return broadcastSourceOfDim(op->getOperands(), dim, resolveDepth);
           })
@@ -303,6 +303,16 @@ static std::optional<ValueDim> operandDimEqualTo(OpResult result, int64_t dim,
           return ValueDim{op.getIndices(), dim - axis};
         return ValueDim{op.getData(), dim - indicesRank + 1};
       })
+      .Case([&](GatherNDOp op) {
+        // indices.shape[:-1] + data.shape[batch_dims + q:]
+        auto indices = op.getIndices().getType();
+        int64_t leading = indices.getRank() - 1;
+        if (dim < leading)
+          return ValueDim{op.getIndices(), dim};
+        return ValueDim{op.getData(),
+                        dim - leading + int64_t(op.getBatchDims()) + indices.getDimSize(leading)};
+      })
+      .Case([&](GatherElementsOp op) { return ValueDim{op.getIndices(), dim}; })
       .Case([&](DynamicQuantizeOp op) -> std::optional<ValueDim> {
         if (result != op.getResult())
           return std::nullopt;
@@ -458,6 +468,27 @@ OpFoldResult FromElementsOp::fold(FoldAdaptor adaptor) {
   return DenseElementsAttr::get(getType(), values);
 }
 
+LogicalResult ElementIndexOp::verify() {
+  auto type = getInput().getType();
+  if (type.getRank() > 1 || type.getElementType().isInteger(1))
+    return emitOpError("reads a 0-D or 1-D integer tensor, got ") << type;
+  int64_t count = type.getRank() == 0 ? 1 : type.getDimSize(0);
+  if (!ShapedType::isDynamic(count) && int64_t(getPosition()) >= count)
+    return emitOpError("position ") << getPosition() << " is out of range for " << type;
+  return success();
+}
+
+OpFoldResult ElementIndexOp::fold(FoldAdaptor adaptor) {
+  auto dense = dyn_cast_or_null<DenseIntElementsAttr>(adaptor.getInput());
+  if (!dense || int64_t(getPosition()) >= dense.getNumElements())
+    return {};
+  APInt value = dense.isSplat() ? dense.getSplatValue<APInt>()
+                                : *(dense.value_begin<APInt>() + getPosition());
+  int64_t v = isUnsignedInt(dense.getElementType()) ? int64_t(value.getZExtValue())
+                                                     : value.getSExtValue();
+  return IntegerAttr::get(IndexType::get(getContext()), v);
+}
+
 LogicalResult RangeOp::verify() {
   if (getType().getRank() != 1)
     return emitOpError("result must be 1-D, got ") << getType();
@@ -490,7 +521,7 @@ template <typename OpT> static constexpr bool isComparison() {
          std::is_same_v<OpT, GreaterOp>;
 }
 template <typename OpT> static constexpr bool isLogical() {
-  return std::is_same_v<OpT, AndOp> || std::is_same_v<OpT, OrOp>;
+  return std::is_same_v<OpT, AndOp> || std::is_same_v<OpT, OrOp> || std::is_same_v<OpT, XorOp>;
 }
 
 static LogicalResult inferBroadcast(std::optional<Location> loc, StringRef opName,
@@ -733,6 +764,50 @@ OpFoldResult OrOp::fold(FoldAdaptor a) {
                                return !x.isZero() || !y.isZero();
                              });
 }
+OpFoldResult XorOp::fold(FoldAdaptor a) {
+  return foldBinaryConstants(getType(), a.getLhs(), a.getRhs(), noFloatFold<bool>,
+                             [](const APInt &x, const APInt &y, bool) -> OptBool {
+                               return x.isZero() != y.isZero();
+                             });
+}
+
+/// ONNX Mod: the remainder takes the divisor's sign (Python `%`), or with
+/// `fmod` the dividend's (C `fmod`).
+LogicalResult ModOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+                                      SmallVectorImpl<Type> &types) {
+  return inferBinary<ModOp>(loc, adaptor.getLhs(), adaptor.getRhs(), types);
+}
+LogicalResult ModOp::verify() {
+  Type element = getElementTypeOrSelf(getLhs().getType());
+  if (element.isInteger(1))
+    return emitOpError("is not defined on i1 tensors");
+  if (isa<FloatType>(element) && !getFmod())
+    return emitOpError("on floats needs `fmod` (ONNX Mod requires fmod = 1 for floats)");
+  return success();
+}
+OpFoldResult ModOp::fold(FoldAdaptor a) {
+  bool fmod = getFmod();
+  return foldBinaryConstants(
+      getType(), a.getLhs(), a.getRhs(),
+      [](const APFloat &x, const APFloat &y) -> OptAPFloat {
+        APFloat r = x; // APFloat::mod is C's fmod
+        if (r.mod(y) & APFloat::opInvalidOp)
+          return std::nullopt;
+        return r;
+      },
+      [fmod](const APInt &x, const APInt &y, bool isUnsigned) -> OptAPInt {
+        if (y.isZero())
+          return std::nullopt; // an error left to the runtime
+        if (isUnsigned)
+          return x.urem(y);
+        if (x.isMinSignedValue() && y.isAllOnes())
+          return APInt::getZero(x.getBitWidth());
+        APInt r = x.srem(y); // the dividend's sign
+        if (!fmod && !r.isZero() && r.isNegative() != y.isNegative())
+          r += y;
+        return r;
+      });
+}
 
 #define OCTET_BINARY_OP(OpT)                                                                  \
   LogicalResult OpT::inferReturnTypes(MLIRContext *, std::optional<Location> loc,           \
@@ -752,6 +827,7 @@ OCTET_BINARY_OP(LessOp)
 OCTET_BINARY_OP(GreaterOp)
 OCTET_BINARY_OP(AndOp)
 OCTET_BINARY_OP(OrOp)
+OCTET_BINARY_OP(XorOp)
 #undef OCTET_BINARY_OP
 
 /// Constant folding of a unary op: `floatFn(x)` for float elements,
@@ -821,6 +897,79 @@ OpFoldResult ReluOp::fold(FoldAdaptor a) {
 OpFoldResult SigmoidOp::fold(FoldAdaptor a) {
   return foldF32Unary(a.getInput(), [](double x) { return 1.0 / (1.0 + std::exp(-x)); });
 }
+OpFoldResult CeilOp::fold(FoldAdaptor a) {
+  return foldUnaryConstant(
+      a.getInput(),
+      [](const APFloat &x) -> OptAPFloat {
+        APFloat r = x;
+        r.roundToIntegral(APFloat::rmTowardPositive);
+        return r;
+      },
+      [](const APInt &, bool) -> OptAPInt { return std::nullopt; });
+}
+OpFoldResult FloorOp::fold(FoldAdaptor a) {
+  return foldUnaryConstant(
+      a.getInput(),
+      [](const APFloat &x) -> OptAPFloat {
+        APFloat r = x;
+        r.roundToIntegral(APFloat::rmTowardNegative);
+        return r;
+      },
+      [](const APInt &, bool) -> OptAPInt { return std::nullopt; });
+}
+OpFoldResult SignOp::fold(FoldAdaptor a) {
+  return foldUnaryConstant(
+      a.getInput(),
+      [](const APFloat &x) -> OptAPFloat {
+        if (x.isNaN())
+          return x;
+        if (x.isZero()) // -0 gives 0, as numpy
+          return APFloat::getZero(x.getSemantics());
+        return APFloat::getOne(x.getSemantics(), x.isNegative());
+      },
+      [](const APInt &x, bool isUnsigned) -> OptAPInt {
+        unsigned width = x.getBitWidth();
+        if (x.isZero())
+          return APInt::getZero(width);
+        return !isUnsigned && x.isNegative() ? APInt::getAllOnes(width) : APInt(width, 1);
+      });
+}
+
+/// is_nan / is_inf: an i1 tensor of the input's shape; folds on small constants.
+template <typename Fn>
+static OpFoldResult foldFloatTest(Attribute input, RankedTensorType type, Fn test) {
+  auto dense = smallDense(input);
+  if (!dense || !isa<FloatType>(dense.getElementType()) || !type.hasStaticShape())
+    return {};
+  if (dense.isSplat())
+    return DenseElementsAttr::get(type, test(dense.getSplatValue<APFloat>()));
+  SmallVector<bool> values;
+  for (const APFloat &x : dense.getValues<APFloat>())
+    values.push_back(test(x));
+  return DenseElementsAttr::get(type, ArrayRef<bool>(values));
+}
+static LogicalResult inferFloatTest(Value input, SmallVectorImpl<Type> &types) {
+  types.push_back(tensorOf(input).clone(IntegerType::get(input.getContext(), 1)));
+  return success();
+}
+LogicalResult IsNanOp::inferReturnTypes(MLIRContext *, std::optional<Location>, Adaptor adaptor,
+                                        SmallVectorImpl<Type> &types) {
+  return inferFloatTest(adaptor.getInput(), types);
+}
+OpFoldResult IsNanOp::fold(FoldAdaptor a) {
+  return foldFloatTest(a.getInput(), getType(), [](const APFloat &x) { return x.isNaN(); });
+}
+LogicalResult IsInfOp::inferReturnTypes(MLIRContext *, std::optional<Location>, Adaptor adaptor,
+                                        SmallVectorImpl<Type> &types) {
+  return inferFloatTest(adaptor.getInput(), types);
+}
+OpFoldResult IsInfOp::fold(FoldAdaptor a) {
+  bool negative = getDetectNegative(), positive = getDetectPositive();
+  return foldFloatTest(a.getInput(), getType(), [&](const APFloat &x) {
+    return x.isInfinity() && (x.isNegative() ? negative : positive);
+  });
+}
+
 OpFoldResult NotOp::fold(FoldAdaptor a) {
   if (auto inner = getInput().getDefiningOp<NotOp>())
     return inner.getInput();
@@ -1664,6 +1813,81 @@ LogicalResult GatherOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
   llvm::append_range(shape, data.getShape().drop_front(axis + 1));
   types.push_back(RankedTensorType::get(shape, data.getElementType()));
   return success();
+}
+
+/// Checks GatherND's operands and gives its result shape
+/// indices.shape[:-1] + data.shape[batch_dims + q:].
+static FailureOr<SmallVector<int64_t>> gatherNDShape(std::optional<Location> loc,
+                                                     RankedTensorType data,
+                                                     RankedTensorType indices, int64_t batchDims) {
+  int64_t r = data.getRank(), q = indices.getRank();
+  if (r < 1 || q < 1)
+    return emitOptionalError(loc, "octet.gather_nd: data and indices need rank >= 1, got ",
+                             shapeStr(data.getShape()), " and ", shapeStr(indices.getShape()));
+  int64_t tuple = indices.getDimSize(q - 1);
+  if (ShapedType::isDynamic(tuple))
+    return emitOptionalError(loc, "octet.gather_nd: the last dim of the indices ",
+                             shapeStr(indices.getShape()), " must be static");
+  if (batchDims >= std::min(r, q))
+    return emitOptionalError(loc, "octet.gather_nd: batch_dims ", batchDims,
+                             " must be less than both ranks (", r, " and ", q, ")");
+  if (tuple < 1 || tuple > r - batchDims)
+    return emitOptionalError(loc, "octet.gather_nd: index tuples of ", tuple,
+                             " entries do not fit data ", shapeStr(data.getShape()),
+                             " after ", batchDims, " batch dims");
+  for (int64_t d = 0; d < batchDims; ++d)
+    if (!dimsCompatible(data.getDimSize(d), indices.getDimSize(d)))
+      return emitOptionalError(loc, "octet.gather_nd: batch dim ", d, " differs: data ",
+                               shapeStr(data.getShape()), ", indices ",
+                               shapeStr(indices.getShape()));
+  SmallVector<int64_t> shape(indices.getShape().drop_back());
+  llvm::append_range(shape, data.getShape().drop_front(batchDims + tuple));
+  return shape;
+}
+
+LogicalResult GatherNDOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                           Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  auto data = tensorOf(adaptor.getData());
+  // The parser infers before it fills in default-valued attributes: absent is 0.
+  IntegerAttr batchDims = adaptor.getBatchDimsAttr();
+  auto shape = gatherNDShape(loc, data, tensorOf(adaptor.getIndices()),
+                             batchDims ? batchDims.getInt() : 0);
+  if (failed(shape))
+    return failure();
+  types.push_back(RankedTensorType::get(*shape, data.getElementType()));
+  return success();
+}
+LogicalResult GatherNDOp::verify() {
+  return success(succeeded(gatherNDShape(getLoc(), getData().getType(), getIndices().getType(),
+                                         getBatchDims())));
+}
+
+static LogicalResult checkGatherElements(std::optional<Location> loc, RankedTensorType data,
+                                         RankedTensorType indices, int64_t axis) {
+  if (data.getRank() != indices.getRank())
+    return emitOptionalError(loc, "octet.gather_elements: indices ", shapeStr(indices.getShape()),
+                             " must have the rank of the data ", shapeStr(data.getShape()));
+  if (axis >= data.getRank())
+    return emitOptionalError(loc, "octet.gather_elements: axis ", axis,
+                             " is out of range for rank ", data.getRank());
+  for (int64_t d = 0; d < data.getRank(); ++d) {
+    int64_t i = indices.getDimSize(d), n = data.getDimSize(d);
+    if (d != axis && !ShapedType::isDynamic(i) && !ShapedType::isDynamic(n) && i > n)
+      return emitOptionalError(loc, "octet.gather_elements: indices dim ", d, " (", i,
+                               ") exceeds the data's (", n, ")");
+  }
+  return success();
+}
+LogicalResult GatherElementsOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                                 Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  auto data = tensorOf(adaptor.getData()), indices = tensorOf(adaptor.getIndices());
+  if (failed(checkGatherElements(loc, data, indices, adaptor.getAxis())))
+    return failure();
+  types.push_back(indices.clone(data.getElementType()));
+  return success();
+}
+LogicalResult GatherElementsOp::verify() {
+  return checkGatherElements(getLoc(), getData().getType(), getIndices().getType(), getAxis());
 }
 
 //===----------------------------------------------------------------------===//

@@ -80,6 +80,27 @@ def Octet_FromElementsOp : Octet_Op<"from_elements", [Pure]> {
   let hasFolder = 1;
 }
 
+def Octet_ElementIndexOp : Octet_Op<"element_index", [Pure]> {
+  let summary = "one element of a small integer tensor, as an index (a shape read from data)";
+  let description = [{
+    The element at flat position `position` of a 0-D or 1-D integer tensor,
+    sign-extended to `index`. This is how a shape that a model takes as a
+    graph input (Tile's repeats, Expand's shape in the ONNX node tests)
+    reaches the sizes of other ops. The runtime evaluates every size once per
+    run before any step, so it reads only graph inputs this way: the plan
+    builder rejects any other operand, naming it. Folds on constants.
+
+    ```mlir
+    %r1 = octet.element_index %repeats[1] : tensor<2xi64>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[AnyInteger]>:$input, Octet_Axis:$position);
+  let results = (outs Index:$result);
+  let assemblyFormat = "$input `[` $position `]` attr-dict `:` type($input)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
 def Octet_RangeOp : Octet_Op<"range", [Pure]> {
   let summary = "start, start + delta, … up to (excluding) limit";
   let description = [{
@@ -166,6 +187,74 @@ def Octet_ReciprocalOp : Octet_UnaryOp<"reciprocal", "1 / x">;
 def Octet_ReluOp : Octet_UnaryOp<"relu", "max(x, 0)">;
 def Octet_SigmoidOp : Octet_UnaryOp<"sigmoid", "1 / (1 + e^-x)">;
 def Octet_NotOp : Octet_UnaryOp<"not", "logical negation", Octet_BoolTensor, "i1">;
+
+def Octet_CeilOp : Octet_UnaryOp<"ceil", "rounding up to an integral value">;
+def Octet_FloorOp : Octet_UnaryOp<"floor", "rounding down to an integral value">;
+def Octet_SignOp : Octet_UnaryOp<"sign", "sign: -1, 0 or 1 (NaN stays NaN)", Octet_Tensor>;
+def Octet_XorOp : Octet_BinaryOp<"xor", "logical exclusive or of i1", [Commutative],
+                                 "Operands and result are `i1`.", "i1">;
+
+def Octet_ModOp : Octet_Op<"mod", [Pure, InferTypeOpAdaptor]> {
+  let summary = "elementwise remainder with numpy broadcasting (ONNX Mod)";
+  let description = [{
+    Without `fmod` (integers only): the remainder has the sign of the divisor,
+    as Python's `%` (`-7 mod 3` is 2). With `fmod`: the remainder has the
+    sign of the dividend, as C's `fmod` (`-7 fmod 3` is -1); floats need it.
+    An integer divisor of 0 is an error at run time. Folds on small constants.
+
+    ```mlir
+    %r = octet.mod %a, %b : tensor<?xi64>, tensor<i64>
+    %f = octet.mod %x, %y fmod : tensor<?x4xf32>, tensor<4xf32>
+    ```
+  }];
+  let arguments = (ins Octet_Tensor:$lhs, Octet_Tensor:$rhs, UnitAttr:$fmod);
+  let results = (outs Octet_Tensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs (`fmod` $fmod^)? attr-dict `:` type($lhs) `,` type($rhs)
+  }];
+  let hasFolder = 1;
+  let hasVerifier = 1;
+}
+
+class Octet_FloatTestOp<string mnemonic, string what>
+    : Octet_Op<mnemonic, [Pure, SameOperandsAndResultShape, InferTypeOpAdaptor]> {
+  let summary = "elementwise " # what # " of a float, to i1";
+  let results = (outs Octet_BoolTensor:$result);
+  let hasFolder = 1;
+}
+
+def Octet_IsNanOp : Octet_FloatTestOp<"is_nan", "NaN test"> {
+  let description = [{
+    ONNX `IsNaN`: true where the element is NaN; the result has the input's
+    shape.
+
+    ```mlir
+    %m = octet.is_nan %p : tensor<?x12x?x?xf32>
+    ```
+  }];
+  let arguments = (ins Octet_FloatTensor:$input);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def Octet_IsInfOp : Octet_FloatTestOp<"is_inf", "infinity test"> {
+  let description = [{
+    ONNX `IsInf`: true where the element is +inf (when `detect_positive`) or
+    -inf (when `detect_negative`); both by default. With neither, every
+    element is false.
+
+    ```mlir
+    %m = octet.is_inf %x : tensor<?x4xf32>
+    %n = octet.is_inf %x detect_positive = false : tensor<?x4xf32>
+    ```
+  }];
+  let arguments = (ins Octet_FloatTensor:$input,
+                       DefaultValuedAttr<BoolAttr, "true">:$detect_negative,
+                       DefaultValuedAttr<BoolAttr, "true">:$detect_positive);
+  let assemblyFormat = [{
+    $input (`detect_negative` `=` $detect_negative^)? (`detect_positive` `=` $detect_positive^)?
+    attr-dict `:` type($input)
+  }];
+}
 
 def Octet_CastOp : Octet_Op<"cast", [Pure, SameOperandsAndResultShape]> {
   let summary = "elementwise conversion of the element type";
@@ -528,7 +617,10 @@ def Octet_AttentionOp : Octet_Op<"attention",
     `num_heads` heads, computes softmax(scale · Q·Kᵀ + mask)·V per head and
     merges the heads back to `[B, S, H·D]`. `mask` is additive, broadcastable
     to `[B, H, S, S]` (0 where a key is visible, a large negative number
-    where it is masked).
+    where it is masked). With `zero_masked_rows`, a probability that comes
+    out NaN — every score of its row is -inf, a fully masked row — is 0
+    instead (what `where(isnan(p), 0, p)` after the softmax computes, as
+    PyTorch's sdpa exports do), so such a row of the result is 0.
 
     ```mlir
     %ctx = octet.attention %q, %k, %v, %mask num_heads = 12 scale = 0.125
@@ -537,10 +629,12 @@ def Octet_AttentionOp : Octet_Op<"attention",
   }];
   let arguments = (ins Octet_FloatTensor:$query, Octet_FloatTensor:$key,
                        Octet_FloatTensor:$value, Optional<Octet_FloatTensor>:$mask,
-                       ConfinedAttr<I64Attr, [IntPositive]>:$num_heads, F32Attr:$scale);
+                       ConfinedAttr<I64Attr, [IntPositive]>:$num_heads, F32Attr:$scale,
+                       UnitAttr:$zero_masked_rows);
   let results = (outs Octet_FloatTensor:$result);
   let assemblyFormat = [{
-    $query `,` $key `,` $value (`,` $mask^)? `num_heads` `=` $num_heads `scale` `=` $scale attr-dict
+    $query `,` $key `,` $value (`,` $mask^)? `num_heads` `=` $num_heads `scale` `=` $scale
+    (`zero_masked_rows` $zero_masked_rows^)? attr-dict
     `:` type($query) (`,` type($mask)^)?
   }];
   let hasVerifier = 1;
@@ -662,6 +756,53 @@ def Octet_GatherOp : Octet_Op<"gather", [Pure, InferTypeOpAdaptor]> {
   let arguments = (ins Octet_Tensor:$data, RankedTensorOf<[I32, I64]>:$indices, Octet_Axis:$axis);
   let results = (outs Octet_Tensor:$result);
   let assemblyFormat = "$data `,` $indices `axis` `=` $axis attr-dict `:` type($data) `,` type($indices)";
+}
+
+def Octet_GatherNDOp : Octet_Op<"gather_nd", [Pure, InferTypeOpAdaptor]> {
+  let summary = "ONNX GatherND: slices of `data` at the index tuples in the last dim of `indices`";
+  let description = [{
+    With `q` the (static) last dim of `indices` and `b` = `batch_dims`, the
+    result is `indices.shape[:-1] + data.shape[b + q:]`: each index tuple
+    `indices[i..., :]` picks `data[batch..., t0, ..., t(q-1), ...]`, where the
+    first `b` dims of `data` and `indices` are shared batch dims (equal).
+    Negative entries count from the end of their dim; one out of range is a
+    run-time error naming its position and value. The dynamo exporter builds
+    the attention padding mask this way (`attention_mask[batch_idx, kv_idx]`).
+
+    ```mlir
+    %m = octet.gather_nd %mask, %idx : tensor<?x?xi1>, tensor<?x1x?x?x2xi64>
+    %r = octet.gather_nd %x, %i batch_dims = 1 : tensor<2x2x2xi32>, tensor<2x1xi64>
+    ```
+  }];
+  let arguments = (ins Octet_Tensor:$data, RankedTensorOf<[I32, I64]>:$indices,
+                       DefaultValuedAttr<Octet_Axis, "0">:$batch_dims);
+  let results = (outs Octet_Tensor:$result);
+  let assemblyFormat = [{
+    $data `,` $indices (`batch_dims` `=` $batch_dims^)? attr-dict `:` type($data) `,` type($indices)
+  }];
+  let hasVerifier = 1;
+}
+
+def Octet_GatherElementsOp : Octet_Op<"gather_elements", [Pure, InferTypeOpAdaptor]> {
+  let summary = "ONNX GatherElements: data[..., indices[i...], ...] along `axis`, elementwise";
+  let description = [{
+    `indices` has the rank of `data`; the result has the shape of `indices`
+    and `result[i0, .., ik, ..] = data[i0, .., indices[i0, .., ik, ..], ..]`
+    with the index in dim `axis` (`numpy.take_along_axis`). Outside `axis`,
+    each `indices` dim is at most the `data` dim. Negative indices count
+    from the end; one out of range is a run-time error naming its position
+    and value.
+
+    ```mlir
+    %t = octet.gather_elements %buffer, %pos axis = 1 : tensor<?x512xi64>, tensor<?x?xi64>
+    ```
+  }];
+  let arguments = (ins Octet_Tensor:$data, RankedTensorOf<[I32, I64]>:$indices, Octet_Axis:$axis);
+  let results = (outs Octet_Tensor:$result);
+  let assemblyFormat = [{
+    $data `,` $indices `axis` `=` $axis attr-dict `:` type($data) `,` type($indices)
+  }];
+  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//

@@ -3,8 +3,10 @@
 #define OCTET_COMPILER_PASSES_PASSES_H
 
 #include "compiler/codegen/x86/CpuFeatures.h"
+#include "compiler/passes/FusionReport.h"
 #include "compiler/ir/OctetOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/PatternMatch.h"
 #include "mlir/Pass/Pass.h"
 
 #include <string>
@@ -45,6 +47,11 @@ std::string defaultPackIsa();
 void buildInt8LoweringPipeline(mlir::OpPassManager &pm, const Int8PipelineOptions &options);
 /// Registers the pipelines with the pass registry (for octet-opt).
 void registerOctetPipelines();
+
+/// octet-recognize's patterns (octet-explain-fusion asks them why not).
+void populateRecognizePatterns(mlir::RewritePatternSet &patterns);
+/// The fusion report of `func` after octet-recognize (octet-explain-fusion).
+FusionReport explainFusion(mlir::func::FuncOp func);
 
 /// Registers the octet dialect and the upstream dialects octet IR uses.
 void registerOctetDialects(mlir::DialectRegistry &registry);

@@ -73,6 +73,29 @@ def OctetRecognize : Pass<"octet-recognize", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::octet::OctetDialect", "::mlir::arith::ArithDialect"];
 }
 
+def OctetExplainFusion : Pass<"octet-explain-fusion", "::mlir::func::FuncOp"> {
+  let summary = "report the attention, LayerNorm and GELU blocks that octet-recognize left unfused";
+  let description = [{
+    An analysis for after `octet-recognize`: it changes nothing. It counts
+    the fused blocks (`octet.attention`, `octet.layer_norm` /
+    `octet.add_layer_norm`, `octet.gelu`) and finds the candidates that were
+    not fused — a softmax over the last axis of 4-D scores, a mean over the
+    last axis subtracted from its input, an erf or a tanh of a cubic — and
+    asks the recognizer's patterns rooted at (or, for LayerNorm and GELU,
+    just after) each candidate why they do not match. It emits one remark
+    per unfused block, naming the ONNX nodes and the reason, and a summary
+    remark. The compiler driver runs the same analysis after recognition
+    (`octetc run|compile --explain-fusion`, the warning line, the C API's
+    fusion report).
+
+    ```
+    remark: attention not fused at node '/layer.0/Softmax', '/layer.0/Add_1':
+            no (scaled, masked) Q·Kᵀ under the softmax
+    remark: fusion: 1 of 2 attention blocks fused, 4 of 4 LayerNorm blocks fused, 2 of 2 GELU blocks fused
+    ```
+  }];
+}
+
 def OctetFuseGemmEpilogue : Pass<"octet-fuse-gemm-epilogue", "::mlir::func::FuncOp"> {
   let summary = "merge Q/K/V linears into one GEMM; fuse elementwise chains into the GEMM's epilogue";
   let description = [{

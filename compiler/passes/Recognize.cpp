@@ -551,6 +551,35 @@ matchScaledScores(Value v, SmallVectorImpl<Value> &intermediates) {
   return std::make_pair(matmul, scale);
 }
 
+/// Splits the sum `v` (add nodes of v's type used only inside the sum, in any
+/// association) into its leaves: exactly one that `isScores` accepts, the
+/// others additive masks.
+template <typename IsScores>
+bool matchAdditiveTerms(Value v, IsScores isScores, SmallVectorImpl<Value> &masks,
+                        SmallVectorImpl<Value> &intermediates) {
+  SmallVector<Value> work{v}, leaves;
+  while (!work.empty()) {
+    Value term = work.pop_back_val();
+    auto add = term.getDefiningOp<AddOp>();
+    if (add && (term == v || term.hasOneUse()) && add.getType() == v.getType()) {
+      if (term != v)
+        intermediates.push_back(term);
+      work.push_back(add.getRhs());
+      work.push_back(add.getLhs());
+    } else {
+      leaves.push_back(term);
+    }
+  }
+  bool foundScores = false;
+  for (Value leaf : leaves) {
+    if (!foundScores && isScores(leaf))
+      foundScores = true;
+    else
+      masks.push_back(leaf);
+  }
+  return foundScores;
+}
+
 /// True if a mask of `maskShape` broadcasts to `scores` without enlarging it.
 bool maskFitsScores(ArrayRef<int64_t> maskShape, RankedTensorType scores) {
   SmallVector<int64_t> broadcast;
@@ -559,14 +588,37 @@ bool maskFitsScores(ArrayRef<int64_t> maskShape, RankedTensorType scores) {
          ArrayRef<int64_t>(broadcast) == scores.getShape();
 }
 
-/// The mask of the scores: additive, or where(cond, fill, scores) (either
-/// branch) turned into the additive where(cond, fill, 0).
+/// A where mask of the scores, where(cond, fill, scores) (either branch),
+/// turned into the additive where(cond, fill, 0).
 struct MaskMatch {
-  Value additive;
   WhereOp where;
   bool fillWhenTrue = false;
   Value fill;
 };
+
+/// where(isnan(p), 0, p) — either order of the branches' test — with p the
+/// softmax's only other user: PyTorch's sdpa exports zero the NaN rows that a
+/// fully masked (all -inf) row of scores gives. The guarded probabilities, or
+/// null.
+WhereOp matchNanGuard(SoftmaxOp softmax, SmallVectorImpl<Value> &intermediates) {
+  Value p = softmax.getResult();
+  IsNanOp isNan;
+  WhereOp guard;
+  for (Operation *user : p.getUsers()) {
+    if (auto test = dyn_cast<IsNanOp>(user); test && !isNan)
+      isNan = test;
+    else if (auto where = dyn_cast<WhereOp>(user); where && !guard)
+      guard = where;
+    else if (!isa<DimOp>(user))
+      return {};
+  }
+  if (!isNan || !guard || guard.getCondition() != isNan.getResult() ||
+      guard.getRhs() != p || !isScalarConstant(guard.getLhs(), 0.0) ||
+      guard.getType() != softmax.getType() || !isNan.getResult().hasOneUse())
+    return {};
+  intermediates.push_back(isNan.getResult());
+  return guard;
+}
 
 /// A `where` fill at most this is absorbed by any score: s + fill rounds to
 /// fill for |s| < 2⁻²⁴·|fill| (1e22 here), so softmax sees the same values,
@@ -595,17 +647,27 @@ struct RecognizeAttention : OpRewritePattern<SoftmaxOp> {
     if (scoresType.getRank() != 4 || softmax.getAxis() != 3)
       return rewriter.notifyMatchFailure(softmax, "not over the last axis of 4-D scores");
 
-    // Down: context = probs·V, merged back to [B, S, H·D].
-    auto context = dyn_cast_or_null<MatMulOp>(singleDataUser(softmax));
-    if (!context || context.getLhs() != softmax.getResult())
-      return rewriter.notifyMatchFailure(softmax, "probabilities do not feed probs·V");
+    // Down: context = probs·V (probs possibly NaN-guarded), merged back to
+    // [B, S, H·D].
+    SmallVector<Value> intermediates{softmax.getResult()};
+    Value probs = softmax.getResult();
+    WhereOp nanGuard = matchNanGuard(softmax, intermediates);
+    if (nanGuard) {
+      probs = nanGuard.getResult();
+      intermediates.push_back(probs);
+    }
+    auto context = dyn_cast_or_null<MatMulOp>(singleDataUser(probs));
+    if (!context || context.getLhs() != probs)
+      return rewriter.notifyMatchFailure(
+          softmax, "probabilities do not feed probs·V (only where(isnan(p), 0, p) may sit "
+                   "between them)");
     auto merge = dyn_cast_or_null<TransposeOp>(singleDataUser(context));
     if (!merge || merge.getPermutation() != ArrayRef<int64_t>{0, 2, 1, 3})
       return rewriter.notifyMatchFailure(softmax, "context is not transposed back");
     auto output = dyn_cast_or_null<ReshapeOp>(singleDataUser(merge));
     if (!output)
       return rewriter.notifyMatchFailure(softmax, "heads are not merged by a reshape");
-    SmallVector<Value> intermediates{softmax.getResult(), context.getResult(), merge.getResult()};
+    intermediates.append({context.getResult(), merge.getResult()});
 
     // Up: mask, scale, Q·Kᵀ.
     Value masked = softmax.getInput();
@@ -614,27 +676,33 @@ struct RecognizeAttention : OpRewritePattern<SoftmaxOp> {
     auto matchScoresIn = [&](Value v) {
       return (scores = matchScaledScores(v, intermediates)).has_value();
     };
+    SmallVector<Value> maskTerms;
     if (!scores) {
       intermediates.push_back(masked);
-      if (auto add = masked.getDefiningOp<AddOp>()) {
-        if (auto scoresAndMask = orderOperands(add, matchScoresIn))
-          mask.additive = scoresAndMask->second;
+      if (masked.getDefiningOp<AddOp>()) {
+        // scores + m₁ + m₂ … in any association (MPNet: a relative position
+        // bias per head, then the padding mask).
+        if (!matchAdditiveTerms(masked, matchScoresIn, maskTerms, intermediates))
+          maskTerms.clear();
       } else if (auto where = masked.getDefiningOp<WhereOp>()) {
         for (auto [fill, other, fillWhenTrue] :
              {std::tuple(where.getLhs(), where.getRhs(), true),
               std::tuple(where.getRhs(), where.getLhs(), false)}) {
           std::optional<double> fillValue = getScalarConstant(fill);
           if (fillValue && *fillValue <= kMaxWhereFill && matchScoresIn(other)) {
-            mask = MaskMatch{Value(), where, fillWhenTrue, fill};
+            mask = MaskMatch{where, fillWhenTrue, fill};
             break;
           }
         }
       }
     }
     if (!scores || scores->first.getType() != scoresType)
-      return rewriter.notifyMatchFailure(softmax, "no (scaled, masked) Q·Kᵀ under the softmax");
-    if (mask.additive && !maskFitsScores(tensorOf(mask.additive).getShape(), scoresType))
-      return rewriter.notifyMatchFailure(softmax, "mask does not broadcast to the scores");
+      return rewriter.notifyMatchFailure(
+          softmax, "no Q·Kᵀ under the softmax (only scalar factors, added masks and a where "
+                   "mask may modify the scores)");
+    for (Value term : maskTerms)
+      if (!maskFitsScores(tensorOf(term).getShape(), scoresType))
+        return rewriter.notifyMatchFailure(softmax, "mask does not broadcast to the scores");
     if (mask.where) {
       SmallVector<int64_t> maskShape;
       if (failed(broadcastShapes(tensorOf(mask.where.getCondition()).getShape(),
@@ -681,7 +749,10 @@ struct RecognizeAttention : OpRewritePattern<SoftmaxOp> {
 
     rewriter.setInsertionPoint(output);
     Location loc = output.getLoc();
-    Value additiveMask = mask.additive;
+    Value additiveMask;
+    for (Value term : maskTerms)
+      additiveMask = additiveMask ? AddOp::create(rewriter, loc, additiveMask, term).getResult()
+                                  : term;
     if (mask.where) {
       Type elementType = scoresType.getElementType();
       auto zero =
@@ -695,7 +766,7 @@ struct RecognizeAttention : OpRewritePattern<SoftmaxOp> {
     double scale = scores->second * query->scale * key->scale;
     auto attention =
         AttentionOp::create(rewriter, loc, q, k, v, additiveMask, headsType.getDimSize(2),
-                            APFloat(static_cast<float>(scale)));
+                            APFloat(static_cast<float>(scale)), /*zero_masked_rows=*/nanGuard != nullptr);
     rewriter.replaceOp(output, attention.getResult());
     return success();
   }
@@ -827,15 +898,7 @@ struct OctetRecognizePass : octet::impl::OctetRecognizeBase<OctetRecognizePass> 
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
     RewritePatternSet patterns(ctx);
-    // Each pattern only consumes ops no other pattern rewrites (attention's
-    // matmuls have no constant weight, LayerNorm's products no erf), and the
-    // chained ones (β into LayerNorm, residual into add_layer_norm, bias into
-    // linear) look at the already rebuilt op, so the order of visits does not
-    // change the result. Moving a linear off a flattened input and folding its
-    // bias commute: the bias fold looks through a reshape that keeps rows.
-    patterns.add<RecognizeLayerNorm, RecognizeAddLayerNorm, RecognizeGelu<MulOp>,
-                 RecognizeGelu<DivOp>, RecognizeAttention, RecognizeLinear, FoldBiasIntoLinear,
-                 LinearOfMergedRows>(ctx);
+    populateRecognizePatterns(patterns);
     // The reshapes that flattened linears and torchlib's Kᵀ leave behind must
     // cancel before attention can match its head split.
     ReshapeOp::getCanonicalizationPatterns(patterns, ctx);
@@ -845,3 +908,15 @@ struct OctetRecognizePass : octet::impl::OctetRecognizeBase<OctetRecognizePass> 
 };
 
 } // namespace
+
+void octet::populateRecognizePatterns(RewritePatternSet &patterns) {
+  // Each pattern only consumes ops no other pattern rewrites (attention's
+  // matmuls have no constant weight, LayerNorm's products no erf), and the
+  // chained ones (β into LayerNorm, residual into add_layer_norm, bias into
+  // linear) look at the already rebuilt op, so the order of visits does not
+  // change the result. Moving a linear off a flattened input and folding its
+  // bias commute: the bias fold looks through a reshape that keeps rows.
+  patterns.add<RecognizeLayerNorm, RecognizeAddLayerNorm, RecognizeGelu<MulOp>,
+               RecognizeGelu<DivOp>, RecognizeAttention, RecognizeLinear, FoldBiasIntoLinear,
+               LinearOfMergedRows>(patterns.getContext());
+}

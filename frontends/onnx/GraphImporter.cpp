@@ -250,6 +250,50 @@ Value GraphImporter::indexValue(OpFoldResult v, Location loc) {
   return cached;
 }
 
+IndexProduct GraphImporter::productOf(OpFoldResult v) {
+  if (auto c = getConstantIntValue(v))
+    return IndexProduct{*c, {}};
+  Value value = cast<Value>(v);
+  if (auto known = products.find(value); known != products.end())
+    return known->second;
+  atomOrder.try_emplace(value, atomOrder.size());
+  return IndexProduct{1, {value}};
+}
+
+OpFoldResult GraphImporter::buildProduct(IndexProduct product, Location loc) {
+  if (product.coefficient == 0 || product.atoms.empty())
+    return builder.getIndexAttr(product.coefficient);
+  llvm::sort(product.atoms, [&](Value a, Value b) { return atomOrder[a] < atomOrder[b]; });
+  if (product.coefficient == 1 && product.atoms.size() == 1)
+    return product.atoms.front();
+  std::pair<int64_t, std::vector<unsigned>> key{product.coefficient, {}};
+  for (Value atom : product.atoms)
+    key.second.push_back(atomOrder[atom]);
+  Value &cached = productValues[key];
+  if (cached)
+    return cached;
+  Value result = product.atoms.front();
+  for (Value atom : ArrayRef(product.atoms).drop_front())
+    result = arith::MulIOp::create(builder, loc, result, atom);
+  if (product.coefficient != 1)
+    result = arith::MulIOp::create(builder, loc, result,
+                                   indexValue(builder.getIndexAttr(product.coefficient), loc));
+  products[result] = product;
+  cached = result;
+  return result;
+}
+
+/// Removes `divisor`'s atoms from `dividend`'s; false when one is missing.
+static bool cancelAtoms(SmallVectorImpl<Value> &dividend, ArrayRef<Value> divisor) {
+  for (Value atom : divisor) {
+    auto match = llvm::find(dividend, atom);
+    if (match == dividend.end())
+      return false;
+    dividend.erase(match);
+  }
+  return true;
+}
+
 OpFoldResult GraphImporter::indexOp(IndexOp op, OpFoldResult lhs, OpFoldResult rhs, Location loc) {
   auto a = getConstantIntValue(lhs), b = getConstantIntValue(rhs);
   if (a && b && !(op == IndexOp::Div && *b == 0)) {
@@ -266,12 +310,28 @@ OpFoldResult GraphImporter::indexOp(IndexOp op, OpFoldResult lhs, OpFoldResult r
       return builder.getIndexAttr(std::max(*a, *b));
     }
   }
-  bool lhsIs0 = a && *a == 0, lhsIs1 = a && *a == 1, rhsIs0 = b && *b == 0, rhsIs1 = b && *b == 1;
-  if ((op == IndexOp::Add && lhsIs0) || (op == IndexOp::Mul && lhsIs1))
+  if (op == IndexOp::Mul) {
+    IndexProduct x = productOf(lhs), y = productOf(rhs);
+    x.coefficient *= y.coefficient;
+    llvm::append_range(x.atoms, y.atoms);
+    return buildProduct(std::move(x), loc);
+  }
+  if (op == IndexOp::Div) {
+    // c·X / (d·Y) is exactly (c/d)·(X/Y) when d divides c and Y's atoms are
+    // among X's: both sides are the same product of the same run-time sizes.
+    IndexProduct x = productOf(lhs), y = productOf(rhs);
+    if (y.coefficient != 0 && x.coefficient % y.coefficient == 0 && cancelAtoms(x.atoms, y.atoms)) {
+      x.coefficient /= y.coefficient;
+      return buildProduct(std::move(x), loc);
+    }
+  }
+  bool lhsIs0 = a && *a == 0, rhsIs0 = b && *b == 0;
+  if (op == IndexOp::Add && lhsIs0)
     return rhs;
-  if (((op == IndexOp::Add || op == IndexOp::Sub) && rhsIs0) ||
-      ((op == IndexOp::Mul || op == IndexOp::Div) && rhsIs1) || (op == IndexOp::Max && lhs == rhs))
+  if (((op == IndexOp::Add || op == IndexOp::Sub) && rhsIs0) || (op == IndexOp::Max && lhs == rhs))
     return lhs;
+  if (op == IndexOp::Sub && lhs == rhs)
+    return builder.getIndexAttr(0);
   Value x = indexValue(lhs, loc), y = indexValue(rhs, loc);
   switch (op) {
   case IndexOp::Add:
@@ -279,13 +339,13 @@ OpFoldResult GraphImporter::indexOp(IndexOp op, OpFoldResult lhs, OpFoldResult r
   case IndexOp::Sub:
     return arith::SubIOp::create(builder, loc, x, y).getResult();
   case IndexOp::Mul:
-    return arith::MulIOp::create(builder, loc, x, y).getResult();
+    break;
   case IndexOp::Div:
     return arith::DivSIOp::create(builder, loc, x, y).getResult();
   case IndexOp::Max:
     return arith::MaxSIOp::create(builder, loc, x, y).getResult();
   }
-  llvm_unreachable("unknown index op");
+  llvm_unreachable("products are built above");
 }
 
 OpFoldResult GraphImporter::dim(Value tensor, int64_t d, Location loc) {
@@ -304,6 +364,39 @@ OpFoldResult GraphImporter::dim(Value tensor, int64_t d, Location loc) {
     size = DimOp::create(builder, loc, tensor, d).getResult();
   dimCache[key] = size;
   return size;
+}
+
+/// True if `size` is min(other, …).
+static bool isMinOf(OpFoldResult size, OpFoldResult other) {
+  auto sizeValue = dyn_cast<Value>(size), otherValue = dyn_cast<Value>(other);
+  auto min = sizeValue ? sizeValue.getDefiningOp<arith::MinSIOp>() : arith::MinSIOp();
+  return min && otherValue && (min.getLhs() == otherValue || min.getRhs() == otherValue);
+}
+
+OpFoldResult GraphImporter::knownBroadcast(OpFoldResult a, OpFoldResult b) {
+  auto ca = getConstantIntValue(a), cb = getConstantIntValue(b);
+  if (a == b || (cb && *cb == 1))
+    return a;
+  if ((ca && *ca == 1) || cb)
+    return b;
+  if (ca)
+    return a;
+  if (isMinOf(a, b))
+    return b;
+  if (isMinOf(b, a))
+    return a;
+  return {};
+}
+
+bool GraphImporter::isSize(OpFoldResult v) const {
+  if (auto c = getConstantIntValue(v))
+    return *c >= 0;
+  Value value = cast<Value>(v);
+  if (value.getDefiningOp<DimOp>())
+    return true;
+  auto known = products.find(value);
+  return known != products.end() && known->second.coefficient >= 0 &&
+         llvm::all_of(known->second.atoms, [&](Value atom) { return isSize(atom); });
 }
 
 /// The size operand of dim `d` of a reshape/expand result.
@@ -339,6 +432,16 @@ OpFoldResult GraphImporter::broadcastDim(ArrayRef<std::pair<Value, int64_t>> ope
   }
   if (dynamicSizes.empty())
     return builder.getIndexAttr(1);
+  // A size that broadcasts to another one known to the importer drops out.
+  for (size_t i = 0; i < dynamicSizes.size();) {
+    bool absorbed = llvm::any_of(dynamicSizes, [&](Value other) {
+      return other != dynamicSizes[i] && knownBroadcast(dynamicSizes[i], other) == OpFoldResult(other);
+    });
+    if (absorbed)
+      dynamicSizes.erase(dynamicSizes.begin() + i);
+    else
+      ++i;
+  }
   // Run-time sizes that differ broadcast: all but one of them are 1, so the
   // result is their max. Reuse a max that already covers every size.
   SmallVector<Value> all;

@@ -21,7 +21,9 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <map>
 #include <optional>
+#include <vector>
 
 namespace octet::onnx_import {
 
@@ -152,6 +154,14 @@ public:
 
 enum class IndexOp { Add, Sub, Mul, Div, Max };
 
+/// c · x₁ · … · xₙ: the canonical form of the importer's index products. The
+/// atoms are run-time sizes that are not themselves products, in the order the
+/// importer first saw them (so the IR built from a product is deterministic).
+struct IndexProduct {
+  int64_t coefficient = 1;
+  llvm::SmallVector<mlir::Value, 4> atoms;
+};
+
 /// Builds the function body for one ONNX graph.
 class GraphImporter {
 public:
@@ -173,9 +183,20 @@ public:
   void recordDim(mlir::Value tensor, int64_t dim, mlir::OpFoldResult size) {
     dimCache[{tensor, dim}] = size;
   }
+  /// lhs op rhs on index values, folded: constants fold, and products and
+  /// exact quotients of products are canonical (one SSA value per product),
+  /// so (S·768)/(S·64) is 12 and S·H·D built twice is one value.
   mlir::OpFoldResult indexOp(IndexOp op, mlir::OpFoldResult lhs, mlir::OpFoldResult rhs,
                              mlir::Location loc);
   mlir::Value indexValue(mlir::OpFoldResult v, mlir::Location loc);
+
+  /// The broadcast of two sizes (ONNX: equal, or one of them 1) where the
+  /// importer can tell, else null: a size and min(size, c) broadcast to the
+  /// size in every run that is valid (a sliced buffer of at most c rows added
+  /// to S rows: equal when S <= c, an error otherwise unless c is 1).
+  mlir::OpFoldResult knownBroadcast(mlir::OpFoldResult a, mlir::OpFoldResult b);
+  /// True if `v` is a tensor size or a product of sizes (so never negative).
+  bool isSize(mlir::OpFoldResult v) const;
 
   /// Dims of graph inputs that share a dim_param name with an earlier input
   /// dim are that dim: (argument, dim) → (first argument, dim).
@@ -186,8 +207,15 @@ private:
   mlir::OpFoldResult deriveDim(mlir::Value tensor, int64_t dim, mlir::Location loc);
   mlir::OpFoldResult broadcastDim(llvm::ArrayRef<std::pair<mlir::Value, int64_t>> operands,
                                   int64_t resultRank, int64_t dim, mlir::Location loc);
+  IndexProduct productOf(mlir::OpFoldResult v);
+  mlir::OpFoldResult buildProduct(IndexProduct product, mlir::Location loc);
+
   llvm::DenseMap<std::pair<mlir::Value, int64_t>, mlir::OpFoldResult> dimCache;
   llvm::DenseMap<int64_t, mlir::Value> indexConstants;
+  /// Products built by indexOp, both ways, and the order atoms were first seen.
+  llvm::DenseMap<mlir::Value, IndexProduct> products;
+  std::map<std::pair<int64_t, std::vector<unsigned>>, mlir::Value> productValues;
+  llvm::DenseMap<mlir::Value, unsigned> atomOrder;
 };
 
 /// How one op type of the default domain converts.
@@ -198,6 +226,13 @@ struct OpConversion {
 };
 /// The conversion of `opType`, or null when the op is unsupported.
 const OpConversion *lookupConversion(llvm::StringRef opType);
+/// OnnxIndexingOps.cpp's table (GatherND, GatherElements, IsNaN, Clip, Tile, ...),
+/// which lookupConversion consults after OnnxOps.cpp's.
+llvm::ArrayRef<OpConversion> indexingConversions();
+/// Input `i`'s entries as a shape value: known at import (NodeContext::shapeInput)
+/// or, for a 0-D/1-D integer graph input of static length, its elements read at run
+/// time (`octet.element_index`; docs/decisions.md). Nullopt otherwise.
+std::optional<ShapeValue> shapeOrInputElements(NodeContext &n, unsigned i);
 
 /// Converts an ONNX tensor (initializer or Constant) to an elements attribute,
 /// moving its bytes (raw_data, or external data read from `baseDir`) into a

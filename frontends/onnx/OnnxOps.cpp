@@ -44,13 +44,8 @@ static OpFoldResult product(NodeContext &n, ArrayRef<OpFoldResult> sizes) {
 
 /// The broadcast of two sizes: one of them is 1 unless they are equal.
 static OpFoldResult broadcastSize(NodeContext &n, OpFoldResult a, OpFoldResult b) {
-  auto ca = getConstantIntValue(a), cb = getConstantIntValue(b);
-  if (a == b || (cb && *cb == 1))
-    return a;
-  if ((ca && *ca == 1) || cb)
-    return b;
-  if (ca)
-    return a;
+  if (OpFoldResult known = n.graph.knownBroadcast(a, b))
+    return known;
   return n.graph.indexOp(IndexOp::Max, a, b, n.loc);
 }
 
@@ -337,46 +332,43 @@ static LogicalResult convertCumSum(NodeContext &n) {
 //===----------------------------------------------------------------------===//
 
 /// The size a -1 entry stands for: the input's element count over the other
-/// entries' product. Equal run-time sizes cancel, so B·S·768 / (B·12) is S·64.
+/// entries' product, a canonical index quotient (B·S·768 / (B·12) is S·64).
 static FailureOr<OpFoldResult> inferMissingSize(NodeContext &n, ArrayRef<OpFoldResult> total,
                                                 ArrayRef<OpFoldResult> known) {
-  int64_t totalStatic = 1, knownStatic = 1;
-  SmallVector<Value> totalDynamic, knownDynamic;
-  for (auto [sizes, staticPart, dynamicPart] : {std::tuple{total, &totalStatic, &totalDynamic},
-                                                std::tuple{known, &knownStatic, &knownDynamic}})
-    for (OpFoldResult size : sizes) {
-      if (auto c = getConstantIntValue(size))
-        *staticPart *= *c;
-      else
-        dynamicPart->push_back(cast<Value>(size));
-    }
-  for (auto it = knownDynamic.begin(); it != knownDynamic.end();) {
-    auto match = llvm::find(totalDynamic, *it);
-    if (match == totalDynamic.end()) {
-      ++it;
-      continue;
-    }
-    totalDynamic.erase(match);
-    it = knownDynamic.erase(it);
-  }
-  if (knownStatic == 0)
+  OpFoldResult totalSize = product(n, total), knownSize = product(n, known);
+  auto totalConstant = getConstantIntValue(totalSize);
+  auto knownConstant = getConstantIntValue(knownSize);
+  if (knownConstant && *knownConstant == 0)
     return n.fail("cannot infer the -1 entry of a shape that has a 0 entry");
-  if (knownDynamic.empty() && totalStatic % knownStatic == 0) {
-    SmallVector<OpFoldResult> factors(totalDynamic.begin(), totalDynamic.end());
-    factors.push_back(n.indexConst(totalStatic / knownStatic));
-    return product(n, factors);
-  }
-  if (knownDynamic.empty() && totalDynamic.empty())
-    return n.fail("cannot reshape " + Twine(totalStatic) + " elements with " + Twine(knownStatic) +
-                  " per -1 entry");
-  SmallVector<OpFoldResult> numerator(totalDynamic.begin(), totalDynamic.end());
-  SmallVector<OpFoldResult> denominator(knownDynamic.begin(), knownDynamic.end());
-  numerator.push_back(n.indexConst(totalStatic));
-  denominator.push_back(n.indexConst(knownStatic));
-  return n.graph.indexOp(IndexOp::Div, product(n, numerator), product(n, denominator), n.loc);
+  if (totalConstant && knownConstant && *totalConstant % *knownConstant != 0)
+    return n.fail("cannot reshape " + Twine(*totalConstant) + " elements with " +
+                  Twine(*knownConstant) + " per -1 entry");
+  return n.graph.indexOp(IndexOp::Div, totalSize, knownSize, n.loc);
+}
+
+/// A shape vector reshaped to a vector or a scalar stays a shape value (the
+/// TorchScript exporter flattens its computed Expand shapes this way).
+static bool reshapeShapeValue(NodeContext &n) {
+  auto data = n.shapeInput(0);
+  auto target = n.constantInts(1);
+  auto type = n.inputType(0);
+  if (!data || type.getRank() > 1 || !target || target->size() > 1)
+    return false;
+  int64_t length = data->size();
+  bool toVector = target->size() == 1 &&
+                  ((*target)[0] == -1 || (*target)[0] == length ||
+                   ((*target)[0] == 0 && type.getRank() == 1 && !n.intAttr("allowzero", 0)));
+  bool toScalar = target->empty() && length == 1;
+  if (!toVector && !toScalar)
+    return false;
+  RankedTensorType resultType = vectorType(*data, type.getElementType(), toScalar);
+  n.setShapeOutput(0, std::move(*data), resultType);
+  return true;
 }
 
 static LogicalResult convertReshape(NodeContext &n) {
+  if (reshapeShapeValue(n))
+    return success();
   auto entries = n.shapeInput(1);
   if (!entries)
     return n.fail("the shape input must be known at import (a constant or a shape sub-graph)");
@@ -613,6 +605,18 @@ static LogicalResult convertSlice(NodeContext &n) {
       SliceOp::create(n.builder(), n.loc, resultType, n.input(0), dynamicStarts, dynamicEnds,
                       ArrayRef<int64_t>(*axes), ArrayRef<int64_t>(startAttr),
                       ArrayRef<int64_t>(endAttr), ArrayRef<int64_t>(*steps));
+  // The first E rows, E a run-time size (never negative): min(E, size). This
+  // is how position ids are cut from a [1, max_positions] buffer, and it lets
+  // the [S, H] position embedding broadcast to [B, S, H] without a max.
+  for (size_t i = 0; i < count; ++i) {
+    int64_t axis = (*axes)[i];
+    if (!resultType.isDynamicDim(axis) || startAttr[i] != 0 || (*steps)[i] != 1 ||
+        !ShapedType::isDynamic(endAttr[i]) || !n.graph.isSize((*ends)[i]))
+      continue;
+    Value length = arith::MinSIOp::create(n.builder(), n.loc, n.indexValue((*ends)[i]),
+                                          n.indexValue(n.dim(n.input(0), axis)));
+    n.graph.recordDim(result, axis, length);
+  }
   n.setOutput(0, result);
   return success();
 }
@@ -928,17 +932,28 @@ static const OpConversion kConversions[] = {
     {"Where", 3, convertWhere},
 };
 
+/// This file's table, then OnnxIndexingOps.cpp's.
+static ArrayRef<ArrayRef<OpConversion>> conversionTables() {
+  static const ArrayRef<OpConversion> tables[] = {kConversions, indexingConversions()};
+  return tables;
+}
+
 const OpConversion *octet::onnx_import::lookupConversion(StringRef opType) {
-  const auto *found = llvm::find_if(
-      kConversions, [&](const OpConversion &conversion) { return conversion.opType == opType; });
-  return found == std::end(kConversions) ? nullptr : found;
+  for (ArrayRef<OpConversion> table : conversionTables()) {
+    const auto *found = llvm::find_if(
+        table, [&](const OpConversion &conversion) { return conversion.opType == opType; });
+    if (found != table.end())
+      return found;
+  }
+  return nullptr;
 }
 
 ArrayRef<StringRef> octet::supportedOnnxOps() {
   static const SmallVector<StringRef> names = [] {
     SmallVector<StringRef> result;
-    for (const OpConversion &conversion : kConversions)
-      result.push_back(conversion.opType);
+    for (ArrayRef<OpConversion> table : conversionTables())
+      for (const OpConversion &conversion : table)
+        result.push_back(conversion.opType);
     llvm::sort(result);
     return result;
   }();

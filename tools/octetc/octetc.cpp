@@ -196,6 +196,11 @@ static cl::opt<bool> runPrintIr("print-ir-after-all",
                                 cl::desc("Print the IR after import and after every pass"),
                                 cl::sub(runCommand), cl::sub(compileCommand),
                                 cl::cat(octetcCategory));
+static cl::opt<bool> runExplainFusion(
+    "explain-fusion",
+    cl::desc("List every attention, LayerNorm and GELU block that was not fused, with its ONNX "
+             "nodes and why (without it, one warning line says how many stayed unfused)"),
+    cl::sub(runCommand), cl::sub(compileCommand), cl::cat(octetcCategory));
 static cl::opt<bool> runPrintPlan("print-plan", cl::desc("Print the execution plan"),
                                   cl::sub(runCommand), cl::cat(octetcCategory));
 static cl::opt<bool> runProfile(
@@ -749,7 +754,7 @@ static bool compileOptionsFromFlags(octet::CompileOptions &options) {
 static const std::initializer_list<cl::Option *> compileFlags = {
     &runGemm, &runIsa, &runPasses, &runInt8, &runCalib,
     &runSmoothAlpha, &runNoSmooth, &runCalibPercentile, &runPrintIr,
-    &runTarget, &runAutotune, &runPrintKernelChoices};
+    &runTarget, &runAutotune, &runPrintKernelChoices, &runExplainFusion};
 
 /// Whether `path` starts with the ELF magic (a model.so rather than ONNX).
 /// Only a regular file is read (opened without blocking: a FIFO never makes
@@ -765,6 +770,15 @@ static bool isElfFile(const std::string &path) {
                std::memcmp(magic, elf, 4) == 0;
   ::close(fd);
   return isElf;
+}
+
+/// The fusion report: all of it with --explain-fusion, else a warning line
+/// when a block stayed unfused (a silent slow path is a bug).
+static void printFusionReport(const octet::FusionReport &report) {
+  if (runExplainFusion)
+    llvm::outs() << report.text();
+  else if (std::string warning = report.warning(); !warning.empty())
+    llvm::errs() << "warning: " << warning << "\n";
 }
 
 static int runRun() {
@@ -805,12 +819,15 @@ static int runRun() {
     options.calibrationSummary = &calibration;
     rt::GemmChoiceLog choices;
     options.kernels.choices = &choices;
+    octet::FusionReport fusion;
+    options.fusionReport = &fusion;
     rt::Status status = octet::compileOnnxFile(runModel, options, plan);
     double compileMs = elapsedMs();
     if (!status.ok()) {
       llvm::errs() << "error: " << status.message() << "\n";
       return 1;
     }
+    printFusionReport(fusion);
     if (runPrintKernelChoices)
       llvm::outs() << rt::formatGemmChoices(choices, options.kernels);
     // A plan for another CPU is built, never run here (no SIGILL).
@@ -879,11 +896,14 @@ static int runCompile() {
   options.kernels.choices = &choices;
   rt::PlanImage image;
   std::unique_ptr<rt::Plan> plan; // built for the target, never run here
+  octet::FusionReport fusion;
+  options.fusionReport = &fusion;
   if (rt::Status status = octet::compileOnnxFileToImage(runModel, options, image, &plan);
       !status.ok()) {
     llvm::errs() << "error: " << status.message() << "\n";
     return 1;
   }
+  printFusionReport(fusion);
   if (runPrintKernelChoices)
     llvm::outs() << rt::formatGemmChoices(choices, options.kernels);
   const double compileMs = elapsedMs(start);

@@ -132,6 +132,13 @@ octet_status octet_model_input_info(const octet_model *model, int32_t index,
 octet_status octet_model_output_info(const octet_model *model, int32_t index,
                                      octet_tensor_info *info);
 
+/* What the compiler fused (a model created from ONNX; octetc --explain-fusion):
+ * "fusion: N of M attention blocks fused, ..." and one "not fused: ..." line per
+ * attention, LayerNorm or GELU block that stayed unfused, with its ONNX nodes and
+ * why. Owned by the model; "" for a model.so (decided when it was compiled) and
+ * NULL (octet_last_error) for a null model. */
+const char *octet_model_fusion_report(const octet_model *model);
+
 /* ---- Running ---------------------------------------------------------------
  * A tensor passed to or returned from octet_run: row-major, dense.
  *  - inputs: data, dtype, rank and dims set by the caller, in the model's

@@ -32,6 +32,11 @@ func.func @attention(%q: tensor<?x?x768xf32>, %k: tensor<?x?x768xf32>, %v: tenso
   return
 }
 
+func.func @ceil(%x: tensor<?x?x768xf32>) {
+  %y = octet.ceil %x : tensor<?x?x768xf32>
+  return
+}
+
 func.func @cast(%mask: tensor<?x?xi64>) {
   %f = octet.cast %mask : tensor<?x?xi64> to tensor<?x?xf32>
   return
@@ -73,6 +78,11 @@ func.func @dynamic_quantize(%x: tensor<?x768xf32>) {
   return
 }
 
+func.func @element_index(%repeats: tensor<2xi64>) {
+  %r1 = octet.element_index %repeats[1] : tensor<2xi64>
+  return
+}
+
 func.func @equal(%a: tensor<?x?x768xf32>, %b: tensor<768xf32>) {
   %y = octet.equal %a, %b : tensor<?x?x768xf32>, tensor<768xf32>
   return
@@ -98,8 +108,24 @@ func.func @from_elements(%b: index, %s: index) {
   return
 }
 
+func.func @floor(%x: tensor<?x?x768xf32>) {
+  %y = octet.floor %x : tensor<?x?x768xf32>
+  return
+}
+
 func.func @gather(%table: tensor<30522x768xf32>, %ids: tensor<?x?xi64>) {
   %e = octet.gather %table, %ids axis = 0 : tensor<30522x768xf32>, tensor<?x?xi64>
+  return
+}
+
+func.func @gather_elements(%buffer: tensor<?x512xi64>, %pos: tensor<?x?xi64>) {
+  %t = octet.gather_elements %buffer, %pos axis = 1 : tensor<?x512xi64>, tensor<?x?xi64>
+  return
+}
+
+func.func @gather_nd(%mask: tensor<?x?xi1>, %idx: tensor<?x1x?x?x2xi64>, %x: tensor<2x2x2xi32>, %i: tensor<2x1xi64>) {
+  %m = octet.gather_nd %mask, %idx : tensor<?x?xi1>, tensor<?x1x?x?x2xi64>
+  %r = octet.gather_nd %x, %i batch_dims = 1 : tensor<2x2x2xi32>, tensor<2x1xi64>
   return
 }
 
@@ -134,6 +160,17 @@ func.func @gelu(%x: tensor<?x?x3072xf32>) {
 
 func.func @greater(%a: tensor<?x?x768xf32>, %b: tensor<768xf32>) {
   %y = octet.greater %a, %b : tensor<?x?x768xf32>, tensor<768xf32>
+  return
+}
+
+func.func @is_inf(%x: tensor<?x4xf32>) {
+  %m = octet.is_inf %x : tensor<?x4xf32>
+  %n = octet.is_inf %x detect_positive = false : tensor<?x4xf32>
+  return
+}
+
+func.func @is_nan(%p: tensor<?x12x?x?xf32>) {
+  %m = octet.is_nan %p : tensor<?x12x?x?xf32>
   return
 }
 
@@ -187,6 +224,12 @@ func.func @max(%a: tensor<?x?x768xf32>, %b: tensor<768xf32>) {
 
 func.func @min(%a: tensor<?x?x768xf32>, %b: tensor<768xf32>) {
   %y = octet.min %a, %b : tensor<?x?x768xf32>, tensor<768xf32>
+  return
+}
+
+func.func @mod(%a: tensor<?xi64>, %b: tensor<i64>, %x: tensor<?x4xf32>, %y: tensor<4xf32>) {
+  %r = octet.mod %a, %b : tensor<?xi64>, tensor<i64>
+  %f = octet.mod %x, %y fmod : tensor<?x4xf32>, tensor<4xf32>
   return
 }
 
@@ -296,6 +339,11 @@ func.func @sigmoid(%x: tensor<?x?x768xf32>) {
   return
 }
 
+func.func @sign(%x: tensor<?x?x768xf32>) {
+  %y = octet.sign %x : tensor<?x?x768xf32>
+  return
+}
+
 func.func @slice(%ids: tensor<1x512xi64>, %s: index) {
   %p = octet.slice %ids axes = [1] starts = [0] ends = [%s] steps = [1]
          : tensor<1x512xi64> -> tensor<1x?xi64>
@@ -329,5 +377,10 @@ func.func @transpose(%x: tensor<?x?x12x64xf32>) {
 
 func.func @where(%c: tensor<?x1x1x?xi1>, %a: tensor<f32>, %b: tensor<?x12x?x?xf32>) {
   %y = octet.where %c, %a, %b : tensor<?x1x1x?xi1>, tensor<f32>, tensor<?x12x?x?xf32>
+  return
+}
+
+func.func @xor(%a: tensor<?x?x768xi1>, %b: tensor<768xi1>) {
+  %y = octet.xor %a, %b : tensor<?x?x768xi1>, tensor<768xi1>
   return
 }

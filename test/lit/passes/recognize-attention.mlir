@@ -458,3 +458,78 @@ func.func @no_attention_swapped_split(%x: tensor<?x?x64xf32>) -> tensor<?x?x64xf
   %out = octet.reshape %ct(%b, %s) : tensor<?x?x4x16xf32> -> tensor<?x?x64xf32>
   return %out : tensor<?x?x64xf32>
 }
+
+// -----
+
+// PyTorch sdpa (TorchScript, transformers 5): where(isnan(p), 0, p) between
+// the softmax and P·V zeroes fully masked (all -inf) rows: absorbed as
+// zero_masked_rows.
+// CHECK-LABEL: func.func @attention_nan_guard
+// CHECK: %[[A:.*]] = octet.attention %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} num_heads = 4 scale = 2.500000e-01 zero_masked_rows : tensor<2x8x64xf32>, tensor<2x1x1x8xf32>
+// CHECK-NOT: octet.is_nan
+// CHECK-NOT: octet.softmax
+// CHECK: return %[[A]]
+func.func @attention_nan_guard(%x: tensor<2x8x64xf32>, %mask: tensor<2x1x1x8xf32>) -> tensor<2x8x64xf32> {
+  %quarter = octet.constant dense<0.25> : tensor<f32>
+  %zero = octet.constant dense<0.0> : tensor<f32>
+  %qr = octet.reshape %x : tensor<2x8x64xf32> -> tensor<2x8x4x16xf32>
+  %qh = octet.transpose %qr permutation = [0, 2, 1, 3] : tensor<2x8x4x16xf32>
+  %kt = octet.transpose %qr permutation = [0, 2, 3, 1] : tensor<2x8x4x16xf32>
+  %scores = octet.matmul %qh, %kt : tensor<2x4x8x16xf32>, tensor<2x4x16x8xf32>
+  %scaled = octet.mul %scores, %quarter : tensor<2x4x8x8xf32>, tensor<f32>
+  %masked = octet.add %scaled, %mask : tensor<2x4x8x8xf32>, tensor<2x1x1x8xf32>
+  %probs = octet.softmax %masked axis = 3 : tensor<2x4x8x8xf32>
+  %nan = octet.is_nan %probs : tensor<2x4x8x8xf32>
+  %guarded = octet.where %nan, %zero, %probs : tensor<2x4x8x8xi1>, tensor<f32>, tensor<2x4x8x8xf32>
+  %ctx = octet.matmul %guarded, %qh : tensor<2x4x8x8xf32>, tensor<2x4x8x16xf32>
+  %ct = octet.transpose %ctx permutation = [0, 2, 1, 3] : tensor<2x4x8x16xf32>
+  %out = octet.reshape %ct : tensor<2x8x4x16xf32> -> tensor<2x8x64xf32>
+  return %out : tensor<2x8x64xf32>
+}
+
+// -----
+
+// A guard that fills NaN with anything but 0 is not a fully-masked-row rule.
+// CHECK-LABEL: func.func @no_attention_nan_guard_fill_one
+// CHECK-NOT: octet.attention
+// CHECK: octet.softmax
+func.func @no_attention_nan_guard_fill_one(%x: tensor<2x8x64xf32>) -> tensor<2x8x64xf32> {
+  %one = octet.constant dense<1.0> : tensor<f32>
+  %qr = octet.reshape %x : tensor<2x8x64xf32> -> tensor<2x8x4x16xf32>
+  %qh = octet.transpose %qr permutation = [0, 2, 1, 3] : tensor<2x8x4x16xf32>
+  %kt = octet.transpose %qr permutation = [0, 2, 3, 1] : tensor<2x8x4x16xf32>
+  %scores = octet.matmul %qh, %kt : tensor<2x4x8x16xf32>, tensor<2x4x16x8xf32>
+  %probs = octet.softmax %scores axis = 3 : tensor<2x4x8x8xf32>
+  %nan = octet.is_nan %probs : tensor<2x4x8x8xf32>
+  %guarded = octet.where %nan, %one, %probs : tensor<2x4x8x8xi1>, tensor<f32>, tensor<2x4x8x8xf32>
+  %ctx = octet.matmul %guarded, %qh : tensor<2x4x8x8xf32>, tensor<2x4x8x16xf32>
+  %ct = octet.transpose %ctx permutation = [0, 2, 1, 3] : tensor<2x4x8x16xf32>
+  %out = octet.reshape %ct : tensor<2x8x4x16xf32> -> tensor<2x8x64xf32>
+  return %out : tensor<2x8x64xf32>
+}
+
+// -----
+
+// MPNet: a per-head relative position bias and then the padding mask added
+// to the scores (in any association): one additive mask, bias + mask.
+// CHECK-LABEL: func.func @attention_position_bias
+// CHECK-SAME: (%[[X:[^:]*]]: tensor<2x8x64xf32>, %[[BIAS:[^:]*]]: tensor<1x4x8x8xf32>, %[[MASK:[^:]*]]: tensor<2x1x1x8xf32>)
+// CHECK: %[[M:.*]] = octet.add %[[MASK]], %[[BIAS]] : tensor<2x1x1x8xf32>, tensor<1x4x8x8xf32>
+// CHECK: %[[A:.*]] = octet.attention %{{.*}}, %{{.*}}, %{{.*}}, %[[M]] num_heads = 4 scale = 2.500000e-01 : tensor<2x8x64xf32>, tensor<2x4x8x8xf32>
+// CHECK-NOT: octet.softmax
+// CHECK: return %[[A]]
+func.func @attention_position_bias(%x: tensor<2x8x64xf32>, %bias: tensor<1x4x8x8xf32>, %mask: tensor<2x1x1x8xf32>) -> tensor<2x8x64xf32> {
+  %quarter = octet.constant dense<0.25> : tensor<f32>
+  %qr = octet.reshape %x : tensor<2x8x64xf32> -> tensor<2x8x4x16xf32>
+  %qh = octet.transpose %qr permutation = [0, 2, 1, 3] : tensor<2x8x4x16xf32>
+  %kt = octet.transpose %qr permutation = [0, 2, 3, 1] : tensor<2x8x4x16xf32>
+  %scores = octet.matmul %qh, %kt : tensor<2x4x8x16xf32>, tensor<2x4x16x8xf32>
+  %scaled = octet.mul %scores, %quarter : tensor<2x4x8x8xf32>, tensor<f32>
+  %biased = octet.add %scaled, %bias : tensor<2x4x8x8xf32>, tensor<1x4x8x8xf32>
+  %masked = octet.add %mask, %biased : tensor<2x1x1x8xf32>, tensor<2x4x8x8xf32>
+  %probs = octet.softmax %masked axis = 3 : tensor<2x4x8x8xf32>
+  %ctx = octet.matmul %probs, %qh : tensor<2x4x8x8xf32>, tensor<2x4x8x16xf32>
+  %ct = octet.transpose %ctx permutation = [0, 2, 1, 3] : tensor<2x4x8x16xf32>
+  %out = octet.reshape %ct : tensor<2x8x4x16xf32> -> tensor<2x8x64xf32>
+  return %out : tensor<2x8x64xf32>
+}

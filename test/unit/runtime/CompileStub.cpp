@@ -30,6 +30,11 @@ rt::Status compileOnnxBytes(const void *bytes, size_t size, const CompileOptions
   return stubCompile(std::string(static_cast<const char *>(bytes), size), options);
 }
 
+rt::Status compileOnnxFileToImage(const std::string &path, const CompileOptions &options,
+                                  rt::PlanImage &image, std::unique_ptr<rt::Plan> *plan) {
+  return stubCompile(path, options);
+}
+
 rt::Status calibrateOnnxFile(const std::string &path, const CompileOptions &options,
                              const std::string &outputPath, CalibrationSummary *summary) {
   return stubCompile(path, options);

@@ -223,6 +223,8 @@ template <class T> T refBinary(BinaryKind kind, T x, T y) {
       return x < y;
     case BinaryKind::Greater:
       return x > y;
+    case BinaryKind::FMod:
+      return std::fmod(x, y);
     default:
       return 0;
     }
@@ -260,6 +262,16 @@ template <class T> T refBinary(BinaryKind kind, T x, T y) {
       return (x != 0) && (y != 0);
     case BinaryKind::Or:
       return (x != 0) || (y != 0);
+    case BinaryKind::Xor:
+      return (x != 0) != (y != 0);
+    case BinaryKind::Mod:
+    case BinaryKind::FMod: {
+      int64_t a = int64_t(x), b = int64_t(y);
+      int64_t r = b == -1 ? 0 : a % b; // C++: the dividend's sign
+      if (kind == BinaryKind::Mod && r != 0 && (r < 0) != (b < 0))
+        r += b; // Python: the divisor's sign
+      return T(r);
+    }
     }
     return 0;
   }
@@ -267,7 +279,7 @@ template <class T> T refBinary(BinaryKind kind, T x, T y) {
 
 bool isComparison(BinaryKind k) {
   return k == BinaryKind::Equal || k == BinaryKind::Less || k == BinaryKind::Greater ||
-         k == BinaryKind::And || k == BinaryKind::Or;
+         k == BinaryKind::And || k == BinaryKind::Or || k == BinaryKind::Xor;
 }
 
 /// How operand a / b are laid out in a binary test.
@@ -317,10 +329,11 @@ void checkBinary(BinaryKind kind, DType dtype, const BinaryCase &c, uint32_t see
   visitDType(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (!std::is_floating_point_v<T>) {
-      if (kind == BinaryKind::Div || kind == BinaryKind::Pow)
+      bool divides = kind == BinaryKind::Div || kind == BinaryKind::Mod || kind == BinaryKind::FMod;
+      if (divides || kind == BinaryKind::Pow)
         forEachIndex(c.b, [&](const Shape &i) {
           T &v = tp.at<T>(b, i);
-          if (kind == BinaryKind::Div && v == 0)
+          if (divides && v == 0)
             v = 3;
           if (kind == BinaryKind::Pow)
             v = T(int64_t(v) % 5);
@@ -400,9 +413,48 @@ TEST(BinaryStep, ComparisonsWriteBool) {
       checkBinary(BinaryKind::Equal, DType::Bool, c, seed++);
 }
 
+TEST(BinaryStep, RemaindersOnEveryNumericType) {
+  uint32_t seed = 150;
+  for (DType dtype : kNumericTypes)
+    for (const BinaryCase &c : kBinaryCases) {
+      if (product(c.out) > 100000 && dtype != DType::I64)
+        continue;
+      checkBinary(BinaryKind::FMod, dtype, c, seed++);
+      if (dtype != DType::F32 && dtype != DType::F64)
+        checkBinary(BinaryKind::Mod, dtype, c, seed++);
+    }
+}
+
+TEST(BinaryStep, RemainderSignsZeroDivisorsAndFloatMod) {
+  TestPlan tp;
+  TensorId a = tp.tensor(DType::I32, {6}), b = tp.tensor(DType::I32, {6}),
+           out = tp.tensor(DType::I32, {6}, "out");
+  int32_t x[6] = {-7, 7, -7, 6, std::numeric_limits<int32_t>::min(), 5};
+  int32_t y[6] = {3, -3, -3, 3, -1, 4};
+  std::memcpy(tp.data<int32_t>(a), x, sizeof x);
+  std::memcpy(tp.data<int32_t>(b), y, sizeof y);
+  ASSERT_TRUE(runStep(tp, makeBinary(BinaryKind::Mod, a, b, out)).ok());
+  EXPECT_EQ(std::vector<int32_t>(tp.data<int32_t>(out), tp.data<int32_t>(out) + 6),
+            (std::vector<int32_t>{2, -2, -1, 0, 0, 1}));
+  ASSERT_TRUE(runStep(tp, makeBinary(BinaryKind::FMod, a, b, out)).ok());
+  EXPECT_EQ(std::vector<int32_t>(tp.data<int32_t>(out), tp.data<int32_t>(out) + 6),
+            (std::vector<int32_t>{-1, 1, -1, 0, 0, 1}));
+  tp.data<int32_t>(b)[3] = 0;
+  for (BinaryKind kind : {BinaryKind::Mod, BinaryKind::FMod})
+    EXPECT_ERROR_CONTAINS(runStep(tp, makeBinary(kind, a, b, out)),
+                          "integer modulo by zero at output position [3]");
+  TensorId f = tp.tensor(DType::F32, {6}), fOut = tp.tensor(DType::F32, {6});
+  EXPECT_ERROR_CONTAINS(runStep(tp, makeBinary(BinaryKind::Mod, f, f, fOut)), "takes integers");
+  TensorId bo = tp.tensor(DType::Bool, {6}), boOut = tp.tensor(DType::Bool, {6});
+  EXPECT_ERROR_CONTAINS(runStep(tp, makeBinary(BinaryKind::Mod, bo, bo, boOut)),
+                        "does not take bool");
+  EXPECT_ERROR_CONTAINS(runStep(tp, makeBinary(BinaryKind::Xor, a, a, boOut)),
+                        "takes bool operands");
+}
+
 TEST(BinaryStep, LogicalOnBool) {
   uint32_t seed = 200;
-  for (BinaryKind kind : {BinaryKind::And, BinaryKind::Or})
+  for (BinaryKind kind : {BinaryKind::And, BinaryKind::Or, BinaryKind::Xor})
     for (const BinaryCase &c : kBinaryCases)
       checkBinary(kind, DType::Bool, c, seed++);
 }
@@ -512,6 +564,10 @@ TEST(Steps, KindStrings) {
   EXPECT_EQ(makeRange(0, 1, 2)->kind(), "range");
   EXPECT_EQ(makeFromElements({0}, 2)->kind(), "from_elements");
   EXPECT_EQ(makeMatMul(0, 1, 2)->kind(), "matmul");
+  EXPECT_EQ(makeGatherND(0, 1, 0, 2)->kind(), "gather_nd");
+  EXPECT_EQ(makeGatherElements(0, 1, 0, 2)->kind(), "gather_elements");
+  EXPECT_EQ(makeBinary(BinaryKind::FMod, 0, 1, 2)->kind(), "fmod");
+  EXPECT_EQ(makeUnary(UnaryKind::IsNaN, 0, 1)->kind(), "is_nan");
   StepPtr concat = makeConcat({4, 5, 6}, 1, 7);
   EXPECT_EQ(concat->inputs, (std::vector<TensorId>{4, 5, 6}));
   EXPECT_EQ(concat->outputs, (std::vector<TensorId>{7}));
@@ -545,10 +601,15 @@ template <class T> T refUnary(UnaryKind kind, T x) {
       return x < 0 ? 0 : x;
     case UnaryKind::Sigmoid:
       return T(1 / (1 + std::exp(-double(x))));
-    case UnaryKind::Not:
+    case UnaryKind::Ceil:
+      return std::ceil(x);
+    case UnaryKind::Floor:
+      return std::floor(x);
+    case UnaryKind::Sign:
+      return std::isnan(x) ? x : T((x > 0) - (x < 0));
+    default:
       return 0;
     }
-    return 0;
   } else {
     switch (kind) {
     case UnaryKind::Neg:
@@ -559,6 +620,8 @@ template <class T> T refUnary(UnaryKind kind, T x) {
       return x < 0 ? 0 : x;
     case UnaryKind::Not:
       return x == 0;
+    case UnaryKind::Sign:
+      return T((x > 0) - (x < 0));
     default:
       return 0;
     }
@@ -597,7 +660,8 @@ TEST(UnaryStep, FloatOps) {
   uint32_t seed = 300;
   for (UnaryKind kind : {UnaryKind::Neg, UnaryKind::Abs, UnaryKind::Exp, UnaryKind::Log,
                          UnaryKind::Erf, UnaryKind::Tanh, UnaryKind::Sqrt, UnaryKind::Rsqrt,
-                         UnaryKind::Reciprocal, UnaryKind::Relu, UnaryKind::Sigmoid})
+                         UnaryKind::Reciprocal, UnaryKind::Relu, UnaryKind::Sigmoid,
+                         UnaryKind::Ceil, UnaryKind::Floor, UnaryKind::Sign})
     for (DType dtype : kFloatTypes) {
       checkUnary(kind, dtype, false, {3, 17}, seed++);
       checkUnary(kind, dtype, true, {9, 5}, seed++);
@@ -608,13 +672,48 @@ TEST(UnaryStep, FloatOps) {
 
 TEST(UnaryStep, IntegerAndBoolOps) {
   uint32_t seed = 400;
-  for (UnaryKind kind : {UnaryKind::Neg, UnaryKind::Abs, UnaryKind::Relu})
+  for (UnaryKind kind : {UnaryKind::Neg, UnaryKind::Abs, UnaryKind::Relu, UnaryKind::Sign})
     for (DType dtype : kIntTypes) {
       checkUnary(kind, dtype, false, {3, 17}, seed++);
       checkUnary(kind, dtype, true, {9, 5}, seed++);
     }
   checkUnary(UnaryKind::Not, DType::Bool, false, {3, 17}, seed++);
   checkUnary(UnaryKind::Not, DType::Bool, true, {4, 7}, seed++);
+}
+
+TEST(UnaryStep, FloatTestsWriteBool) {
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::nan("");
+  const double values[7] = {-inf, inf, nan, 0.0, -0.0, 1e300, -2.5};
+  const uint8_t want[4][7] = {{0, 0, 1, 0, 0, 0, 0},  // IsNaN
+                              {1, 1, 0, 0, 0, 0, 0},  // IsInf
+                              {0, 1, 0, 0, 0, 0, 0},  // IsPosInf
+                              {1, 0, 0, 0, 0, 0, 0}}; // IsNegInf
+  const UnaryKind kinds[4] = {UnaryKind::IsNaN, UnaryKind::IsInf, UnaryKind::IsPosInf,
+                              UnaryKind::IsNegInf};
+  for (DType dtype : kFloatTypes) {
+    TestPlan tp;
+    TensorId base = tp.tensor(dtype, {7, 2});
+    visitDType(dtype, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      if constexpr (std::is_floating_point_v<T>)
+        for (int i = 0; i < 7; ++i)
+          tp.at<T>(base, {i, 1}) = T(values[i]);
+    });
+    TensorId in = tp.view(base, {7}, {2}, 1); // a strided column
+    TensorId out = tp.tensor(DType::Bool, {7});
+    for (int k = 0; k < 4; ++k) {
+      Status s = runStep(tp, makeUnary(kinds[k], in, out));
+      ASSERT_TRUE(s.ok()) << s.message();
+      for (int i = 0; i < 7; ++i)
+        EXPECT_EQ(tp.data<uint8_t>(out)[i], want[k][i]) << "kind " << k << " value " << values[i];
+    }
+    TensorId same = tp.tensor(dtype, {7});
+    EXPECT_ERROR_CONTAINS(runStep(tp, makeUnary(UnaryKind::IsNaN, in, same)), "should be bool");
+  }
+  TestPlan tp;
+  TensorId i = tp.tensor(DType::I32, {3}), bo = tp.tensor(DType::Bool, {3});
+  EXPECT_ERROR_CONTAINS(runStep(tp, makeUnary(UnaryKind::IsNaN, i, bo)), "does not take i32");
+  EXPECT_ERROR_CONTAINS(runStep(tp, makeUnary(UnaryKind::Ceil, i, i)), "does not take i32");
 }
 
 TEST(UnaryStep, Errors) {
@@ -1399,6 +1498,178 @@ TEST(MatMulStep, ZeroDepthAndErrors) {
   EXPECT_ERROR_CONTAINS(runStep(tp, makeMatMul(x, s, o)), "rank >= 1");
   TensorId w = tp.tensor(DType::F32, {4, 6});
   EXPECT_ERROR_CONTAINS(runStep(tp, makeMatMul(x, w, o)), "should have shape [2, 3, 6]");
+}
+
+// ---- GatherND and GatherElements ------------------------------------------
+
+/// GatherND against the ONNX definition, index by index; indices in range (negatives too).
+void checkGatherND(DType dtype, const Shape &dataShape, const Shape &indexShape, int batchDims,
+                   bool transposedData, uint32_t seed) {
+  SCOPED_TRACE(std::string("dtype ") + dtypeName(dtype) + " data " + shapeString(dataShape) +
+               " indices " + shapeString(indexShape) + " batch_dims " + std::to_string(batchDims));
+  std::mt19937 rng(seed);
+  TestPlan tp;
+  TensorId data;
+  if (transposedData) {
+    TensorId base = tp.tensor(dtype, {dataShape[1], dataShape[0]});
+    tp.fill(base, rng);
+    data = tp.transposed(base, {1, 0});
+  } else {
+    data = tp.tensor(dtype, dataShape);
+    tp.fill(data, rng);
+  }
+  TensorId indices = tp.tensor(DType::I64, indexShape, "indices");
+  int64_t tuple = indexShape.back(), q = int64_t(indexShape.size());
+  forEachIndex(indexShape, [&](const Shape &i) {
+    int64_t dim = dataShape[size_t(batchDims + i.back())];
+    tp.at<int64_t>(indices, i) = int64_t(rng() % (2 * dim)) - dim;
+  });
+  Shape outShape(indexShape.begin(), indexShape.end() - 1);
+  outShape.insert(outShape.end(), dataShape.begin() + batchDims + tuple, dataShape.end());
+  TensorId out = tp.tensor(dtype, outShape);
+  Status s = runStep(tp, makeGatherND(data, indices, batchDims, out));
+  ASSERT_TRUE(s.ok()) << s.message();
+  visitDType(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    int failures = 0;
+    forEachIndex(outShape, [&](const Shape &o) {
+      Shape d(o.begin(), o.begin() + batchDims), t(o.begin(), o.begin() + (q - 1));
+      t.push_back(0);
+      for (int64_t k = 0; k < tuple; ++k) {
+        t.back() = k;
+        int64_t v = tp.at<int64_t>(indices, t), dim = dataShape[size_t(batchDims + k)];
+        d.push_back(v < 0 ? v + dim : v);
+      }
+      d.insert(d.end(), o.begin() + (q - 1), o.end());
+      if (!sameValue(tp.at<T>(out, o), tp.at<T>(data, d)) && failures++ < 5)
+        ADD_FAILURE() << "at output " << shapeString(o);
+    });
+  });
+}
+
+TEST(GatherNDStep, TuplesBatchDimsTypesAndViews) {
+  uint32_t seed = 1500;
+  for (DType dtype : kAllTypes) {
+    checkGatherND(dtype, {2, 2}, {2, 2}, 0, false, seed++);          // elements
+    checkGatherND(dtype, {2, 2, 3}, {2, 1, 1}, 0, false, seed++);    // rows
+    checkGatherND(dtype, {2, 2, 3}, {2, 1}, 1, false, seed++);       // batch_dims 1
+    checkGatherND(dtype, {3, 4, 5, 2}, {3, 4, 2, 1}, 2, false, seed++);
+    checkGatherND(dtype, {6, 5}, {4, 1}, 0, true, seed++);           // strided rows
+    checkGatherND(dtype, {6, 5}, {0, 2}, 0, false, seed++);          // no tuples
+  }
+  // The dynamo padding mask: a [B, S] bool mask at [B, 1, S, S, 2] tuples, big enough
+  // for the parallel path.
+  checkGatherND(DType::Bool, {4, 128}, {4, 1, 128, 128, 2}, 0, false, seed++);
+  checkGatherND(DType::F32, {64, 300}, {2000, 1}, 0, false, seed++);
+}
+
+TEST(GatherNDStep, IndexOutOfRangeNamesValuePositionAndRange) {
+  TestPlan tp;
+  TensorId data = tp.tensor(DType::Bool, {2, 3}, "attention_mask");
+  TensorId ids = tp.tensor(DType::I64, {2, 2, 2}, "tuples");
+  int64_t v[8] = {0, 0, 1, 2, 1, -3, 1, 3};
+  std::memcpy(tp.data<int64_t>(ids), v, sizeof v);
+  TensorId out = tp.tensor(DType::Bool, {2, 2});
+  Status s = runStep(tp, makeGatherND(data, ids, 0, out));
+  EXPECT_ERROR_CONTAINS(s, "index 3 at position [1, 1, 1] of the indices 'tuples'");
+  EXPECT_ERROR_CONTAINS(s, "out of range [-3, 3) for dim 1 of the data 'attention_mask'");
+  tp.data<int64_t>(ids)[6] = -3;
+  EXPECT_ERROR_CONTAINS(runStep(tp, makeGatherND(data, ids, 0, out)),
+                        "index -3 at position [1, 1, 0]");
+  tp.data<int64_t>(ids)[6] = -2;
+  tp.data<int64_t>(ids)[7] = -1;
+  EXPECT_TRUE(runStep(tp, makeGatherND(data, ids, 0, out)).ok());
+}
+
+TEST(GatherNDStep, Errors) {
+  TestPlan tp;
+  TensorId data = tp.tensor(DType::F32, {4, 5}), ids = tp.tensor(DType::I64, {3, 1}),
+           out = tp.tensor(DType::F32, {3, 5}), fids = tp.tensor(DType::F32, {3, 1}),
+           long3 = tp.tensor(DType::I64, {3, 3}), bad = tp.tensor(DType::F32, {5, 3}),
+           iout = tp.tensor(DType::I32, {3, 5}), b3 = tp.tensor(DType::I64, {3, 1}),
+           bout = tp.tensor(DType::F32, {3});
+  EXPECT_ERROR_CONTAINS(runStep(tp, makeGatherND(data, fids, 0, out)), "should be i64 or i32");
+  EXPECT_ERROR_CONTAINS(runStep(tp, makeGatherND(data, long3, 0, out)),
+                        "index tuples of 3 entries");
+  EXPECT_ERROR_CONTAINS(runStep(tp, makeGatherND(data, ids, 0, bad)), "should have shape [3, 5]");
+  EXPECT_ERROR_CONTAINS(runStep(tp, makeGatherND(data, ids, 0, iout)), "should be f32");
+  EXPECT_ERROR_CONTAINS(runStep(tp, makeGatherND(data, ids, 2, out)), "batch_dims 2");
+  EXPECT_ERROR_CONTAINS(runStep(tp, makeGatherND(data, b3, 1, bout)), "batch dim 0 differs");
+}
+
+/// GatherElements against numpy.take_along_axis; indices in range (negatives too).
+void checkGatherElements(DType dtype, const Shape &dataShape, const Shape &indexShape, int axis,
+                         bool transposedIndices, uint32_t seed) {
+  SCOPED_TRACE(std::string("dtype ") + dtypeName(dtype) + " data " + shapeString(dataShape) +
+               " indices " + shapeString(indexShape) + " axis " + std::to_string(axis));
+  std::mt19937 rng(seed);
+  TestPlan tp;
+  TensorId data = tp.tensor(dtype, dataShape);
+  tp.fill(data, rng);
+  TensorId indices;
+  if (transposedIndices) {
+    TensorId base = tp.tensor(DType::I32, {indexShape[1], indexShape[0]});
+    indices = tp.transposed(base, {1, 0});
+  } else {
+    indices = tp.tensor(DType::I32, indexShape);
+  }
+  int64_t dim = dataShape[size_t(axis)];
+  forEachIndex(indexShape, [&](const Shape &i) {
+    tp.at<int32_t>(indices, i) = int32_t(int64_t(rng() % (2 * dim)) - dim);
+  });
+  TensorId out = tp.tensor(dtype, indexShape);
+  Status s = runStep(tp, makeGatherElements(data, indices, axis, out));
+  ASSERT_TRUE(s.ok()) << s.message();
+  visitDType(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    int failures = 0;
+    forEachIndex(indexShape, [&](const Shape &o) {
+      Shape d = o;
+      int64_t v = tp.at<int32_t>(indices, o);
+      d[size_t(axis)] = v < 0 ? v + dim : v;
+      if (!sameValue(tp.at<T>(out, o), tp.at<T>(data, d)) && failures++ < 5)
+        ADD_FAILURE() << "at output " << shapeString(o);
+    });
+  });
+}
+
+TEST(GatherElementsStep, AxesTypesAndViews) {
+  uint32_t seed = 1600;
+  for (DType dtype : kAllTypes) {
+    checkGatherElements(dtype, {3, 3}, {2, 3}, 0, false, seed++);
+    checkGatherElements(dtype, {3, 5}, {3, 7}, 1, false, seed++); // wider along the axis
+    checkGatherElements(dtype, {4, 6, 5}, {2, 6, 3}, 1, false, seed++);
+    checkGatherElements(dtype, {6, 5}, {4, 5}, 0, true, seed++);  // transposed indices
+    checkGatherElements(dtype, {6, 5}, {0, 5}, 0, false, seed++); // empty
+  }
+  // RoBERTa's token types: [B, 512] at [B, S] position ids, big enough to run in parallel.
+  checkGatherElements(DType::I64, {64, 512}, {64, 512}, 1, false, seed++);
+}
+
+TEST(GatherElementsStep, IndexOutOfRangeAndErrors) {
+  TestPlan tp;
+  TensorId data = tp.tensor(DType::I64, {2, 4}, "token_type_ids"),
+           ids = tp.tensor(DType::I64, {2, 3}, "position_ids"), out = tp.tensor(DType::I64, {2, 3});
+  int64_t v[6] = {0, 1, 2, 3, -5, 4};
+  std::memcpy(tp.data<int64_t>(ids), v, sizeof v);
+  Status s = runStep(tp, makeGatherElements(data, ids, 1, out));
+  EXPECT_ERROR_CONTAINS(s, "index -5 at position [1, 1] of the indices 'position_ids'");
+  EXPECT_ERROR_CONTAINS(s, "out of range [-4, 4) for axis 1 of the data 'token_type_ids'");
+  tp.data<int64_t>(ids)[4] = -4;
+  EXPECT_ERROR_CONTAINS(runStep(tp, makeGatherElements(data, ids, 1, out)), "index 4 at position [1, 2]");
+  tp.data<int64_t>(ids)[5] = 3;
+  EXPECT_TRUE(runStep(tp, makeGatherElements(data, ids, 1, out)).ok());
+  TensorId wide = tp.tensor(DType::I64, {3, 3}), wout = tp.tensor(DType::I64, {3, 3}),
+           flat = tp.tensor(DType::I64, {6}), fout = tp.tensor(DType::I64, {6}),
+           fids = tp.tensor(DType::F32, {2, 3});
+  EXPECT_ERROR_CONTAINS(runStep(tp, makeGatherElements(data, wide, 1, wout)),
+                        "dim 0 of the indices");
+  EXPECT_ERROR_CONTAINS(runStep(tp, makeGatherElements(data, flat, 0, fout)),
+                        "should have the rank of the data");
+  EXPECT_ERROR_CONTAINS(runStep(tp, makeGatherElements(data, fids, 1, out)),
+                        "should be i64 or i32");
+  EXPECT_ERROR_CONTAINS(runStep(tp, makeGatherElements(data, ids, 2, out)),
+                        "axis 2 is out of range");
 }
 
 } // namespace
