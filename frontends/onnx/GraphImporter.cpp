@@ -308,6 +308,8 @@ OpFoldResult GraphImporter::indexOp(IndexOp op, OpFoldResult lhs, OpFoldResult r
       return builder.getIndexAttr(*a / *b); // ONNX integer Div truncates, as C++ does
     case IndexOp::Max:
       return builder.getIndexAttr(std::max(*a, *b));
+    case IndexOp::Min:
+      return builder.getIndexAttr(std::min(*a, *b));
     }
   }
   if (op == IndexOp::Mul) {
@@ -328,7 +330,8 @@ OpFoldResult GraphImporter::indexOp(IndexOp op, OpFoldResult lhs, OpFoldResult r
   bool lhsIs0 = a && *a == 0, rhsIs0 = b && *b == 0;
   if (op == IndexOp::Add && lhsIs0)
     return rhs;
-  if (((op == IndexOp::Add || op == IndexOp::Sub) && rhsIs0) || (op == IndexOp::Max && lhs == rhs))
+  if (((op == IndexOp::Add || op == IndexOp::Sub) && rhsIs0) ||
+      ((op == IndexOp::Max || op == IndexOp::Min) && lhs == rhs))
     return lhs;
   if (op == IndexOp::Sub && lhs == rhs)
     return builder.getIndexAttr(0);
@@ -344,6 +347,8 @@ OpFoldResult GraphImporter::indexOp(IndexOp op, OpFoldResult lhs, OpFoldResult r
     return arith::DivSIOp::create(builder, loc, x, y).getResult();
   case IndexOp::Max:
     return arith::MaxSIOp::create(builder, loc, x, y).getResult();
+  case IndexOp::Min:
+    return arith::MinSIOp::create(builder, loc, x, y).getResult();
   }
   llvm_unreachable("products are built above");
 }

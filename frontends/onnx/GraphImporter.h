@@ -152,7 +152,7 @@ public:
   mlir::Value expandTo(mlir::Value input, llvm::ArrayRef<mlir::OpFoldResult> sizes) const;
 };
 
-enum class IndexOp { Add, Sub, Mul, Div, Max };
+enum class IndexOp { Add, Sub, Mul, Div, Max, Min };
 
 /// c · x₁ · … · xₙ: the canonical form of the importer's index products. The
 /// atoms are run-time sizes that are not themselves products, in the order the

@@ -119,7 +119,7 @@ template <typename OpT> static LogicalResult convertVariadic(NodeContext &n) {
 
 /// Integer arithmetic that also computes on shape values.
 template <typename OpT, IndexOp Kind> static LogicalResult convertArithmetic(NodeContext &n) {
-  if (isa<IntegerType>(n.inputType(0).getElementType())) {
+  if (isa<IntegerType>(n.inputType(0).getElementType()) && n.node.input_size() == 2) {
     auto result = combineShapeInputs(
         n, [&](OpFoldResult a, OpFoldResult b) { return n.graph.indexOp(Kind, a, b, n.loc); });
     if (result) {
@@ -902,8 +902,8 @@ static const OpConversion kConversions[] = {
     {"Log", 1, convertUnary<LogOp>},
     {"MatMul", 2, convertMatMul},
     {"MatMulInteger", 2, convertMatMulInteger},
-    {"Max", 1, convertVariadic<MaxOp>},
-    {"Min", 1, convertVariadic<MinOp>},
+    {"Max", 1, convertArithmetic<MaxOp, IndexOp::Max>},
+    {"Min", 1, convertArithmetic<MinOp, IndexOp::Min>},
     {"Mul", 2, convertArithmetic<MulOp, IndexOp::Mul>},
     {"Neg", 1, convertUnary<NegOp>},
     {"Not", 1, convertUnary<NotOp>},
