@@ -15,8 +15,8 @@ generated-graph MiniLM of export_onnx.py, Optimum style, as the comparison row):
               8 x 128, in a process of its own, median
   (latencies: --rounds rounds alternating the models and engines; the best round's median)
 
-Threads: every core for both (OMP / ORT defaults). Prints a table and its markdown for
-bench/RESULTS.md; --json writes the figures.
+Threads: every core for both (OMP / ORT defaults), or --threads N for both. Prints a table
+and its markdown for bench/RESULTS.md; --json writes the figures.
 
     bench_hf_real.py [--exports bench/out/minilm-hf] [--octetc PATH] [--octet-opt PATH]
                      [--sentences 300] [--repeat 20] [--rounds 3] [--json FILE]
@@ -51,7 +51,9 @@ BATCH, SEQ = 8, 128
 ORT_TIMER = r"""
 import sys, time, numpy as np, onnxruntime as ort
 model, batch, seq, repeat = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-session = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+options = ort.SessionOptions()
+options.intra_op_num_threads = int(sys.argv[5])  # 0: ORT's default, every core
+session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
 rng = np.random.default_rng(0)
 mask = np.ones((batch, seq), np.int64)
 mask[1::2, seq // 2:] = 0
@@ -69,10 +71,10 @@ print("median_ms %.3f" % float(np.median(times)))
 """
 
 
-def octet_int8_ms(octetc, model, calib_dir, repeat):
+def octet_int8_ms(octetc, model, calib_dir, repeat, threads):
     proc = subprocess.run([octetc, "run", model, "--int8=static", "--calib", calib_dir,
                            "--batch", str(BATCH), "--seq", str(SEQ), "--repeat", str(repeat),
-                           "--warmup", "3"], capture_output=True, text=True)
+                           "--warmup", "3", "--threads", str(threads)], capture_output=True, text=True)
     if proc.returncode != 0:
         raise RuntimeError("octetc run --int8=static: " + hf_exports.first_error(proc))
     match = re.search(r"latency: median ([0-9.]+) ms", proc.stdout)
@@ -82,9 +84,9 @@ def octet_int8_ms(octetc, model, calib_dir, repeat):
     return float(match.group(1)), warnings
 
 
-def ort_fp32_ms(model, repeat):
-    proc = subprocess.run([sys.executable, "-c", ORT_TIMER, model, str(BATCH), str(SEQ), str(repeat)],
-                          capture_output=True, text=True)
+def ort_fp32_ms(model, repeat, threads):
+    proc = subprocess.run([sys.executable, "-c", ORT_TIMER, model, str(BATCH), str(SEQ), str(repeat),
+                           str(threads)], capture_output=True, text=True)
     match = re.search(r"median_ms ([0-9.]+)", proc.stdout)
     if proc.returncode != 0 or not match:
         raise RuntimeError("ONNX Runtime timing failed: " + hf_exports.first_error(proc))
@@ -128,6 +130,8 @@ def main():
     parser.add_argument("--repeat", type=int, default=20, help="timed runs per latency (default 20)")
     parser.add_argument("--rounds", type=int, default=3,
                         help="latency rounds, the models alternating; the best round counts (default 3)")
+    parser.add_argument("--threads", type=int, default=0,
+                        help="threads of both engines (default 0: every core, each engine's default)")
     parser.add_argument("--json", help="also write the figures to this file")
     parser.add_argument("--keep", help="keep the work folder")
     args = parser.parse_args()
@@ -170,8 +174,9 @@ def main():
             print(f"timing {r['model']} (round {round_index + 1} of {args.rounds}) ...",
                   file=sys.stderr, flush=True)
             try:
-                int8, r["warnings"] = octet_int8_ms(args.octetc, r["file"], calib_dir, args.repeat)
-                fp32 = ort_fp32_ms(r["file"], args.repeat)
+                int8, r["warnings"] = octet_int8_ms(args.octetc, r["file"], calib_dir, args.repeat,
+                                                    args.threads)
+                fp32 = ort_fp32_ms(r["file"], args.repeat, args.threads)
             except RuntimeError as error:
                 r["error"] = str(error).splitlines()[0]
                 continue
@@ -182,7 +187,8 @@ def main():
         return "-" if value is None else format(value, spec)
 
     print(f"all-MiniLM-L6-v2: INT8 static (calibrated on {len(calibration)} held-out sentences) "
-          f"vs ORT FP32; cosine over {len(texts)} sentence embeddings; latency at {BATCH}x{SEQ}")
+          f"vs ORT FP32; cosine over {len(texts)} sentence embeddings; latency at {BATCH}x{SEQ}, "
+          f"{args.threads or 'all'} thread(s), best of {args.rounds} rounds")
     print("| model / exporter | imports | fused attn/LN/GELU | cosine mean (min) | Octet INT8 ms | "
           "ORT FP32 ms | INT8 / ORT FP32 |")
     print("|---|---|---|---|---|---|---|")
@@ -198,7 +204,8 @@ def main():
             print(f"{r['model']}: {warning}")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"batch": BATCH, "seq": SEQ, "sentences": len(texts), "results": results}, f, indent=1)
+            json.dump({"batch": BATCH, "seq": SEQ, "threads": args.threads, "sentences": len(texts),
+                       "results": results}, f, indent=1)
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)
     return 1 if any(r["error"] for r in results) else 0
