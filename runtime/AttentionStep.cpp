@@ -21,10 +21,11 @@
 // S. Hosts without AVX-512 (or allowAvx512 == false) run the compiled C++ twins
 // of the same kernels through the same driver.
 //
-// bf16 (AttentionSpec::bf16: --attention=bf16, on a target with AMX-BF16
-// and AVX512-BF16; docs/attention-bf16.md): Kᵀ and V_h are packed as bf16 tiles
+// bf16 (AttentionSpec::bf16: --attention=bf16, on a target with AVX512-BF16;
+// docs/attention-bf16.md): Kᵀ and V_h are packed as bf16 tiles
 // (AttentionBf16PackKernel), each block of 32 query rows converted to bf16,
-// Q·Kᵀ and P·V run on AMX (AttentionTileBf16Kernel, f32 sums), the softmax
+// Q·Kᵀ and P·V run on AMX (AttentionTileBf16Kernel, f32 sums) or, without
+// AMX, on vdpbf16ps over the same packed operands (AttentionDotBf16Kernel), the softmax
 // in f32 as above, its P converted to bf16 rows; rows and keys are padded to
 // multiples of 32 with zeros inside the per-thread scratch.
 //
@@ -101,8 +102,8 @@ constexpr int64_t kBf16RowBlock = 32;
 
 class AttentionStep final : public Step {
 public:
-  AttentionStep(const AttentionSpec &spec, bool jit, bool bf16)
-      : spec_(spec), jit_(jit), bf16_(bf16) {
+  AttentionStep(const AttentionSpec &spec, bool jit, bool bf16, bool amx)
+      : spec_(spec), jit_(jit), bf16_(bf16), amx_(amx) {
     inputs = {spec.q, spec.k, spec.v};
     if (spec.mask >= 0)
       inputs.push_back(spec.mask);
@@ -117,8 +118,13 @@ public:
         kernel = std::make_unique<x86::AttentionBf16PackKernel>(mode);
         packFns_[int(mode)] = kernel->entry<x86::AttentionBf16PackKernel::Fn>();
       }
-      tileKernel_ = std::make_unique<x86::AttentionTileBf16Kernel>();
-      tileFn_ = tileKernel_->entry<x86::AttentionTileBf16Kernel::Fn>();
+      if (amx_) {
+        tileKernel_ = std::make_unique<x86::AttentionTileBf16Kernel>();
+        tileFn_ = tileKernel_->entry<x86::AttentionTileBf16Kernel::Fn>();
+      } else {
+        dotKernel_ = std::make_unique<x86::AttentionDotBf16Kernel>();
+        tileFn_ = dotKernel_->entry<x86::AttentionDotBf16Kernel::Fn>();
+      }
       return;
     }
     // Every kernel run() may call, generated now (never inside run()).
@@ -133,7 +139,9 @@ public:
   }
 
   std::string kind() const override {
-    return bf16_ ? "attention.amx_bf16" : jit_ ? "attention.jit_avx512" : "attention.cpp";
+    return bf16_ ? (amx_ ? "attention.amx_bf16" : "attention.avx512_bf16")
+                 : jit_ ? "attention.jit_avx512"
+                        : "attention.cpp";
   }
 
   /// Q·Kᵀ and P·V: 4·B·H·S²·D ops, plus the softmax's per score; bytes: q, k,
@@ -162,6 +170,8 @@ public:
       return {};
     if (!bf16_)
       return compute(ctx, g);
+    if (!amx_)
+      return computeBf16(ctx, g);
     // A plan built for another AMX CPU may run here: without the tile state
     // the first tile instruction would be SIGILL, so ask (once per process).
     if (const std::string &denied = x86::requestAmxPermission(); !denied.empty())
@@ -370,7 +380,7 @@ private:
         body(scratch, head / H, head % H, packedHead != head, row0, rows);
         packedHead = head;
       }
-      if (bf16_ && ready) { // the thread's tiles back to the INIT state
+      if (bf16_ && amx_ && ready) { // the thread's tiles back to the INIT state
         x86::AttentionTileBf16Args release;
         release.release = 1;
         tileFn_(&release);
@@ -509,10 +519,12 @@ private:
 
   AttentionSpec spec_;
   bool jit_, bf16_;
+  bool amx_; ///< bf16 on AMX tiles, else on vdpbf16ps (same packing, same results' layout)
   std::unique_ptr<x86::AttentionBf16PackKernel> packKernels_[3];
   x86::AttentionBf16PackKernel::Fn packFns_[3] = {};
   std::unique_ptr<x86::AttentionTileBf16Kernel> tileKernel_;
-  x86::AttentionTileBf16Kernel::Fn tileFn_ = nullptr;
+  std::unique_ptr<x86::AttentionDotBf16Kernel> dotKernel_;
+  x86::AttentionTileBf16Kernel::Fn tileFn_ = nullptr; ///< the AMX or the vdpbf16ps kernel
   std::unique_ptr<AttentionGemmKernel> gemmKernels_[AttentionGemmKernel::kMaxVectors][kMaxRows];
   AttentionGemmKernel::Fn gemmFns_[AttentionGemmKernel::kMaxVectors][kMaxRows] = {};
   std::unique_ptr<AttentionSoftmaxKernel> softmaxKernel_;
@@ -537,13 +549,15 @@ StepPtr makeAttention(const AttentionSpec &spec, const KernelOptions &options, s
     return nullptr;
   }
   const bool jit = options.allowAvx512 && options.cpu.supports(x86::Isa::Avx512);
-  // bf16 where the plan allows it and the target has AMX-BF16 (and, when the
-  // target is this CPU, Linux grants the tile state); else f32.
-  const bool bf16 = spec.bf16 && jit && options.cpu.supports(x86::Isa::AmxBf16) &&
-                    !(options.cpu == x86::CpuFeatures::host() &&
-                      !x86::requestAmxPermission().empty());
+  // bf16 where the plan allows it: on AMX-BF16 tiles where the target has them
+  // (and, when the target is this CPU, Linux grants the tile state), else on
+  // vdpbf16ps where it has AVX512-BF16; else f32.
+  const bool amx = options.cpu.supports(x86::Isa::AmxBf16) &&
+                   !(options.cpu == x86::CpuFeatures::host() &&
+                     !x86::requestAmxPermission().empty());
+  const bool bf16 = spec.bf16 && jit && (amx || options.cpu.supports(x86::Isa::Avx512Bf16));
   try {
-    return std::make_unique<AttentionStep>(spec, jit, bf16);
+    return std::make_unique<AttentionStep>(spec, jit, bf16, bf16 && amx);
   } catch (const std::exception &e) {
     error = std::string("attention: cannot generate its kernels: ") + e.what();
     return nullptr;

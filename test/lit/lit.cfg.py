@@ -16,7 +16,18 @@ tool_dirs = [os.path.join(config.octet_tools_dir, "octet-opt"),
              os.path.join(config.octet_obj_root, "examples"),
              config.llvm_tools_dir]
 config.environment["PATH"] = os.pathsep.join(tool_dirs + [config.environment.get("PATH", os.environ["PATH"])])
-config.substitutions.append(("%python", config.python_executable))
+# A sanitized build (scripts/sanitize): Python loads the sanitized liboctet through ctypes,
+# so the sanitizer runtimes must be loaded first; the interpreter's leaks are not ours.
+_preload = os.environ.get("OCTET_SANITIZER_PRELOAD")
+if _preload:
+    for _name in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS", "TSAN_OPTIONS"):
+        if _name in os.environ:
+            config.environment[_name] = os.environ[_name]
+    config.substitutions.append(("%python", f"env LD_PRELOAD={_preload} "
+                                 "ASAN_OPTIONS=detect_leaks=0:detect_odr_violation=0 "
+                                 f"{config.python_executable}"))
+else:
+    config.substitutions.append(("%python", config.python_executable))
 config.substitutions.append(("%octet_src", config.octet_src_root))
 config.substitutions.append(("%octet_lib", os.path.join(config.octet_obj_root, "runtime", "liboctet.so")))
 config.substitutions.append(("%onnx_testdata", "/usr/share/libonnx-testdata/data"))
@@ -50,5 +61,8 @@ try:
         # host-amx-bf16: the bf16 attention path runs here (AMX-BF16 + AVX512-BF16).
         if "amx_bf16" in _flags and "avx512_bf16" in _flags:
             config.available_features.add("host-amx-bf16")
+        # host-avx512-bf16: the bf16 attention runs on vdpbf16ps (no AMX needed).
+        if "avx512_bf16" in _flags:
+            config.available_features.add("host-avx512-bf16")
 except OSError:
     pass

@@ -112,6 +112,26 @@ private:
                      rC1 = r13, rPairBytes = r14;
 };
 
+/// The same computation as AttentionTileBf16Kernel (same arguments and
+/// layouts; configure / release are ignored) on AVX512-BF16 without AMX:
+/// vdpbf16ps, 8 rows x 2 column tiles of f32 sums in zmm registers, A pairs
+/// broadcast, B read as packed (one 64-byte tile row is 16 columns' pairs).
+/// Zen 4/5 and Cooper Lake run bf16 attention on this.
+class AttentionDotBf16Kernel : public KernelGenerator {
+public:
+  AttentionDotBf16Kernel();
+  using Fn = void (*)(const AttentionTileBf16Args *);
+
+protected:
+  void generate() override;
+
+private:
+  Xbyak::Address aRow(int row) const;
+  const Xbyak::Reg64 rArgs = rdi, rA = rsi, rA4 = rdx, rLda = rcx, rLda3 = r8, rB0 = r9,
+                     rB1 = r10, rC = r11, rLdc = rax, rK = rbx, rPairs = rbp, rBPair = r12,
+                     rPairBytes = r13, rABase = r14, rCBase = r15;
+};
+
 /// The C++ twin of one tile call: f32 sums of bf16 products, k in order.
 void attentionTileBf16Reference(const AttentionTileBf16Args &args);
 

@@ -25,6 +25,8 @@ const char *isaName(Isa isa) {
     return "amx";
   case Isa::AmxBf16:
     return "amx_bf16";
+  case Isa::Avx512Bf16:
+    return "avx512_bf16";
   }
   return "unknown";
 }
@@ -216,6 +218,8 @@ bool CpuFeatures::supports(Isa isa) const {
     return avx512 && amxTile && amxInt8;
   case Isa::AmxBf16:
     return avx512 && avx512bf16 && amxTile && amxBf16;
+  case Isa::Avx512Bf16:
+    return avx512 && avx512bf16;
   }
   return false;
 }

@@ -16,8 +16,9 @@ namespace octet::x86 {
 
 /// Instruction sets a kernel can target. AvxVnni (256-bit vpdpbusd, VEX) and
 /// Avx512 are not ordered: Alder Lake has the first only, Skylake-SP the second.
-/// AmxBf16: the bf16 attention (AMX-BF16 tiles, AVX512-BF16 conversions).
-enum class Isa { Avx2, AvxVnni, Avx512, Avx512Vnni, AmxInt8, AmxBf16 };
+/// AmxBf16: the bf16 attention on AMX-BF16 tiles (AVX512-BF16 conversions);
+/// Avx512Bf16: the bf16 attention on vdpbf16ps (AVX-512 with AVX512-BF16).
+enum class Isa { Avx2, AvxVnni, Avx512, Avx512Vnni, AmxInt8, AmxBf16, Avx512Bf16 };
 const char *isaName(Isa isa);
 
 /// What a CPU supports: the running one (CPUID, gated by the OS's XSAVE state

@@ -1,8 +1,9 @@
 //===- AttentionBf16Test.cpp - the bf16 attention kernels vs their twins ---===//
 //
 // Packing (AVX512-BF16): bit-identical to the C++ layouts over odd row and
-// column counts, padding zeros included. The tile GEMM (AMX-BF16, skipped
-// elsewhere with the reason): against f32 sums of the same bf16 products.
+// column counts, padding zeros included. The tile GEMMs (AMX-BF16 and
+// vdpbf16ps, each skipped where the host lacks it, with the reason): against
+// f32 sums of the same bf16 products.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/codegen/x86/AttentionBf16Kernels.h"
@@ -95,14 +96,11 @@ TEST(AttentionBf16, PackKernelsMatchTheLayouts) {
   }
 }
 
-TEST(AttentionBf16, TileGemmMatchesF32SumsOfBf16Products) {
-  std::string why;
-  if (!canTile(why))
-    GTEST_SKIP() << "AMX-BF16 tile kernel not run: " << why;
+/// One tile-GEMM kernel (AMX or vdpbf16ps: same arguments) against f32 sums of
+/// the same bf16 products, over K and column-pair counts; C past the tiles untouched.
+void checkTileGemm(AttentionTileBf16Kernel::Fn fn) {
   std::mt19937 gen(5);
   std::normal_distribution<float> normal(0, 1);
-  AttentionTileBf16Kernel kernel;
-  auto fn = kernel.entry<AttentionTileBf16Kernel::Fn>();
   for (int64_t kChunks : {1, 2, 5})
     for (int64_t colPairs : {1, 3}) {
       const int64_t k = kChunks * kBf16Chunk, n = 32 * colPairs;
@@ -134,10 +132,26 @@ TEST(AttentionBf16, TileGemmMatchesF32SumsOfBf16Products) {
               << "]";
         }
     }
-  // colPairs 0: release only.
+  // colPairs 0: no tile math (the AMX kernel's release-only call).
   AttentionTileBf16Args none;
   none.configure = 1, none.release = 1;
   fn(&none);
+}
+
+TEST(AttentionBf16, TileGemmMatchesF32SumsOfBf16Products) {
+  std::string why;
+  if (!canTile(why))
+    GTEST_SKIP() << "AMX-BF16 tile kernel not run: " << why;
+  AttentionTileBf16Kernel kernel;
+  checkTileGemm(kernel.entry<AttentionTileBf16Kernel::Fn>());
+}
+
+TEST(AttentionBf16, DotGemmMatchesF32SumsOfBf16Products) {
+  std::string why;
+  if (!canPack(why))
+    GTEST_SKIP() << "vdpbf16ps kernel not run: " << why;
+  AttentionDotBf16Kernel kernel;
+  checkTileGemm(kernel.entry<AttentionDotBf16Kernel::Fn>());
 }
 
 } // namespace

@@ -27,21 +27,20 @@ namespace {
 
 bool hostHasAvx512() { return x86::CpuFeatures::host().supports(x86::Isa::Avx512); }
 
-/// What makeAttention needs for the bf16 path on this host.
-bool hostRunsBf16(std::string *why = nullptr) {
+/// The kind of the bf16 path on this host: on AMX-BF16 tiles where granted,
+/// else on vdpbf16ps with AVX512-BF16; "" (the f32 kernels) without either.
+std::string hostBf16Kind(std::string *why = nullptr) {
   const x86::CpuFeatures &f = x86::CpuFeatures::host();
-  if (!f.supports(x86::Isa::AmxBf16)) {
-    if (why)
-      *why = "host lacks AVX512-BF16 or AMX-BF16 (has: " + f.describe() + ")";
-    return false;
-  }
-  if (const std::string &denied = x86::requestAmxPermission(); !denied.empty()) {
-    if (why)
-      *why = "AMX state not granted: " + denied;
-    return false;
-  }
-  return true;
+  if (f.supports(x86::Isa::AmxBf16) && x86::requestAmxPermission().empty())
+    return "attention.amx_bf16";
+  if (f.supports(x86::Isa::Avx512Bf16))
+    return "attention.avx512_bf16";
+  if (why)
+    *why = "host lacks AVX512-BF16 (has: " + f.describe() + ")";
+  return "";
 }
+
+bool hostRunsBf16(std::string *why = nullptr) { return !hostBf16Kind(why).empty(); }
 
 using PlanBuilder = test::BoundPlan;
 
@@ -182,7 +181,7 @@ void runCase(const Case &c) {
   StepPtr step = makeAttention(spec, options, error);
   ASSERT_TRUE(step) << error;
   const bool bf16 = c.bf16 && c.allowAvx512 && hostRunsBf16();
-  EXPECT_EQ(step->kind(), bf16             ? "attention.amx_bf16"
+  EXPECT_EQ(step->kind(), bf16             ? hostBf16Kind()
                           : c.allowAvx512 ? "attention.jit_avx512"
                                           : "attention.cpp");
   Status status = pb.run(*step);
@@ -298,7 +297,8 @@ TEST(Attention, SingleThreadAndRowBlocks) {
 // The bf16 path (AMX-BF16): shapes, every mask, odd head dims, row blocks
 // and one thread, against the same double reference within bf16's error.
 // Elsewhere the step falls back to f32, which the kind check confirms.
-TEST(Attention, Bf16OnAmx) {
+// On AMX-BF16 tiles or, without AMX, on vdpbf16ps: whichever this host has.
+TEST(Attention, Bf16) {
   std::string why;
   if (!hostRunsBf16(&why)) {
     Case c;
@@ -366,17 +366,17 @@ TEST(AttentionKernels, KeysPackingMatchesReference) {
 }
 
 // A target without AMX-BF16 keeps f32 attention although the plan allows bf16.
-TEST(Attention, Bf16NeedsAmxBf16OnTheTarget) {
+TEST(Attention, Bf16NeedsAvx512Bf16OnTheTarget) {
   if (!hostHasAvx512())
     GTEST_SKIP() << "no AVX-512: the f32 fallback is the C++ twin either way";
   AttentionSpec spec;
   spec.q = 0, spec.k = 1, spec.v = 2, spec.output = 3, spec.numHeads = 2, spec.bf16 = true;
   KernelOptions options;
-  options.cpu.amxBf16 = false;
+  options.cpu.amxBf16 = false; // a target without AMX: vdpbf16ps where it has AVX512-BF16
   std::string error;
   StepPtr step = makeAttention(spec, options, error);
   ASSERT_TRUE(step) << error;
-  EXPECT_EQ(step->kind(), "attention.jit_avx512");
+  EXPECT_EQ(step->kind(), options.cpu.avx512bf16 ? "attention.avx512_bf16" : "attention.jit_avx512");
   options = KernelOptions();
   options.cpu.avx512bf16 = false;
   step = makeAttention(spec, options, error);
