@@ -225,6 +225,65 @@ TEST(Scalars, Overflow) {
   EXPECT_THAT(q.run(1, 1).message(), HasSubstr("integer overflow"));
 }
 
+/// A plan whose output is [repeats[1]] (element 1 of an integer input read as a size).
+struct InputElementPlan {
+  PlanBuilder b;
+  ScalarId size;
+  explicit InputElementPlan(DType dtype) {
+    b.input("repeats", dtype, {2});
+    Scalar s;
+    s.kind = Kind::InputElement;
+    s.input = 0;
+    s.dim = 1;
+    s.what = "Tile_2 repeats";
+    size = b.add(s);
+    b.output("y", DType::F32, {size});
+  }
+  template <class T> Status run(std::vector<T> repeats, DType dtype, int64_t &dim) {
+    std::vector<RunTensor> inputs{tensorOf(repeats, dtype, {2})};
+    Outputs outputs(1);
+    Status status = execute(*b.plan, inputs, outputs.tensors);
+    dim = outputs[0].dims[0];
+    return status;
+  }
+};
+
+TEST(Scalars, InputElementIsASizeReadBeforeAnyStep) {
+  int64_t dim = -1;
+  InputElementPlan p64(DType::I64);
+  Status status = p64.run(std::vector<int64_t>{3, 7}, DType::I64, dim);
+  ASSERT_TRUE(status.ok()) << status.message();
+  EXPECT_EQ(dim, 7);
+  EXPECT_THAT(p64.b.plan->describe(), HasSubstr("input0[1]  // Tile_2 repeats"));
+  ASSERT_TRUE(p64.run(std::vector<int64_t>{3, 0}, DType::I64, dim).ok());
+  EXPECT_EQ(dim, 0);
+  EXPECT_THAT(p64.run(std::vector<int64_t>{3, -2}, DType::I64, dim).message(),
+              HasSubstr("Tile_2 repeats: element 1 of input 'repeats' is -2, not a size in "
+                        "[0, 2147483647]"));
+  EXPECT_THAT(p64.run(std::vector<int64_t>{3, int64_t(1) << 40}, DType::I64, dim).message(),
+              HasSubstr("is 1099511627776, not a size"));
+  InputElementPlan p32(DType::I32);
+  ASSERT_TRUE(p32.run(std::vector<int32_t>{1, 5}, DType::I32, dim).ok());
+  EXPECT_EQ(dim, 5);
+  InputElementPlan p8(DType::U8);
+  ASSERT_TRUE(p8.run(std::vector<uint8_t>{1, 200}, DType::U8, dim).ok());
+  EXPECT_EQ(dim, 200);
+}
+
+TEST(Scalars, InputElementOfAMatrixIsAMalformedPlan) {
+  PlanBuilder b;
+  b.input("m", DType::I64, {2, 2});
+  Scalar s;
+  s.kind = Kind::InputElement;
+  s.input = 0;
+  s.dim = 0;
+  ScalarId size = b.add(s);
+  b.output("y", DType::F32, {size});
+  EXPECT_THAT(validatePlan(*b.plan).message(),
+              HasSubstr("reads element 0 of input 0, which is not a 0-D or 1-D input"));
+}
+
+// ---- Arena and views ---------------------------------------------------------------
 // ---- Arena and views ---------------------------------------------------------------
 
 TEST(Arena, TwoTensorsShareASlotAndSizesVaryPerRun) {
