@@ -8,7 +8,9 @@
 // a root is the last op of its chain) through producers that are f32
 // pointwise ops of the root's result shape whose every use is inside the
 // group; their values then never need a tensor. Casts, integer and boolean
-// ops, ops with regions and reductions stay outside.
+// ops, ops with regions and reductions stay outside, and so do the f32 ops
+// the elementwise program has no instruction for (ceil, floor, sign, mod:
+// mask and index arithmetic, never a hot chain): isF32Pointwise is an allow-list.
 //
 // First, a LayerNorm whose result is quantized (the GEMM input of an INT8
 // encoder) becomes one octet.layer_norm_quantize, so the quantized bytes are
