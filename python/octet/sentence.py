@@ -82,7 +82,8 @@ def _load_tokenizer(tokenizer: Any):
 class SentenceEncoder:
     """Sentence embeddings with an Octet model, as sentence-transformers computes them.
 
-    model: a Model, a model.so path (octet.load) or an .onnx path (octet.compile, FP32).
+    model: a Model, a model.so path (octet.load) or an .onnx path (octet.compile, FP32);
+    or any object with Model's `inputs`, `outputs` and `run(feeds, output_names)`.
     tokenizer: the sentence-transformers model folder (tokenizer.json, else vocab.txt for
     BERT's WordPiece; 1_Pooling/config.json and sentence_bert_config.json are read from
     it too), a tokenizer.json or vocab.txt path, or a tokenizers.Tokenizer.
@@ -100,7 +101,10 @@ class SentenceEncoder:
         if isinstance(model, (str, os.PathLike)):
             path = os.fspath(model)
             model = load(path) if path.endswith(".so") else compile(path, progress=False)
-        if not isinstance(model, Model):
+        if not isinstance(model, Model) and not all(
+                hasattr(model, a) for a in ("inputs", "outputs", "run")):
+            # Anything with Model's inputs / outputs / run(feeds, names) also serves (a
+            # benchmark wraps ONNX Runtime so, to batch and pool it the same way).
             raise InvalidArgument(f"model must be an octet.Model or a path, not {type(model).__name__}")
         self.model = model
         self.tokenizer, folder = _load_tokenizer(tokenizer)
