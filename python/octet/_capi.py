@@ -126,6 +126,7 @@ _OPTIONAL = {
     "octet_compile_to_so": (ctypes.c_int, [ctypes.c_char_p, _P, ctypes.c_char_p]),
     "octet_ceilings_json": (ctypes.c_int, [ctypes.c_int32, ctypes.c_int32, ctypes.c_char_p,
                                            ctypes.c_size_t, ctypes.POINTER(ctypes.c_size_t)]),
+    "octet_model_fusion_report": (ctypes.c_char_p, [_P]),
 }
 
 

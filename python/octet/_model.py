@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import tempfile
+import warnings
 from typing import Any, Callable, Dict, Iterable, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -272,6 +273,17 @@ class Model:
 
     # ----------------------------------------------------------------- profile, save
 
+    @property
+    def fusion_report(self) -> str:
+        """What the compiler fused, as `octetc run --explain-fusion` prints it: a line
+        counting the fused attention, LayerNorm and GELU blocks, then one "not fused: ..."
+        line per block that stayed unfused, with its ONNX nodes and why. "" for a model.so
+        (decided when it was compiled) or a library without the report."""
+        if not self._lib.has("octet_model_fusion_report"):
+            return ""
+        text = self._lib.cdll.octet_model_fusion_report(self._handle)
+        return (text or b"").decode("utf-8", "replace")
+
     def profile(self) -> List[Dict[str, Any]]:
         """The last successful run's per-step profile, one dict per step in plan order:
         index, kind, location (the ONNX node), shapes, median_seconds, ops, bytes, gops,
@@ -469,7 +481,22 @@ def compile(model: ModelSource, *, int8: Optional[str] = None,
         if keep is not None:
             keep.cleanup()
         raise
-    return Model(lib, handle.value, source=(kind, source), options=values, keep=keep)
+    compiled = Model(lib, handle.value, source=(kind, source), options=values, keep=keep)
+    _warn_unfused(compiled.fusion_report)
+    return compiled
+
+
+class FusionWarning(UserWarning):
+    """A block that should fuse (attention, LayerNorm, GELU) did not: it runs correctly,
+    on slower generic steps. Model.fusion_report says which and why."""
+
+
+def _warn_unfused(report: str) -> None:
+    # A silent slow path is a bug: say so once per compile, as octetc does.
+    unfused = [line for line in report.splitlines() if line.startswith("not fused: ")]
+    if unfused:
+        warnings.warn(f"{len(unfused)} block(s) not fused ({report.splitlines()[0]}); "
+                      "Model.fusion_report says why", FusionWarning, stacklevel=3)
 
 
 def _compile_file_to_so(onnx_path: str, so_path: str, values: dict, progress: ProgressArg) -> None:
