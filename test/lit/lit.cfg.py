@@ -28,6 +28,9 @@ if _preload:
                                  f"{config.python_executable}"))
 else:
     config.substitutions.append(("%python", config.python_executable))
+# Programs the tests compile against liboctet or a model.so: in a sanitized build they
+# need the same sanitizer runtimes (scripts/sanitize sets OCTET_SANITIZER_CFLAGS).
+config.substitutions.append(("%cc", ("cc " + os.environ.get("OCTET_SANITIZER_CFLAGS", "")).strip()))
 config.substitutions.append(("%octet_src", config.octet_src_root))
 config.substitutions.append(("%octet_lib", os.path.join(config.octet_obj_root, "runtime", "liboctet.so")))
 config.substitutions.append(("%onnx_testdata", "/usr/share/libonnx-testdata/data"))
