@@ -266,8 +266,12 @@ struct ConstantDecoder {
                   std::to_string(offset) + ") lies outside the constants section";
       return nullptr;
     }
+    remaining[data[index] + offset] = bytes[index] - offset;
     return data[index] + offset;
   }
+
+  /// The bytes from a decoded pointer to the end of its constant range.
+  std::map<const void *, uint64_t> remaining;
 };
 
 // ---- Specs ------------------------------------------------------------------
@@ -392,6 +396,18 @@ struct SpecReader {
   ConstantDecoder &constants;
 
   template <typename T> const T *pointer() { return static_cast<const T *>(constants.decode(r)); }
+  /// That `count` elements of T at `p` (null: none needed) lie within p's
+  /// constant range: a recipe's sizes are read from the file too, so a
+  /// factory must never read past the range (found by test/fuzz plan_image).
+  template <typename T> void expect(const T *p, int64_t count, const char *what) {
+    if (!p || !r.error.empty())
+      return;
+    auto it = constants.remaining.find(p);
+    if (count < 0 || it == constants.remaining.end() ||
+        uint64_t(count) > it->second / sizeof(T))
+      r.error = std::string(what) + " needs " + std::to_string(count) + " elements, more than " +
+                "its constant range holds";
+  }
   ElementwiseProgram program() {
     ElementwiseProgram p;
     p.numInputs = r.i32();
@@ -496,6 +512,10 @@ struct SpecReader {
       s.extras = r.vec<TensorId>(), s.extraPerColumn = r.bools();
       s.epilogue = program();
       s.provider = choice();
+      if (s.k < 0 || s.n < 0 || (s.n > 0 && s.k > INT64_MAX / s.n))
+        r.error = "a linear step has sizes k " + std::to_string(s.k) + ", n " + std::to_string(s.n);
+      else
+        expect(s.weight, s.k * s.n, "a linear weight"), expect(s.bias, s.n, "a linear bias");
       return Linear{s};
     }
     case 14: {
