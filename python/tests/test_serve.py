@@ -40,15 +40,20 @@ def cluster(tmp_path_factory):
     """A head (2 CPUs) and a worker node (1 CPU) on this machine, loopback only."""
     temp = str(tmp_path_factory.mktemp("ray"))
     port = free_port()
-    env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0")
+    # Loopback only: no token authentication (a token left in ~/.ray by another Ray use
+    # would otherwise be required by one node and not offered by the other).
+    env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0", RAY_AUTH_MODE="disabled")
+    saved = os.environ.get("RAY_AUTH_MODE")
+    os.environ["RAY_AUTH_MODE"] = "disabled"  # for this process's ray.init
     common = ["--disable-usage-stats", "--node-ip-address=127.0.0.1"]
     subprocess.run(ray_command() + ["start", "--head", f"--port={port}", "--num-cpus=2",
                                     "--include-dashboard=false", f"--temp-dir={temp}"] + common,
                    check=True, env=env, capture_output=True, timeout=180)
     address = f"127.0.0.1:{port}"
     try:
-        subprocess.run(ray_command() + ["start", f"--address={address}", "--num-cpus=1"] + common,
-                       check=True, env=env, capture_output=True, timeout=180)
+        worker = subprocess.run(ray_command() + ["start", f"--address={address}", "--num-cpus=1"]
+                                + common, env=env, capture_output=True, text=True, timeout=180)
+        assert worker.returncode == 0, worker.stdout + worker.stderr
         ray.init(address=address, logging_level="ERROR")
         deadline = time.time() + 60
         while len([n for n in ray.nodes() if n["Alive"]]) < 2 and time.time() < deadline:
@@ -63,6 +68,10 @@ def cluster(tmp_path_factory):
             pass
         ray.shutdown()
         subprocess.run(ray_command() + ["stop", "--force"], env=env, capture_output=True, timeout=120)
+        if saved is None:
+            os.environ.pop("RAY_AUTH_MODE", None)
+        else:
+            os.environ["RAY_AUTH_MODE"] = saved
         shutil.rmtree(temp, ignore_errors=True)
 
 
