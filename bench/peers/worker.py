@@ -1,0 +1,170 @@
+#!/usr/bin/env python3
+"""One runtime of bench/peers.py in its own process (their thread pools spin and would disturb a
+neighbour in the same process).
+
+  worker.py prepare WORK          (peers venv) ONNX Runtime's QDQ and dynamic INT8 models
+  worker.py serve ENGINE WORK     a line protocol on stdin/stdout, driven by bench/peers.py:
+      load SHAPE                  -> "ok <seconds>"   build / compile for the feeds WORK/SHAPE.npz
+      time SHAPE REPEAT           -> "ok <ms> <ms> ..." REPEAT timed runs
+      out SHAPE                   -> "ok <path>"      the first output saved as .npy
+      quit
+Engines: octet-int8 (system python, the package of this checkout), ort-fp32, ort-int8-static,
+ort-int8-dynamic, ov-int8, ov-default (peers venv). Files in WORK: model.onnx (FP32 BERT-base),
+calib/setNNN/*.npy (calibration batches), qdq.onnx, dynamic.onnx, SHAPE.npz (feeds).
+"""
+import os
+import sys
+import time
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+THREADS = int(os.environ.get("PEERS_THREADS", "2"))
+
+
+def calibration_sets(work):
+    calib = os.path.join(work, "calib")
+    sets = []
+    for d in sorted(os.listdir(calib)):
+        folder = os.path.join(calib, d)
+        sets.append({f[:-4]: np.load(os.path.join(folder, f)) for f in sorted(os.listdir(folder))})
+    return sets
+
+
+def prepare(work):
+    """QDQ (static: MinMax calibration on the same batches Octet calibrates on, per-channel s8
+    MatMul weights, u8 activations; as bench/bert_base_int8.py) and dynamic INT8 models."""
+    from onnxruntime import quantization as q
+    fp32 = os.path.join(work, "model.onnx")
+    qdq = os.path.join(work, "qdq.onnx")
+    if not os.path.exists(qdq):
+        sets = calibration_sets(work)
+
+        class Reader(q.CalibrationDataReader):
+            def __init__(self):
+                self._it = iter(sets)
+
+            def get_next(self):
+                return next(self._it, None)
+
+        q.quantize_static(fp32, qdq + ".tmp", Reader(), quant_format=q.QuantFormat.QDQ, per_channel=True,
+                          activation_type=q.QuantType.QUInt8, weight_type=q.QuantType.QInt8,
+                          calibrate_method=q.CalibrationMethod.MinMax, op_types_to_quantize=["MatMul"],
+                          extra_options={"QDQOpTypePerChannelSupportToAxis": {"MatMul": 1}})
+        os.replace(qdq + ".tmp", qdq)
+    dynamic = os.path.join(work, "dynamic.onnx")
+    if not os.path.exists(dynamic):
+        # The usual ONNX Runtime INT8 path for transformers (its quantization docs): s8 weights
+        # per tensor, u8 activations quantized at run time.
+        q.quantize_dynamic(fp32, dynamic + ".tmp", weight_type=q.QuantType.QInt8, op_types_to_quantize=["MatMul"])
+        os.replace(dynamic + ".tmp", dynamic)
+
+
+class Octet:
+    def __init__(self, work):
+        sys.path.insert(0, os.path.join(ROOT, "python"))
+        import octet
+        self.version = "octet (this checkout)"
+        self.model = octet.compile(os.path.join(work, "model.onnx"), int8="static",
+                                   calibration=os.path.join(work, "calib"), progress=False)
+
+    def load(self, feeds):
+        inputs = [feeds[n] for n in self.model.input_names]
+        first = self.model.output_names[0]
+        return lambda: self.model.run(inputs)[first]
+
+
+class Ort:
+    FILES = {"ort-fp32": "model.onnx", "ort-int8-static": "qdq.onnx", "ort-int8-dynamic": "dynamic.onnx"}
+
+    def __init__(self, work, engine):
+        import onnxruntime as ort
+        self.version = f"onnxruntime {ort.__version__}"
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = THREADS
+        so.inter_op_num_threads = 1
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        self.session = ort.InferenceSession(os.path.join(work, self.FILES[engine]), so,
+                                            providers=["CPUExecutionProvider"])
+
+    def load(self, feeds):
+        feeds = {i.name: feeds[i.name] for i in self.session.get_inputs()}
+        return lambda: self.session.run(None, feeds)[0]
+
+
+class OpenVino:
+    """Compiled per shape with static input shapes, as OpenVINO's docs recommend for BERT (its
+    dynamic-shape path is slower): the best case for OpenVINO. ov-int8 runs the QDQ model ORT
+    runs (OpenVINO maps Q/DQ pairs to its low-precision FakeQuantize path); ov-default the FP32
+    model at OpenVINO's default inference precision (bf16 where the CPU has AVX512-BF16/AMX)."""
+
+    def __init__(self, work, engine):
+        import openvino as ov
+        self.ov = ov
+        self.core = ov.Core()
+        self.version = f"openvino {ov.__version__}"
+        self.path = os.path.join(work, "qdq.onnx" if engine == "ov-int8" else "model.onnx")
+        self.config = {"INFERENCE_NUM_THREADS": THREADS, "PERFORMANCE_HINT": "LATENCY", "NUM_STREAMS": 1}
+
+    def load(self, feeds):
+        model = self.core.read_model(self.path)
+        names = [i.get_any_name() for i in model.inputs]
+        model.reshape({n: self.ov.PartialShape(list(feeds[n].shape)) for n in names})
+        compiled = self.core.compile_model(model, "CPU", self.config)
+        self.precision = str(compiled.get_property("INFERENCE_PRECISION_HINT"))
+        request = compiled.create_infer_request()
+        inputs = {n: feeds[n] for n in names}
+        return lambda: request.infer(inputs)[0]
+
+
+def serve(engine, work):
+    start = time.perf_counter()
+    if engine == "octet-int8":
+        runtime = Octet(work)
+    elif engine.startswith("ort-"):
+        runtime = Ort(work, engine)
+    elif engine.startswith("ov-"):
+        runtime = OpenVino(work, engine)
+    else:
+        raise SystemExit(f"worker: unknown engine {engine!r}")
+    print(f"ready {time.perf_counter() - start:.3f} {runtime.version}", flush=True)
+    calls = {}
+    for line in sys.stdin:
+        cmd = line.split()
+        if not cmd:
+            continue
+        try:
+            if cmd[0] == "quit":
+                break
+            shape = cmd[1]
+            if cmd[0] == "load":
+                start = time.perf_counter()
+                feeds = dict(np.load(os.path.join(work, shape + ".npz")))
+                calls[shape] = runtime.load(feeds)
+                calls[shape]()  # first run: allocations, OpenVINO/ORT lazy init
+                extra = f" {runtime.precision}" if hasattr(runtime, "precision") else ""
+                print(f"ok {time.perf_counter() - start:.3f}{extra}", flush=True)
+            elif cmd[0] == "time":
+                fn, times = calls[shape], []
+                for _ in range(int(cmd[2])):
+                    start = time.perf_counter()
+                    fn()
+                    times.append((time.perf_counter() - start) * 1e3)
+                print("ok " + " ".join(f"{t:.4f}" for t in times), flush=True)
+            elif cmd[0] == "out":
+                path = os.path.join(work, f"out-{engine}-{shape}.npy")
+                np.save(path, np.asarray(calls[shape](), dtype=np.float32))
+                print(f"ok {path}", flush=True)
+            else:
+                print(f"error unknown command {cmd[0]!r}", flush=True)
+        except Exception as e:  # reported to the driver, which names the engine and stops
+            print(f"error {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}", flush=True)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "prepare":
+        prepare(sys.argv[2])
+    elif len(sys.argv) == 4 and sys.argv[1] == "serve":
+        serve(sys.argv[2], sys.argv[3])
+    else:
+        raise SystemExit(__doc__)
