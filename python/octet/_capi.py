@@ -254,6 +254,14 @@ def _check_elf(path: str, fd: int) -> None:
         raise bad(f"its section headers end at byte {sh_end}, past its {size} bytes (truncated)")
     if e_phentsize < 56 and e_phnum:
         raise bad(f"its program header entries are {e_phentsize} bytes, expected 56")
+    # The trailer octetc compile appends (runtime/AotLoader.h, AotFileTrailer): its magic,
+    # version and the size it covers. Its checksum over the whole file is the C loader's
+    # (octet_model_open(path)); here the plan and code checksums follow after loading.
+    trailer = os.pread(fd, 32, size - 32) if size >= 96 else b""
+    if len(trailer) != 32 or trailer[:8] != b"OCTETSUM" or \
+            struct.unpack_from("<QQ", trailer, 8) != (1, size - 32):
+        raise bad("it ends in no Octet checksum trailer (not written by octetc compile, or "
+                  "truncated or extended since, or compiled by an older Octet: compile it again)")
     headers = os.pread(fd, e_phnum * e_phentsize, e_phoff)
     for i in range(e_phnum):
         p_type, _, p_offset, _, _, p_filesz = struct.unpack_from("<IIQQQQ", headers, i * e_phentsize)

@@ -75,8 +75,12 @@ def test_load_errors(int8_so, tmp_path):
     with pytest.raises(octet.InvalidModel, match=r"past its \d+ bytes \(truncated\)"):
         octet.load(truncated)
     liboctet = os.environ.get("OCTET_LIBRARY") or os.path.join(ROOT, "build", "runtime", "liboctet.so")
-    with pytest.raises(octet.InvalidModel, match="exports no octet_aot_image"):
+    with pytest.raises(octet.InvalidModel, match="ends in no Octet checksum trailer"):
         octet.load(liboctet)
+    extended = tmp_path / "extended.so"
+    extended.write_bytes(data + b"\0")
+    with pytest.raises(octet.InvalidModel, match="ends in no Octet checksum trailer"):
+        octet.load(extended)
     with pytest.raises(octet.InvalidModel, match="not a regular file"):
         octet.load(tmp_path)
     # Flipped bytes in the plan and the code: the checksums octet_model_open checks.
