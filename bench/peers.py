@@ -54,7 +54,7 @@ def sentence_batch(count, data_dir):
     rows = sentences.load(data_dir) if data_dir else sentences.load()
     if count > len(rows):
         raise SystemExit(f"sentences{count}: the data has only {len(rows)} sentences")
-    tok = wordpiece.Tokenizer.from_vocab(os.path.join(minilm.model_dir(), "vocab.txt"))
+    tok = wordpiece.WordPieceTokenizer.from_vocab(os.path.join(minilm.model_dir(), "vocab.txt"))
     return tok.batch([text for text, _ in rows[:count]])
 
 
@@ -143,7 +143,17 @@ def main():
     if "ort-fp32" not in engines:
         engines.append("ort-fp32")  # the cosine reference
 
+    # The inputs first: a bad --shapes stops before minutes of model generation.
+    shapes = [s for s in args.shapes.split(",") if s]
+    rng = np.random.default_rng(0)
+    info, all_feeds = {}, {}
+    for shape in shapes:
+        all_feeds[shape] = feeds_for(shape, rng, args.data)
+        mask = all_feeds[shape]["attention_mask"]
+        info[shape] = f"{mask.shape[0]}x{mask.shape[1]}, {100 * mask.mean():.0f}% real tokens"
     os.makedirs(args.work, exist_ok=True)
+    for shape, feeds in all_feeds.items():
+        np.savez(os.path.join(args.work, shape + ".npz"), **feeds)
     model = os.path.join(args.work, "model.onnx")
     if not os.path.exists(model):
         if args.model:
@@ -165,14 +175,6 @@ def main():
         print("ONNX Runtime quantize_static / quantize_dynamic (peers venv) ...", flush=True)
         subprocess.run([args.peers_python, WORKER, "prepare", args.work], check=True)
 
-    shapes = [s for s in args.shapes.split(",") if s]
-    rng = np.random.default_rng(0)
-    info = {}
-    for shape in shapes:
-        feeds = feeds_for(shape, rng, args.data)
-        np.savez(os.path.join(args.work, shape + ".npz"), **feeds)
-        mask = feeds["attention_mask"]
-        info[shape] = f"{mask.shape[0]}x{mask.shape[1]}, {100 * mask.mean():.0f}% real tokens"
 
     env = dict(os.environ, PEERS_THREADS=str(args.threads), OMP_NUM_THREADS=str(args.threads),
                OCTET_LIBRARY=args.lib)

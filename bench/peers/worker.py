@@ -111,7 +111,8 @@ class OpenVino:
         names = [i.get_any_name() for i in model.inputs]
         model.reshape({n: self.ov.PartialShape(list(feeds[n].shape)) for n in names})
         compiled = self.core.compile_model(model, "CPU", self.config)
-        self.precision = str(compiled.get_property("INFERENCE_PRECISION_HINT"))
+        precision = compiled.get_property("INFERENCE_PRECISION_HINT")
+        self.precision = precision.get_type_name() if hasattr(precision, "get_type_name") else str(precision).replace(" ", "")
         request = compiled.create_infer_request()
         inputs = {n: feeds[n] for n in names}
         return lambda: request.infer(inputs)[0]
