@@ -12,6 +12,8 @@ Engines (bench/peers/worker.py):
   ort-int8-static   ONNX Runtime, QDQ model from quantize_static (MinMax on the calibration
                     batches Octet uses; per-channel s8 MatMul weights, u8 activations)
   ort-int8-dynamic  ONNX Runtime, quantize_dynamic (s8 weights per tensor)
+  torch-int8        PyTorch: torchao SmoothQuant over static INT8 (per-tensor activations,
+                    per-channel weights), same calibration, torch.compile + Inductor freezing
   ort-fp32          ONNX Runtime FP32 (reference column)
   ov-default        OpenVINO on the FP32 model at its default inference precision (reference
                     column; bf16 on CPUs with AVX512-BF16, the precision is printed)
@@ -41,10 +43,10 @@ sys.path.insert(0, os.path.join(ROOT, "bench", "minilm"))
 from bert_base_int8 import token_batch  # noqa: E402  (random token batches, as that bench)
 
 WORKER = os.path.join(ROOT, "bench", "peers", "worker.py")
-ENGINES = ["octet-int8", "ov-int8", "ort-int8-static", "ort-int8-dynamic", "ort-fp32", "ov-default"]
+ENGINES = ["octet-int8", "ov-int8", "ort-int8-static", "ort-int8-dynamic", "torch-int8", "ort-fp32", "ov-default"]
 TITLES = {"octet-int8": "Octet INT8 static", "ov-int8": "OpenVINO INT8 (same QDQ)",
           "ort-int8-static": "ORT INT8 static (QDQ)", "ort-int8-dynamic": "ORT INT8 dynamic",
-          "ort-fp32": "ORT FP32", "ov-default": "OpenVINO default precision"}
+          "torch-int8": "PyTorch torchao SmoothQuant + Inductor", "ort-fp32": "ORT FP32", "ov-default": "OpenVINO default precision"}
 
 
 def sentence_batch(count, data_dir):

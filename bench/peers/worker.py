@@ -9,7 +9,7 @@ neighbour in the same process).
       out SHAPE                   -> "ok <path>"      the first output saved as .npy
       quit
 Engines: octet-int8 (system python, the package of this checkout), ort-fp32, ort-int8-static,
-ort-int8-dynamic, ov-int8, ov-default (peers venv). Files in WORK: model.onnx (FP32 BERT-base),
+ort-int8-dynamic, ov-int8, ov-default, torch-int8 (peers venv). Files in WORK: model.onnx (FP32 BERT-base),
 calib/setNNN/*.npy (calibration batches), qdq.onnx, dynamic.onnx, SHAPE.npz (feeds).
 """
 import os
@@ -118,6 +118,105 @@ class OpenVino:
         return lambda: request.infer(inputs)[0]
 
 
+class TorchInt8:
+    """PyTorch's own INT8 path: BERT-base as a torch module with the ONNX model's weights,
+    torchao SmoothQuant (alpha 0.5) over Int8StaticActivationInt8WeightConfig (per-tensor u8/s8
+    static activations, per-channel weights: the scheme Octet's static mode uses), calibrated on
+    the same batches, then torch.compile (Inductor) with freezing, per shape (static shapes)."""
+
+    def __init__(self, work):
+        import onnx
+        import torch
+        import torchao
+        from onnx import numpy_helper
+        from torchao.prototype.smoothquant import SmoothQuantConfig
+        from torchao.quantization import quantize_
+        from torchao.quantization.granularity import PerRow, PerTensor
+        from torchao.quantization.quant_api import Int8StaticActivationInt8WeightConfig
+        from torchao.quantization.quantize_.common.quantization_step import QuantizationStep
+        torch.set_num_threads(THREADS)
+        self.torch = torch
+        self.version = f"torch {torch.__version__} torchao {torchao.__version__}"
+        graph = onnx.load(os.path.join(work, "model.onnx")).graph
+        weights = [(i.name, torch.from_numpy(numpy_helper.to_array(i).copy())) for i in graph.initializer]
+        model = _torch_bert(torch, weights).eval()
+        config = SmoothQuantConfig(base_config=Int8StaticActivationInt8WeightConfig(granularity=[PerTensor(), PerRow()]),
+                                   step=QuantizationStep.PREPARE, alpha=0.5)
+        quantize_(model, config)
+        with torch.no_grad():
+            for feeds in calibration_sets(work):
+                model(*(torch.from_numpy(feeds[n]) for n in ("input_ids", "attention_mask", "token_type_ids")))
+        config.step = QuantizationStep.CONVERT
+        quantize_(model, config)
+        torch._inductor.config.freezing = True
+        self.model = torch.compile(model, dynamic=False)
+
+    def load(self, feeds):
+        args = tuple(self.torch.from_numpy(feeds[n]) for n in ("input_ids", "attention_mask", "token_type_ids"))
+
+        def run():
+            with self.torch.no_grad():
+                return self.model(*args).numpy()
+        return run
+
+
+def _torch_bert(torch, weights):
+    """BERT-base as test/models/make_bert_base.py exports it: the initializers in graph order
+    (embeddings; then per layer Q, K, V, attention output, LayerNorm, FFN in, FFN out, LayerNorm;
+    MatMul weights stored [in, out])."""
+    nn, F = torch.nn, torch.nn.functional
+    named = dict(weights)
+    emb = {n: named[f"bert.embeddings.{n}"] for n in ("word_embeddings.weight", "position_embeddings.weight",
+                                                       "token_type_embeddings.weight", "LayerNorm.weight", "LayerNorm.bias")}
+    # Everything but the embeddings and the exporter's position-id constant (onnx::Slice_*).
+    rest = [t for n, t in weights if not n.startswith("bert.embeddings.") and not n.startswith("onnx::Slice")]
+    if len(rest) % 16:
+        raise ValueError(f"model.onnx: {len(rest)} encoder initializers, expected 16 per layer")
+
+    def linear(w, b):
+        layer = nn.Linear(w.shape[0], w.shape[1])
+        layer.weight.data, layer.bias.data = w.t().contiguous(), b
+        return layer
+
+    def norm(w, b):
+        layer = nn.LayerNorm(w.shape[0], eps=1e-12)
+        layer.weight.data, layer.bias.data = w, b
+        return layer
+
+    class Layer(nn.Module):
+        def __init__(self, t):
+            super().__init__()
+            self.q, self.k, self.v, self.o = (linear(t[i], t[i + 1]) for i in (0, 2, 4, 6))
+            self.ln1 = norm(t[8], t[9])
+            self.ffn_in, self.ffn_out = linear(t[10], t[11]), linear(t[12], t[13])
+            self.ln2 = norm(t[14], t[15])
+
+        def forward(self, x, bias):
+            b, s, h = x.shape
+            heads = lambda t: t.view(b, s, 12, h // 12).transpose(1, 2)  # noqa: E731
+            q, k, v = heads(self.q(x)), heads(self.k(x)), heads(self.v(x))
+            p = torch.softmax(q @ k.transpose(-1, -2) / (h // 12) ** 0.5 + bias, dim=-1)
+            x = self.ln1(self.o((p @ v).transpose(1, 2).reshape(b, s, h)) + x)
+            return self.ln2(self.ffn_out(F.gelu(self.ffn_in(x))) + x)
+
+    class Bert(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.word = nn.Embedding.from_pretrained(emb["word_embeddings.weight"])
+            self.pos = nn.Embedding.from_pretrained(emb["position_embeddings.weight"])
+            self.token_type = nn.Embedding.from_pretrained(emb["token_type_embeddings.weight"])
+            self.ln = norm(emb["LayerNorm.weight"], emb["LayerNorm.bias"])
+            self.layers = nn.ModuleList(Layer(rest[i:i + 16]) for i in range(0, len(rest), 16))
+
+        def forward(self, ids, mask, types):
+            x = self.ln(self.word(ids) + self.pos(torch.arange(ids.shape[1]))[None] + self.token_type(types))
+            bias = (1.0 - mask[:, None, None, :].float()) * torch.finfo(torch.float32).min
+            for layer in self.layers:
+                x = layer(x, bias)
+            return x
+    return Bert()
+
+
 def serve(engine, work):
     start = time.perf_counter()
     if engine == "octet-int8":
@@ -126,6 +225,8 @@ def serve(engine, work):
         runtime = Ort(work, engine)
     elif engine.startswith("ov-"):
         runtime = OpenVino(work, engine)
+    elif engine == "torch-int8":
+        runtime = TorchInt8(work)
     else:
         raise SystemExit(f"worker: unknown engine {engine!r}")
     print(f"ready {time.perf_counter() - start:.3f} {runtime.version}", flush=True)
