@@ -153,13 +153,14 @@ static LogicalResult convertEqual(NodeContext &n) {
   return success();
 }
 
-/// a <= b as not(a > b), a >= b as not(a < b).
-template <typename OppositeOpT> static LogicalResult convertNotOf(NodeContext &n) {
-  auto opposite = n.value<OppositeOpT>(n.input(0), n.input(1));
-  if (failed(opposite))
+/// a >= b as (a > b) or (a == b), a <= b likewise: exact for NaN too, which
+/// compares false both ways (not(a < b) would be true).
+template <typename StrictOpT> static LogicalResult convertOrEqual(NodeContext &n) {
+  auto strict = n.value<StrictOpT>(n.input(0), n.input(1));
+  auto equal = n.value<EqualOp>(n.input(0), n.input(1));
+  if (failed(strict) || failed(equal))
     return failure();
-  n.setOutput(0, NotOp::create(n.builder(), n.loc, *opposite).getResult());
-  return success();
+  return n.setResult(0, n.value<OrOp>(*strict, *equal));
 }
 
 template <typename OpT> static LogicalResult convertUnary(NodeContext &n) {
@@ -645,9 +646,10 @@ static LogicalResult convertGather(NodeContext &n) {
 }
 
 static LogicalResult convertExpand(NodeContext &n) {
-  auto target = n.shapeInput(1);
+  auto target = shapeOrInputElements(n, 1);
   if (!target)
-    return n.fail("the shape input must be known at import (a constant or a shape sub-graph)");
+    return n.fail("the shape input must be known before the run: a constant, a shape sub-graph or a "
+                  "graph input's elements (a shape computed from data at run time is not supported)");
   Value input = n.input(0);
   int64_t rank = n.inputType(0).getRank(), targetRank = target->size();
   int64_t resultRank = std::max(rank, targetRank);
@@ -695,9 +697,10 @@ static FailureOr<DenseElementsAttr> fillValue(NodeContext &n) {
 }
 
 static LogicalResult convertConstantOfShape(NodeContext &n) {
-  auto entries = n.shapeInput(0);
+  auto entries = shapeOrInputElements(n, 0);
   if (!entries)
-    return n.fail("the shape input must be known at import (a constant or a shape sub-graph)");
+    return n.fail("the shape input must be known before the run: a constant, a shape sub-graph or a "
+                  "graph input's elements (a shape computed from data at run time is not supported)");
   auto fill = fillValue(n);
   if (failed(fill))
     return failure();
@@ -894,11 +897,11 @@ static const OpConversion kConversions[] = {
     {"Gelu", 1, convertGelu},
     {"Gemm", 2, convertGemm},
     {"Greater", 2, convertVariadic<GreaterOp>},
-    {"GreaterOrEqual", 2, convertNotOf<LessOp>},
+    {"GreaterOrEqual", 2, convertOrEqual<GreaterOp>},
     {"Identity", 1, convertIdentity},
     {"LayerNormalization", 2, convertLayerNormalization},
     {"Less", 2, convertVariadic<LessOp>},
-    {"LessOrEqual", 2, convertNotOf<GreaterOp>},
+    {"LessOrEqual", 2, convertOrEqual<LessOp>},
     {"Log", 1, convertUnary<LogOp>},
     {"MatMul", 2, convertMatMul},
     {"MatMulInteger", 2, convertMatMulInteger},
