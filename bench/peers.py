@@ -130,6 +130,9 @@ def main():
     ap.add_argument("--lib", default=os.path.join(ROOT, "build/runtime/liboctet.so"))
     ap.add_argument("--model", help="BERT-base FP32 .onnx (generated when absent)")
     ap.add_argument("--data", help="the sentences folder (default ../shared/data/sentences)")
+    ap.add_argument("--omp-wait-policy", choices=["active", "passive"],
+                    help="OMP_WAIT_POLICY of Octet's worker (default: the OpenMP library's). On a "
+                         "loaded machine, spinning waits cost Octet several times its latency")
     ap.add_argument("--work", default=os.path.join(tempfile.gettempdir(), "octet-bench-peers"))
     args = ap.parse_args()
 
@@ -183,7 +186,8 @@ def main():
     workers = {}
     try:
         for e in engines:
-            workers[e] = Worker(e, sys.executable if e == "octet-int8" else args.peers_python, args.work, env)
+            wenv = dict(env, OMP_WAIT_POLICY=args.omp_wait_policy) if e == "octet-int8" and args.omp_wait_policy else env
+            workers[e] = Worker(e, sys.executable if e == "octet-int8" else args.peers_python, args.work, wenv)
             print(f"{e}: {workers[e].version}, set up in {workers[e].setup_s:.1f} s", flush=True)
         medians, cosines, notes = {}, {}, {}
         for shape in shapes:
@@ -209,7 +213,7 @@ def main():
 
     versions = sorted({w.version for w in workers.values()})
     print(f"\nCPU: {cpu_name()}, {os.cpu_count()} logical CPUs; {args.threads} threads per runtime; "
-          f"{', '.join(versions)}; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
+          f"{', '.join(versions)}; Octet OMP_WAIT_POLICY {args.omp_wait_policy or 'default'}; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
     for e, n in notes.items():
         print(f"{e}: {n}")
     print(f"median of {args.rounds} alternating rounds x {args.repeat} runs, ms\n")
