@@ -1,5 +1,6 @@
 //===- AttentionBf16Kernels.cpp -------------------------------------------===//
 #include "compiler/codegen/x86/AttentionBf16Kernels.h"
+#include "compiler/codegen/x86/AttentionKernels.h"
 #include "compiler/codegen/x86/Transpose16.h"
 
 #include <cstddef>
@@ -393,17 +394,7 @@ AttentionDotBf16Kernel::AttentionDotBf16Kernel()
     : KernelGenerator("attention_dot_bf16", Isa::Avx512Bf16, 8 * 1024) {}
 
 Xbyak::Address AttentionDotBf16Kernel::aRow(int row) const {
-  const Xbyak::Reg64 &base = row < 4 ? rA : rA4;
-  switch (row % 4) {
-  case 0:
-    return dword[base];
-  case 1:
-    return dword[base + rLda];
-  case 2:
-    return dword[base + rLda * 2];
-  default:
-    return dword[base + rLda3];
-  }
+  return rowDword(rA, rA4, rLda, rLda3, row);
 }
 
 void AttentionDotBf16Kernel::generate() {

@@ -39,20 +39,22 @@ AttentionGemmKernel::AttentionGemmKernel(int mr, int nv)
     throw std::invalid_argument(name() + ": tile shape out of range");
 }
 
-Xbyak::Address AttentionGemmKernel::aRow(int row) const {
-  // Rows 0-3 from rA, 4-7 from rA4 = rA + 4 lda.
-  const Xbyak::Reg64 &base = row < 4 ? rA : rA4;
+Xbyak::Address rowDword(const Xbyak::Reg64 &base, const Xbyak::Reg64 &base4,
+                        const Xbyak::Reg64 &ld, const Xbyak::Reg64 &ld3, int row) {
+  const Xbyak::Reg64 &b = row < 4 ? base : base4;
   switch (row % 4) {
   case 0:
-    return dword[base];
+    return Xbyak::util::dword[b];
   case 1:
-    return dword[base + rLda];
+    return Xbyak::util::dword[b + ld];
   case 2:
-    return dword[base + rLda * 2];
+    return Xbyak::util::dword[b + ld * 2];
   default:
-    return dword[base + rLda3];
+    return Xbyak::util::dword[b + ld3];
   }
 }
+
+Xbyak::Address AttentionGemmKernel::aRow(int row) const { return rowDword(rA, rA4, rLda, rLda3, row); }
 
 void AttentionGemmKernel::generate() {
   auto field = [&](size_t offset) { return qword[rArgs + int(offset)]; };

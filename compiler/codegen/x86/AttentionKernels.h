@@ -66,6 +66,12 @@ private:
   Xbyak::Zmm zB(int vec) const { return Xbyak::Zmm(27 + vec); }
 };
 
+/// The dword at row `row` (0-7) of an A operand whose rows are `ld` bytes
+/// apart: rows 0-3 from `base`, 4-7 from `base4` = base + 4 ld, with `ld3` =
+/// 3 ld, so eight rows need no per-row pointer (the f32 and bf16 GEMM tiles).
+Xbyak::Address rowDword(const Xbyak::Reg64 &base, const Xbyak::Reg64 &base4,
+                        const Xbyak::Reg64 &ld, const Xbyak::Reg64 &ld3, int row);
+
 /// The C++ twin of AttentionGemmKernel (any mr, columns <= 64).
 void attentionGemmReference(const AttentionGemmArgs &args, int mr);
 
