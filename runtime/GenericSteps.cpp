@@ -830,12 +830,11 @@ private:
   int axis_;
 };
 
-class GatherStep final : public GenericStep {
+/// Gather, GatherND and GatherElements: data picked at integer indices.
+class IndexingStep : public GenericStep {
 public:
-  explicit GatherStep(int axis) : axis_(axis) {}
-  std::string kind() const override { return "gather"; }
-  /// A gather reads only the rows it picks (once each: output-sized), not its
-  /// whole table (an embedding table is 94 MB in BERT-base).
+  /// Reads only what it picks (once each: output-sized), not the whole data
+  /// (an embedding table is 94 MB in BERT-base).
   Work work(const ExecContext &ctx) const override {
     Work w = Step::work(ctx);
     const TensorId data = inputs[0], out = outputs[0];
@@ -844,21 +843,35 @@ public:
     return w;
   }
 
-  Status run(const ExecContext &ctx) const override {
+protected:
+  /// The tensors exist, the indices are i64 or i32, the output has the data's dtype.
+  Status checkIndexing(const ExecContext &ctx) const {
     if (Status s = checkTensors(ctx); !s.ok())
       return s;
+    const TensorId data = inputs[0], indices = inputs[1], out = outputs[0];
+    DType indexType = ctx.dtype(indices);
+    if (indexType != DType::I64 && indexType != DType::I32)
+      return fail("the indices " + describe(ctx, indices) + " should be i64 or i32");
+    return checkDType(ctx, out, ctx.dtype(data), "the output");
+  }
+};
+
+class GatherStep final : public IndexingStep {
+public:
+  explicit GatherStep(int axis) : axis_(axis) {}
+  std::string kind() const override { return "gather"; }
+
+  Status run(const ExecContext &ctx) const override {
+    if (Status s = checkIndexing(ctx); !s.ok())
+      return s;
     TensorId data = inputs[0], indices = inputs[1], out = outputs[0];
+    const DType indexType = ctx.dtype(indices);
     Shape dataShape = ctx.shape(data), indexShape = ctx.shape(indices);
     int rank = int(dataShape.size());
     int axis = axis_ < 0 ? axis_ + rank : axis_;
     if (axis < 0 || axis >= rank)
       return fail("axis " + std::to_string(axis_) + " is out of range for the data " +
                   describe(ctx, data));
-    DType indexType = ctx.dtype(indices);
-    if (indexType != DType::I64 && indexType != DType::I32)
-      return fail("the indices " + describe(ctx, indices) + " should be i64 or i32");
-    if (Status s = checkDType(ctx, out, ctx.dtype(data), "the output"); !s.ok())
-      return s;
     Shape expected(dataShape.begin(), dataShape.begin() + axis);
     expected.insert(expected.end(), indexShape.begin(), indexShape.end());
     expected.insert(expected.end(), dataShape.begin() + axis + 1, dataShape.end());
@@ -965,30 +978,18 @@ private:
   int64_t value_ = 0;
 };
 
-class GatherNDStep final : public GenericStep {
+class GatherNDStep final : public IndexingStep {
 public:
   explicit GatherNDStep(int batchDims) : batchDims_(batchDims) {}
   std::string kind() const override { return "gather_nd"; }
-  /// Reads only the slices it picks (output-sized), as a gather.
-  Work work(const ExecContext &ctx) const override {
-    Work w = Step::work(ctx);
-    const TensorId data = inputs[0], out = outputs[0];
-    w.bytes += double(ctx.numElements(out)) * dtypeBytes(ctx.dtype(out)) -
-               double(ctx.numElements(data)) * dtypeBytes(ctx.dtype(data));
-    return w;
-  }
 
   Status run(const ExecContext &ctx) const override {
-    if (Status s = checkTensors(ctx); !s.ok())
+    if (Status s = checkIndexing(ctx); !s.ok())
       return s;
     TensorId data = inputs[0], indices = inputs[1], out = outputs[0];
+    const DType indexType = ctx.dtype(indices);
     Shape dataShape = ctx.shape(data), indexShape = ctx.shape(indices);
     int64_t r = int64_t(dataShape.size()), q = int64_t(indexShape.size()), b = batchDims_;
-    DType indexType = ctx.dtype(indices);
-    if (indexType != DType::I64 && indexType != DType::I32)
-      return fail("the indices " + describe(ctx, indices) + " should be i64 or i32");
-    if (Status s = checkDType(ctx, out, ctx.dtype(data), "the output"); !s.ok())
-      return s;
     if (r < 1 || q < 1 || b < 0 || b >= std::min(r, q))
       return fail("batch_dims " + std::to_string(b) + " must be less than the ranks of the data " +
                   describe(ctx, data) + " and the indices " + describe(ctx, indices));
@@ -1104,26 +1105,22 @@ private:
   int batchDims_;
 };
 
-class GatherElementsStep final : public GenericStep {
+class GatherElementsStep final : public IndexingStep {
 public:
   explicit GatherElementsStep(int axis) : axis_(axis) {}
   std::string kind() const override { return "gather_elements"; }
 
   Status run(const ExecContext &ctx) const override {
-    if (Status s = checkTensors(ctx); !s.ok())
+    if (Status s = checkIndexing(ctx); !s.ok())
       return s;
     TensorId data = inputs[0], indices = inputs[1], out = outputs[0];
+    const DType indexType = ctx.dtype(indices);
     Shape dataShape = ctx.shape(data), indexShape = ctx.shape(indices);
     int rank = int(dataShape.size());
     int axis = axis_ < 0 ? axis_ + rank : axis_;
     if (axis < 0 || axis >= rank)
       return fail("axis " + std::to_string(axis_) + " is out of range for the data " +
                   describe(ctx, data));
-    DType indexType = ctx.dtype(indices);
-    if (indexType != DType::I64 && indexType != DType::I32)
-      return fail("the indices " + describe(ctx, indices) + " should be i64 or i32");
-    if (Status s = checkDType(ctx, out, ctx.dtype(data), "the output"); !s.ok())
-      return s;
     if (int(indexShape.size()) != rank)
       return fail("the indices " + describe(ctx, indices) + " should have the rank of the data " +
                   describe(ctx, data));
