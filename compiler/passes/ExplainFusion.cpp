@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/passes/FusionReport.h"
 #include "compiler/passes/Passes.h"
+#include "compiler/passes/ScalarOps.h"
 
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
@@ -85,14 +86,6 @@ private:
   RewritePatternSet patterns;
 };
 
-bool isScalarConstant(Value v, double expected) {
-  DenseElementsAttr dense;
-  if (!matchPattern(v, m_Constant(&dense)) || dense.getNumElements() != 1 ||
-      !isa<FloatType>(dense.getElementType()))
-    return false;
-  return (*dense.getValues<APFloat>().begin()).convertToDouble() == expected;
-}
-
 /// Ops reachable from `from` through at most `depth` users, nearest first.
 SmallVector<Operation *> usersWithin(Operation *from, int depth) {
   SmallVector<Operation *> found{from};
@@ -140,7 +133,7 @@ bool isCubicTanh(TanhOp tanh) {
     Operation *def = work.pop_back_val().getDefiningOp();
     if (!def)
       continue;
-    if (auto pow = dyn_cast<PowOp>(def); pow && isScalarConstant(pow.getRhs(), 3.0))
+    if (auto pow = dyn_cast<PowOp>(def); pow && getScalarConstant(pow.getRhs()) == 3.0)
       return true;
     if (isa<MulOp, AddOp, DivOp>(def))
       llvm::append_range(work, def->getOperands());

@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/passes/Passes.h"
+#include "compiler/passes/ScalarOps.h"
 
 #include "mlir/IR/DialectResourceBlobManager.h"
 #include "mlir/IR/Matchers.h"
@@ -36,15 +37,6 @@ RankedTensorType tensorOf(Value v) { return cast<RankedTensorType>(v.getType());
 /// 1.4142135); a relative 1e-4 accepts those and nothing materially different.
 bool approxEqual(double a, double b) {
   return std::abs(a - b) <= 1e-4 * std::max(std::abs(a), std::abs(b));
-}
-
-/// The value of a one-element float constant (`tensor<f32>`, `tensor<1xf32>`, …).
-std::optional<double> getScalarConstant(Value v) {
-  DenseElementsAttr attr;
-  if (!matchPattern(v, m_Constant(&attr)) || attr.getNumElements() != 1 ||
-      !isa<FloatType>(attr.getElementType()))
-    return std::nullopt;
-  return (*attr.getValues<APFloat>().begin()).convertToDouble();
 }
 
 bool isScalarConstant(Value v, double expected) {

@@ -2,6 +2,7 @@
 #include "compiler/passes/ScalarOps.h"
 
 #include "compiler/ir/OctetOps.h"
+#include "mlir/IR/Matchers.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <cmath>
@@ -70,4 +71,12 @@ bool octet::isF32Pointwise(Operation *op) {
   };
   return llvm::all_of(op->getOperandTypes(), isF32Tensor) &&
          llvm::all_of(op->getResultTypes(), isF32Tensor);
+}
+
+std::optional<double> octet::getScalarConstant(Value v) {
+  DenseElementsAttr attr;
+  if (!matchPattern(v, m_Constant(&attr)) || attr.getNumElements() != 1 ||
+      !isa<FloatType>(attr.getElementType()))
+    return std::nullopt;
+  return (*attr.getValues<APFloat>().begin()).convertToDouble();
 }

@@ -11,6 +11,8 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Operation.h"
 
+#include <optional>
+
 namespace octet {
 
 /// Emits the scalar f32 ops of the elementwise octet op `op` on one element;
@@ -26,6 +28,9 @@ mlir::Value emitScalarElementwise(mlir::OpBuilder &b, mlir::Location loc, mlir::
 /// add/sub/mul/div/pow/max/min, neg/abs/exp/log/erf/tanh/sqrt/rsqrt/
 /// reciprocal/relu/sigmoid and gelu, with f32 operands and result.
 bool isF32Pointwise(mlir::Operation *op);
+
+/// The value of a one-element float constant (`tensor<f32>`, `tensor<1xf32>`, …).
+std::optional<double> getScalarConstant(mlir::Value v);
 
 } // namespace octet
 
