@@ -3,6 +3,7 @@
 
 #include <cassert>
 #include <cstddef>
+#include <utility>
 
 namespace octet::x86 {
 using namespace Xbyak;
@@ -22,8 +23,10 @@ std::string kernelName(const GemmF32Avx512Config &c) {
 } // namespace
 
 GemmF32Avx512::GemmF32Avx512(const GemmF32Avx512Config &config)
-    : GemmTileAvx512(kernelName(config), Isa::Avx512, 32 * 1024, config.mr, config.nr,
-                     config.columns),
+    : GemmF32Avx512(config, kernelName(config), Isa::Avx512) {}
+
+GemmF32Avx512::GemmF32Avx512(const GemmF32Avx512Config &config, std::string name, Isa isa)
+    : GemmTileAvx512(std::move(name), isa, 32 * 1024, config.mr, config.nr, config.columns),
       config_(config) {
   assert((config.nr == 32 || config.nr == 48) && "panel width is 32 or 48");
   assert(config.columns >= 1 && config.columns <= config.nr);

@@ -47,6 +47,9 @@ public:
   explicit GemmF32Avx512(const GemmF32Avx512Config &config);
 
 protected:
+  /// For a kernel that differs only in its K step (GemmBf16Avx512): the same
+  /// tile walk, accumulate, epilogue and store, under its own name and ISA.
+  GemmF32Avx512(const GemmF32Avx512Config &config, std::string name, Isa isa);
   void generate() override;
 
 private:
