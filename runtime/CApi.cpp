@@ -201,6 +201,11 @@ octet_status octet_options_set(octet_options *options, const char *key, const ch
         options->attentionBf16 = v == "bf16";
       else
         return badValue("f32 or bf16");
+    } else if (k == "precision") {
+      if (v == "f32" || v == "bf16")
+        options->linearBf16 = v == "bf16";
+      else
+        return badValue("f32 or bf16");
     } else if (k == "print_ir_after_all") {
       if (v == "0" || v == "1")
         options->printIrAfterAll = v == "1";

@@ -33,6 +33,7 @@ struct octet_options {
   std::string target = "host"; ///< KernelOptions::setTarget's name (checked when set)
   bool autotune = false;
   bool attentionBf16 = false;
+  bool linearBf16 = false; ///< precision=bf16 (KernelOptions::linearBf16)
   bool printIrAfterAll = false;
   bool profile = false;
   octet::CompileOptions::Int8 int8 = octet::CompileOptions::Int8::None;

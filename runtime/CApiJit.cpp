@@ -44,6 +44,7 @@ octet::CompileOptions toCompileOptions(const octet_options *options) {
   result.kernels.setTarget(options->target, unknown);
   result.kernels.autotune = options->autotune;
   result.kernels.attentionBf16 = options->attentionBf16;
+  result.kernels.linearBf16 = options->linearBf16;
   result.int8 = options->int8;
   result.calibrationSamples = options->calibrationSamples;
   result.calibrationPercentile = options->calibrationPercentile;

@@ -4,6 +4,7 @@
 
 #include "compiler/codegen/onednn/MatMulU8S8.h"
 #include "compiler/codegen/x86/AmxSupport.h"
+#include "compiler/codegen/x86/GemmBf16.h"
 #include "compiler/codegen/x86/GemmU8S8.h"
 
 #include <algorithm>
@@ -22,6 +23,7 @@ const char *gemmProviderName(GemmProvider provider) {
   case GemmProvider::JitAmx: return "jit_amx";
   case GemmProvider::OneDnn: return "onednn";
   case GemmProvider::Reference: return "reference";
+  case GemmProvider::JitBf16: return "jit_bf16";
   }
   return "unknown";
 }
@@ -155,6 +157,8 @@ std::string whyNotRunnableHere(GemmProvider provider) {
     std::string why;
     return x86::amxUsable(&why) ? "" : why;
   }
+  case GemmProvider::JitBf16:
+    return x86::GemmBf16::hostSupported() ? "" : "this CPU lacks AVX512-BF16";
   default:
     return "";
   }
@@ -195,6 +199,13 @@ std::string whyNotProvider(const LinearSpec &, const KernelOptions &options,
       return "AVX-512 is not allowed";
     if (!targetHasAvx512(options))
       return "the target CPU (" + options.target + ") has no AVX-512";
+    return "";
+  case GemmProvider::JitBf16:
+    if (!options.allowAvx512)
+      return "AVX-512 is not allowed";
+    if (!options.cpu.supports(x86::Isa::Avx512Bf16))
+      return "the target CPU (" + options.target + ") lacks AVX512-BF16 (vdpbf16ps; it has: " +
+             options.cpu.describe() + ")";
     return "";
   case GemmProvider::OneDnn:
     return "";
@@ -462,12 +473,32 @@ GemmChoiceRecord resolveGemmChoice(LinearSpec &spec, const KernelOptions &option
   record.op = "linear";
   record.k = spec.k, record.n = spec.n;
   record.shapeKey = "linear " + std::to_string(spec.k) + "x" + std::to_string(spec.n) +
-                    (spec.bias ? " bias" : "") + " " + keyOf(spec.epilogue, spec.extraPerColumn);
+                    (spec.bias ? " bias" : "") + (options.linearBf16 ? " bf16" : "") + " " +
+                    keyOf(spec.epilogue, spec.extraPerColumn);
+  using Gemm = KernelOptions::Gemm;
+  if (options.linearBf16) {
+    // --precision bf16 is the user's choice of arithmetic, not a speed
+    // heuristic: every bucket runs the bf16 GEMM (nothing to autotune), or the
+    // compile fails saying why; it never falls back to f32 silently.
+    if (options.gemm == Gemm::OneDnn) {
+      error = "linear: --precision bf16 runs the linears on the bf16 JIT GEMM; --gemm onednn "
+              "cannot (give --gemm auto or jit)";
+      return record;
+    }
+    if (std::string why = whyNotProvider(spec, options, GemmProvider::JitBf16); !why.empty()) {
+      error = "linear: --precision bf16 needs the bf16 GEMM, but " + why;
+      return record;
+    }
+    record.choice = uniform(GemmProvider::JitBf16);
+    record.reason.fill("rule: --precision bf16 (vdpbf16ps JIT)");
+    record.candidates = {{GemmProvider::JitBf16, "", {}}};
+    fillAuto(spec.provider, record);
+    return record;
+  }
   const bool jit = whyNotProvider(spec, options, GemmProvider::JitF32).empty();
   GemmChoice rule;
   std::string why;
   std::vector<GemmCandidate> candidates;
-  using Gemm = KernelOptions::Gemm;
   if (options.gemm == Gemm::Jit && !jit) {
     error = "linear: the JIT GEMM was asked for, but " +
             (options.allowAvx512 ? "the target CPU (" + options.target + ") has no AVX-512"

@@ -13,6 +13,7 @@
 #include "compiler/codegen/onednn/MatMulF32.h"
 #include "compiler/codegen/x86/ElementwiseKernel.h"
 #include "compiler/codegen/x86/FusedKernels.h"
+#include "compiler/codegen/x86/GemmBf16.h"
 #include "compiler/codegen/x86/GemmF32.h"
 #include "compiler/codegen/x86/ProgramEpilogue.h"
 #include "compiler/codegen/x86/QuantizeKernels.h"
@@ -94,7 +95,7 @@ StepPtr makeFusedElementwise(const ElementwiseProgram &program, std::vector<Tens
 
 namespace {
 
-enum class Provider { Jit, OneDnn };
+enum class Provider { Jit, JitBf16, OneDnn };
 
 class LinearStep : public Step {
 public:
@@ -104,7 +105,9 @@ public:
     outputs = {spec.output};
   }
   std::string kind() const override {
-    std::string k = provider_ == Provider::Jit ? "gemm.jit_avx512" : "gemm.onednn";
+    std::string k = provider_ == Provider::Jit       ? "gemm.jit_avx512"
+                    : provider_ == Provider::JitBf16 ? "gemm.jit_bf16"
+                                                     : "gemm.onednn";
     if (residual_ >= 0)
       k += "+residual";
     if (fusedEpilogue_)
@@ -114,14 +117,16 @@ public:
     return k;
   }
   Status run(const ExecContext &ctx) const override;
-  /// 2·M·N·K ops (the epilogue's are not counted); bytes: A, the weights, C,
-  /// the bias and every extra (residual included) once.
+  /// 2·M·N·K ops (the epilogue's are not counted); bytes: A, the weights (2
+  /// bytes each in bf16), C, the bias and every extra (residual included) once.
   Work work(const ExecContext &ctx) const override {
     Work w;
     const int64_t m = spec_.k ? ctx.numElements(spec_.input) / spec_.k : 0;
     const double k = double(spec_.k), n = double(spec_.n);
     w.ops = 2.0 * double(m) * n * k;
-    w.bytes = 4.0 * (double(m) * k + k * n + double(m) * n) + (spec_.bias ? 4.0 * n : 0.0);
+    const double weightBytes = provider_ == Provider::JitBf16 ? 2.0 : 4.0;
+    w.bytes = 4.0 * (double(m) * k + double(m) * n) + weightBytes * k * n +
+              (spec_.bias ? 4.0 * n : 0.0);
     for (TensorId t : spec_.extras)
       w.bytes += tensorBytes(ctx, t);
     w.shapes = "[" + std::to_string(m) + ", " + std::to_string(spec_.k) + "] x [" +
@@ -133,9 +138,11 @@ public:
   Provider provider_ = Provider::Jit;
   int residual_ = -1; ///< index into spec_.extras added by the GEMM
   x86::PackedWeights packed_;
+  x86::PackedBf16Weights packedBf16_; ///< when the spec brought no bf16 panels
   std::unique_ptr<x86::ProgramEpilogue> fusedEpilogue_;
   std::vector<int> columnExtras_; ///< extras fusedEpilogue_ reads per column, in input order
   std::unique_ptr<x86::GemmF32> jit_;
+  std::unique_ptr<x86::GemmBf16> bf16_;
   std::unique_ptr<onednn::MatMulF32> onednn_;
   std::unique_ptr<ElementwiseApplier> post_; ///< program over C after the GEMM
 };
@@ -179,6 +186,12 @@ Status LinearStep::run(const ExecContext &ctx) const {
         !s.ok())
       return s;
     jit_->run(a.data, m, a.ld, c.data, c.ld, residual, ldr, columns.data());
+  } else if (bf16_) {
+    std::vector<const float *> columns;
+    if (Status s = columnPointers(ctx, spec_.extras, columnExtras_, spec_.n, at, columns);
+        !s.ok())
+      return s;
+    bf16_->run(a.data, m, a.ld, c.data, c.ld, residual, ldr, columns.data());
   } else {
     onednn::Status s = onednn_->run(a.data, m, a.ld, c.data, c.ld, residual, ldr);
     if (!s.ok())
@@ -191,18 +204,26 @@ Status LinearStep::run(const ExecContext &ctx) const {
 
 } // namespace
 
-/// The linear step on one provider (JitF32 or OneDnn).
+/// The linear step on one provider (JitF32, JitBf16 or OneDnn).
 static StepPtr buildLinear(const LinearSpec &spec, GemmProvider provider,
                            const KernelOptions &options, std::string &error) {
   const std::string at = "linear";
   auto step = std::make_unique<LinearStep>(spec);
   const ElementwiseProgram &program = spec.epilogue;
   EpilogueSplit split = splitEpilogue(program);
-  step->provider_ = provider == GemmProvider::JitF32 ? Provider::Jit : Provider::OneDnn;
+  step->provider_ = provider == GemmProvider::JitF32    ? Provider::Jit
+                    : provider == GemmProvider::JitBf16 ? Provider::JitBf16
+                                                        : Provider::OneDnn;
+  const bool jit = step->provider_ != Provider::OneDnn;
+  if (step->provider_ != Provider::JitBf16 && !spec.weight) {
+    error = at + ": provider " + gemmProviderName(provider) +
+            " needs the f32 weight, but the plan holds only its bf16 panels";
+    return nullptr;
+  }
   step->residual_ = split.residual - 1 >= 0 ? split.residual - 1 : -1;
   // The accumulator and per-column extras fuse into the JIT kernel.
   const ColumnExtras columns = columnExtras(split.rest, spec.extraPerColumn);
-  if (step->provider_ == Provider::Jit && columns.fusable && !isIdentity(split.rest)) {
+  if (jit && columns.fusable && !isIdentity(split.rest)) {
     std::string why;
     step->fusedEpilogue_ = x86::ProgramEpilogue::create(split.rest, why, columns.perColumn);
     // Otherwise (pressure, no vector form) the post-pass below applies it.
@@ -217,13 +238,20 @@ static StepPtr buildLinear(const LinearSpec &spec, GemmProvider provider,
     step->post_->buildJit(options, std::vector<bool>(postInputs.size(), false));
   }
 
+  x86::GemmF32Epilogue epilogue;
+  epilogue.residual = step->residual_ >= 0;
+  epilogue.elementwise = step->fusedEpilogue_.get();
   if (step->provider_ == Provider::Jit) {
     step->packed_ = x86::packB(spec.weight, spec.k, spec.n, spec.layout);
-    x86::GemmF32Epilogue epilogue;
-    epilogue.residual = step->residual_ >= 0;
-    epilogue.elementwise = step->fusedEpilogue_.get();
     step->jit_ =
         std::make_unique<x86::GemmF32>(spec.n, spec.k, step->packed_.data(), epilogue, spec.bias);
+  } else if (step->provider_ == Provider::JitBf16) {
+    const uint16_t *panels = spec.bf16Weight;
+    if (!panels) { // a spec not made by buildStep (tests): pack a copy
+      step->packedBf16_ = x86::packBf16(spec.weight, spec.k, spec.n, spec.layout);
+      panels = step->packedBf16_.data();
+    }
+    step->bf16_ = std::make_unique<x86::GemmBf16>(spec.n, spec.k, panels, epilogue, spec.bias);
   } else {
     onednn::Status s = onednn::MatMulF32::create(spec.n, spec.k, spec.weight, spec.layout,
                                                  spec.bias, step->residual_ >= 0, step->onednn_);
@@ -237,7 +265,7 @@ static StepPtr buildLinear(const LinearSpec &spec, GemmProvider provider,
 
 StepPtr makeLinear(const LinearSpec &spec, const KernelOptions &options, std::string &error) {
   const std::string at = "linear";
-  if (!spec.weight || spec.k <= 0 || spec.n <= 0) {
+  if ((!spec.weight && !spec.bf16Weight) || spec.k <= 0 || spec.n <= 0) {
     error = at + ": needs a weight and K, N > 0 (K = " + std::to_string(spec.k) +
             ", N = " + std::to_string(spec.n) + ")";
     return nullptr;

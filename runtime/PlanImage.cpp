@@ -18,6 +18,7 @@
 
 #include "runtime/Executor.h"
 
+#include "compiler/codegen/x86/GemmBf16.h"
 #include "compiler/codegen/x86/KernelGenerator.h"
 #include "runtime/StepRecipe.h"
 
@@ -334,6 +335,7 @@ struct SpecWriter {
     extras(s.extras, s.extraPerColumn);
     program(s.epilogue);
     choice(s.provider);
+    pointer(s.bf16Weight, "linear bf16 weight");
   }
   void operator()(const recipe::LayerNorm &r) {
     const LayerNormSpec &s = r.spec;
@@ -430,7 +432,7 @@ struct SpecReader {
   GemmChoice choice() {
     GemmChoice c{};
     for (GemmProvider &p : c)
-      p = r.enumeration(GemmProvider::Reference, "GEMM provider");
+      p = r.enumeration(GemmProvider::JitBf16, "GEMM provider");
     return c;
   }
   WeightLayout layout() { return r.enumeration(WeightLayout::NK, "weight layout"); }
@@ -512,10 +514,14 @@ struct SpecReader {
       s.extras = r.vec<TensorId>(), s.extraPerColumn = r.bools();
       s.epilogue = program();
       s.provider = choice();
-      if (s.k < 0 || s.n < 0 || (s.n > 0 && s.k > INT64_MAX / s.n))
+      s.bf16Weight = pointer<uint16_t>();
+      // Below 2^31 each, packedBf16Elements (N and K rounded up) cannot overflow.
+      if (s.k < 0 || s.n < 0 || s.k > INT32_MAX || s.n > INT32_MAX ||
+          (s.n > 0 && s.k > INT64_MAX / s.n))
         r.error = "a linear step has sizes k " + std::to_string(s.k) + ", n " + std::to_string(s.n);
       else
-        expect(s.weight, s.k * s.n, "a linear weight"), expect(s.bias, s.n, "a linear bias");
+        expect(s.weight, s.k * s.n, "a linear weight"), expect(s.bias, s.n, "a linear bias"),
+            expect(s.bf16Weight, x86::packedBf16Elements(s.k, s.n), "a linear bf16 weight");
       return Linear{s};
     }
     case 14: {
@@ -632,7 +638,15 @@ bool planUsesOneDnn(const Plan &plan) {
 Status writePlanImage(const Plan &plan, const KernelOptions &options,
                       const x86::KernelCodeCapture &capture, PlanImage &out) {
   out = PlanImage();
-  ConstantEncoder constants(plan.constants);
+  // The Plan's constants, and the bf16 panels buildStep packed into recipes
+  // (--precision bf16): they are stored instead of the f32 weights.
+  std::vector<ConstantRange> ranges = plan.constants;
+  for (const auto &step : plan.steps)
+    if (const auto *linear =
+            step->recipe ? std::get_if<recipe::Linear>(&step->recipe->call) : nullptr;
+        linear && linear->bf16Packed)
+      ranges.push_back({linear->bf16Packed.get(), linear->bf16PackedBytes});
+  ConstantEncoder constants(ranges);
   Writer body;
 
   // Kernels: identical code is stored once.

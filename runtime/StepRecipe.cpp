@@ -1,6 +1,7 @@
 //===- StepRecipe.cpp - build a step from its recipe ----------------------===//
 #include "runtime/StepRecipe.h"
 
+#include "compiler/codegen/x86/GemmBf16.h"
 #include "compiler/codegen/x86/KernelGenerator.h"
 #include "runtime/KernelSelection.h"
 
@@ -103,6 +104,29 @@ std::optional<GemmChoiceRecord> resolveChoice(StepRecipe &recipe, const KernelOp
     return resolveGemmChoice(qlinear->spec, qlinear->outType, options, error);
   return std::nullopt;
 }
+
+/// A linear whose providers include JitBf16 gets its weight packed to bf16
+/// panels here, once, into memory the recipe keeps: the step uses them in
+/// place and an AOT image stores them (half the f32 weight's bytes) instead of
+/// the f32 weight, which the recipe drops when no bucket needs it.
+void packBf16Weight(StepRecipe &recipe) {
+  auto *linear = std::get_if<recipe::Linear>(&recipe.call);
+  if (!linear)
+    return;
+  LinearSpec &spec = linear->spec;
+  const GemmChoice &p = spec.provider;
+  if (spec.bf16Weight || !spec.weight || std::find(p.begin(), p.end(), GemmProvider::JitBf16) == p.end())
+    return;
+  auto packed = std::make_shared<const x86::PackedBf16Weights>(
+      x86::packBf16(spec.weight, spec.k, spec.n, spec.layout));
+  spec.bf16Weight = packed->data();
+  linear->bf16PackedBytes = packed->size() * sizeof(uint16_t);
+  // Aliasing: get() is the panels' first byte (what the image stores), the
+  // vector stays owned.
+  linear->bf16Packed = std::shared_ptr<const void>(packed, packed->data());
+  if (std::count(p.begin(), p.end(), GemmProvider::JitBf16) == kGemmBuckets)
+    spec.weight = nullptr;
+}
 } // namespace
 
 StepPtr buildStep(const StepRecipe &recipe, const KernelOptions &options, std::string &error) {
@@ -114,6 +138,7 @@ StepPtr buildStep(const StepRecipe &recipe, const KernelOptions &options, std::s
     std::optional<GemmChoiceRecord> record = resolveChoice(resolved, options, error);
     if (!error.empty())
       return nullptr;
+    packBf16Weight(resolved);
     step = callFactory(resolved.call, options, error);
     if (step && record && options.choices) {
       record->step = step.get();

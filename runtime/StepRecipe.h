@@ -13,6 +13,7 @@
 
 #include "runtime/Steps.h"
 
+#include <memory>
 #include <string>
 #include <variant>
 #include <vector>
@@ -77,6 +78,10 @@ struct MatMul {
 };
 struct Linear {
   LinearSpec spec;
+  /// Keeps spec.bf16Weight alive when buildStep packed it (the step's recipe
+  /// holds it; an AOT image stores its bytes as a constant range).
+  std::shared_ptr<const void> bf16Packed;
+  size_t bf16PackedBytes = 0;
 };
 struct LayerNorm {
   LayerNormSpec spec;

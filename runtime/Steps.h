@@ -95,7 +95,8 @@ enum class GemmProvider : uint8_t {
   JitVnni,  ///< x86::GemmU8S8 (AVX-512 VNNI), qlinear only
   JitAmx,   ///< x86::GemmU8S8AmxDriver (AMX-INT8), qlinear only
   OneDnn,   ///< onednn::MatMulF32 / MatMulU8S8
-  Reference ///< the exact C++ loop, qlinear only (nothing else can take it)
+  Reference, ///< the exact C++ loop, qlinear only (nothing else can take it)
+  JitBf16   ///< x86::GemmBf16 (AVX512-BF16, bf16 weights), linear only (--precision bf16)
 };
 const char *gemmProviderName(GemmProvider provider); ///< "jit_vnni", ...
 
@@ -126,6 +127,11 @@ struct KernelOptions {
   /// target has AMX-BF16; PlanBuilder sets AttentionSpec::bf16 from it
   /// (docs/attention-bf16.md). Off: f32, the default.
   bool attentionBf16 = false;
+  /// `--precision bf16`: every linear (f32 GEMM with a constant weight) runs on
+  /// x86::GemmBf16 - weights packed as bf16 (half the bytes), activations
+  /// rounded to bf16, f32 sums - where the target has AVX512-BF16; an error
+  /// where it does not (docs/kernel-selection.md). Off: f32, the default.
+  bool linearBf16 = false;
   /// Not owned, may be null: receives one record per GEMM whose provider a
   /// factory resolved (--print-kernel-choices). Also caches timings per shape.
   GemmChoiceLog *choices = nullptr;
@@ -148,13 +154,18 @@ struct LinearSpec {
   const float *weight = nullptr; ///< read only by makeLinear (it packs or reorders a copy)
   WeightLayout layout = WeightLayout::KN;
   int64_t k = 0, n = 0;
+  /// The weight packed for JitBf16 (x86::packBf16, x86::packedBf16Elements(k, n)
+  /// elements), used in place: it must outlive the step. buildStep packs it
+  /// for a JitBf16 recipe (so an AOT model stores these panels, not the f32
+  /// weight, which is then null); makeLinear packs its own copy when it is null.
+  const uint16_t *bf16Weight = nullptr;
   const float *bias = nullptr; ///< [N] or null, kept alive by the Plan
   std::vector<TensorId> extras;
   /// extraPerColumn[i]: extras[i] is one f32 value per output column (as
   /// QLinearSpec's): the JIT GEMM fuses a program reading it.
   std::vector<bool> extraPerColumn;
   ElementwiseProgram epilogue;
-  /// JitF32 or OneDnn per M bucket; Auto entries are resolved by makeLinear
+  /// JitF32, JitBf16 or OneDnn per M bucket; Auto entries are resolved by makeLinear
   /// (resolveGemmChoice) and KernelOptions::gemm restricts them.
   GemmChoice provider{};
 };

@@ -304,6 +304,18 @@ rt::Status octet::validateCompileOptions(const CompileOptions &options) {
   if (!(a >= 0 && a <= 1))
     return rt::Status::error("SmoothQuant alpha " + std::to_string(a) +
                              ": give a value in [0, 1] (0.5 is the default)");
+  if (options.kernels.linearBf16) {
+    if (options.int8 != CompileOptions::Int8::None)
+      return rt::Status::error("precision bf16 is for FP32 models and cannot be combined with "
+                               "INT8 (whose GEMMs take s8 weights): give one of them");
+    const rt::KernelOptions &k = options.kernels;
+    if (!k.allowAvx512 || !k.cpu.supports(x86::Isa::Avx512Bf16))
+      return rt::Status::error(
+          "precision bf16 needs AVX512-BF16 (vdpbf16ps) on the target CPU, but target '" +
+          k.target + "' " +
+          (k.allowAvx512 ? "has only: " + k.cpu.describe() : std::string("is limited to AVX2")) +
+          "; compile for a CPU with it (--target) or use the default f32");
+  }
   return rt::Status();
 }
 

@@ -149,6 +149,13 @@ static cl::opt<std::string> runAttention(
              "sums) where the target has AMX-BF16 (docs/attention-bf16.md)"),
     cl::value_desc("f32|bf16"), cl::init("f32"), cl::sub(runCommand), cl::sub(compileCommand),
     cl::cat(octetcCategory));
+static cl::opt<std::string> runPrecision(
+    "precision",
+    cl::desc("f32 (default), or bf16 for an FP32 model: every linear's weight stored as bf16 "
+             "(half the bytes) and multiplied on vdpbf16ps with f32 sums (needs AVX512-BF16; "
+             "not with --int8; docs/kernel-selection.md)"),
+    cl::value_desc("f32|bf16"), cl::init("f32"), cl::sub(runCommand), cl::sub(compileCommand),
+    cl::cat(octetcCategory));
 static cl::opt<bool> runPrintKernelChoices(
     "print-kernel-choices",
     cl::desc("Print each GEMM's provider per M bucket: candidates' times, choice and reason"),
@@ -709,6 +716,11 @@ static bool compileOptionsFromFlags(octet::CompileOptions &options) {
     return false;
   }
   options.kernels.attentionBf16 = runAttention == "bf16";
+  if (runPrecision != "f32" && runPrecision != "bf16") {
+    llvm::errs() << "error: --precision '" << runPrecision << "': give f32 or bf16\n";
+    return false;
+  }
+  options.kernels.linearBf16 = runPrecision == "bf16";
   options.passes = runPasses;
   if (!memoryBudget(options.memoryBudget))
     return false;
@@ -754,7 +766,7 @@ static bool compileOptionsFromFlags(octet::CompileOptions &options) {
 static const std::initializer_list<cl::Option *> compileFlags = {
     &runGemm, &runIsa, &runPasses, &runInt8, &runCalib,
     &runSmoothAlpha, &runNoSmooth, &runCalibPercentile, &runPrintIr,
-    &runTarget, &runAutotune, &runPrintKernelChoices, &runExplainFusion};
+    &runTarget, &runAutotune, &runPrintKernelChoices, &runExplainFusion, &runPrecision};
 
 /// Whether `path` starts with the ELF magic (a model.so rather than ONNX).
 /// Only a regular file is read (opened without blocking: a FIFO never makes
