@@ -234,6 +234,24 @@ llvm::ArrayRef<OpConversion> indexingConversions();
 /// time (`octet.element_index`; docs/decisions.md). Nullopt otherwise.
 std::optional<ShapeValue> shapeOrInputElements(NodeContext &n, unsigned i);
 
+/// How the importer reads an ai.onnx op at a model's opset (LegacyForms.cpp):
+/// as is, after rewriting an older form into the one its conversion reads, or
+/// not at all (an older form not converted, or an op the opset does not have).
+struct OpForm {
+  enum Kind { Read, Upgraded, Refused } kind = Read;
+  /// The since-version of the op's schema at the opset; 0 above the opsets
+  /// libonnx knows.
+  int64_t version = 0;
+  std::string reason; // Refused: why
+  /// Upgraded: the inputs the older form needs (its rewrite adds the rest).
+  unsigned requiredInputs = 0;
+  mlir::LogicalResult (*upgrade)(NodeContext &, int64_t version) = nullptr;
+};
+OpForm classifyOpForm(const onnx::NodeProto &node, int64_t opset);
+/// Rewrites an Upgraded node (its attributes, inputs) into the form its
+/// conversion reads; a no-op for the other kinds.
+mlir::LogicalResult upgradeOpForm(NodeContext &n, const OpForm &form);
+
 /// Converts an ONNX tensor (initializer or Constant) to an elements attribute,
 /// moving its bytes (raw_data, or external data read from `baseDir`) into a
 /// resource blob when it is large. Emits an error at `loc` on failure.

@@ -386,12 +386,15 @@ LogicalResult ModelImporter::checkModel() {
       domains += (domains.empty() ? "" : ", ") + entry.getKey().str();
     return emitError(fileLoc) << "unsupported opset: '" << path
                               << "' imports no ai.onnx opset (only " << domains
-                              << "); Octet supports ai.onnx opsets 11-20";
+                              << "); Octet supports ai.onnx opsets 1-20";
   }
+  // Below opset 11 each node is checked against the version of its op in
+  // force at the model's opset (classifyOpForm): older forms are rewritten or
+  // refused node by node, so the range starts at the first opset.
   int64_t version = defaultOpset->second;
-  if (version < 11 || version > 20)
+  if (version < 1 || version > 20)
     return emitError(fileLoc) << "unsupported opset " << version
-                              << " (Octet supports ai.onnx opsets 11-20)";
+                              << " (Octet supports ai.onnx opsets 1-20)";
   if (model.ir_version() < 3 || model.ir_version() > kMaxIrVersion)
     return emitError(fileLoc) << "unsupported IR version " << model.ir_version()
                               << " (Octet, like ONNX Runtime 1.20, reads IR versions 3-"
@@ -545,15 +548,21 @@ LogicalResult ModelImporter::checkNodes() {
         domain == "ai.onnx" ? lookupConversion(node.op_type()) : nullptr;
     if (!conversion)
       return emitError(loc) << "unsupported " << where;
+    OpForm form = classifyOpForm(node, opsets.lookup(domain));
+    if (form.kind == OpForm::Refused)
+      return emitError(loc) << where << ": " << form.reason;
     for (const std::string &input : node.input())
       if (!input.empty() && !defined.contains(input))
         return emitError(loc) << where << ": input '" << input
                               << "' is not defined (no initializer, graph input or earlier "
                                  "node output)";
-    for (unsigned i = 0; i < conversion->requiredInputs; ++i)
+    // An older form that is rewritten may get inputs from its attributes
+    // (Slice-1's starts and ends): it needs only its own.
+    unsigned required =
+        form.kind == OpForm::Upgraded ? form.requiredInputs : conversion->requiredInputs;
+    for (unsigned i = 0; i < required; ++i)
       if (i >= static_cast<unsigned>(node.input_size()) || node.input(i).empty())
-        return emitError(loc) << where << ": needs at least " << conversion->requiredInputs
-                              << " inputs";
+        return emitError(loc) << where << ": needs at least " << required << " inputs";
     for (const std::string &output : node.output())
       defined.insert(output);
   }
@@ -567,7 +576,8 @@ LogicalResult ModelImporter::convertNode(GraphImporter &graph, onnx::NodeProto &
   NodeContext context(graph, node, name, domain, opsets.lookup(domain), valueLoc(name));
   Block &block = *graph.builder.getInsertionBlock();
   Operation *lastBefore = block.empty() ? nullptr : &block.back();
-  if (failed(lookupConversion(node.op_type())->convert(context)))
+  if (failed(upgradeOpForm(context, classifyOpForm(node, context.opset))) ||
+      failed(lookupConversion(node.op_type())->convert(context)))
     return failure();
   std::string invalid = verifyNewOps(block, lastBefore);
   if (!invalid.empty())
