@@ -63,6 +63,14 @@ octet::CompileOptions toCompileOptions(const octet_options *options) {
   return result;
 }
 
+/// Settings that contradict each other or the target (validateCompileOptions:
+/// precision bf16 with INT8, ...) are the caller's error, not the model's.
+octet_status checkCompileOptions(const octet::CompileOptions &compile, const char *at) {
+  octet::rt::Status valid = octet::validateCompileOptions(compile);
+  return valid.ok() ? OCTET_OK
+                    : fail(OCTET_ERROR_INVALID_ARGUMENT, std::string(at) + valid.message());
+}
+
 octet_status modelFromCompile(octet::rt::Status status, std::unique_ptr<Plan> plan,
                               const octet_options *options, const octet::FusionReport &fusion,
                               octet_model **model) {
@@ -96,6 +104,8 @@ octet_status octet_model_create_from_file(const char *onnx_path, const octet_opt
       return fail(OCTET_ERROR_INVALID_ARGUMENT, "octet_model_create_from_file: path is null");
     std::unique_ptr<Plan> plan;
     octet::CompileOptions compile = toCompileOptions(options);
+    if (octet_status bad = checkCompileOptions(compile, "octet_model_create_from_file: "))
+      return bad;
     octet::FusionReport fusion;
     compile.fusionReport = &fusion;
     octet::rt::Status status = octet::compileOnnxFile(onnx_path, compile, plan);
@@ -115,6 +125,8 @@ octet_status octet_model_create_from_bytes(const void *onnx_bytes, size_t size,
       return fail(OCTET_ERROR_INVALID_MODEL, "octet_model_create_from_bytes: the model is empty");
     std::unique_ptr<Plan> plan;
     octet::CompileOptions compile = toCompileOptions(options);
+    if (octet_status bad = checkCompileOptions(compile, "octet_model_create_from_bytes: "))
+      return bad;
     octet::FusionReport fusion;
     compile.fusionReport = &fusion;
     octet::rt::Status status = octet::compileOnnxBytes(onnx_bytes, size, compile, plan);
@@ -155,6 +167,8 @@ octet_status octet_compile_to_so(const char *onnx_path, const octet_options *opt
     if (!ready.ok())
       return fail(OCTET_ERROR_UNSUPPORTED, at + ready.message());
     octet::CompileOptions compile = toCompileOptions(options);
+    if (octet_status bad = checkCompileOptions(compile, at))
+      return bad;
     auto report = [&](const char *message) {
       if (options && options->progress)
         options->progress(options->progressUser, message, 0, -1);

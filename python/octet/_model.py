@@ -349,7 +349,7 @@ class Model:
 # --------------------------------------------------------------------- compile / load
 
 def _compile_options(int8, calibration, calibration_percentile, smoothquant, smoothquant_alpha,
-                     target, attention, gemm, autotune, profile, options):
+                     target, attention, gemm, autotune, profile, options, precision=None):
     """(option values, calibration sets directory to keep or None)."""
     values: Dict[str, Any] = {}
     if int8 is not None:
@@ -371,7 +371,8 @@ def _compile_options(int8, calibration, calibration_percentile, smoothquant, smo
         values["smoothquant"] = "on" if smoothquant else "off"
     if smoothquant_alpha is not None:
         values["smoothquant_alpha"] = repr(float(smoothquant_alpha))
-    for key, value in (("target", target), ("attention", attention), ("gemm", gemm)):
+    for key, value in (("target", target), ("attention", attention), ("gemm", gemm),
+                       ("precision", precision)):
         if value is not None:
             values[key] = value
     if autotune:
@@ -437,7 +438,7 @@ def compile(model: ModelSource, *, int8: Optional[str] = None,
             calibration_percentile: Optional[float] = None,
             smoothquant: Optional[bool] = None, smoothquant_alpha: Optional[float] = None,
             target: Optional[str] = None, attention: Optional[str] = None,
-            gemm: Optional[str] = None, autotune: bool = False, profile: bool = False,
+            precision: Optional[str] = None, gemm: Optional[str] = None, autotune: bool = False, profile: bool = False,
             progress: ProgressArg = True, options: Optional[Mapping[str, str]] = None) -> Model:
     """Compiles an ONNX encoder in this process (JIT) and returns the Model.
 
@@ -450,7 +451,9 @@ def compile(model: ModelSource, *, int8: Optional[str] = None,
     "generate:N[xB][xS]" (N generated token batches of B x S; default "generate:16x8x128").
     calibration_percentile, smoothquant, smoothquant_alpha: docs/calibration.md.
     target: "host" (default), "avx2", "avx512-vnni", "amx", a CPU name...; attention: "f32"
-    or "bf16"; gemm: "auto", "jit", "onednn"; autotune: time the GEMM candidates.
+    or "bf16"; precision: "f32" (default) or "bf16" (an FP32 model's linears on bf16 weights,
+    f32 sums; needs AVX512-BF16, not with int8); gemm: "auto", "jit", "onednn"; autotune:
+    time the GEMM candidates.
     profile: time every step of each run (Model.profile()).
     progress: a progress bar on stderr during calibration (tqdm where installed, a plain
     line otherwise); False for none, or a callable(message, done, total).
@@ -463,7 +466,7 @@ def compile(model: ModelSource, *, int8: Optional[str] = None,
     kind, source = _source_of(model)
     values, keep = _compile_options(int8, calibration, calibration_percentile, smoothquant,
                                     smoothquant_alpha, target, attention, gemm, autotune,
-                                    profile, options)
+                                    profile, options, precision)
     handle = ctypes.c_void_p()
 
     def call(opts):
@@ -515,6 +518,7 @@ def compile_to_so(model: ModelSource, path: PathLike, *, int8: Optional[str] = N
                   calibration_percentile: Optional[float] = None,
                   smoothquant: Optional[bool] = None, smoothquant_alpha: Optional[float] = None,
                   target: Optional[str] = None, attention: Optional[str] = None,
+                  precision: Optional[str] = None,
                   gemm: Optional[str] = None, autotune: bool = False,
                   progress: ProgressArg = True,
                   options: Optional[Mapping[str, str]] = None) -> str:
@@ -526,7 +530,7 @@ def compile_to_so(model: ModelSource, path: PathLike, *, int8: Optional[str] = N
     kind, source = _source_of(model)
     values, keep = _compile_options(int8, calibration, calibration_percentile, smoothquant,
                                     smoothquant_alpha, target, attention, gemm, autotune,
-                                    False, options)
+                                    False, options, precision)
     try:
         if kind == "file":
             _compile_file_to_so(source, path, values, progress)

@@ -1,0 +1,37 @@
+"""octet.compile(precision="bf16"): an FP32 model's linears on bf16 weights (docs/kernel-selection.md)."""
+import numpy as np
+import pytest
+
+import octet
+from conftest import token_feeds
+
+
+def _has_avx512_bf16():
+    with open("/proc/cpuinfo") as f:
+        return "avx512_bf16" in f.read().split()
+
+
+@pytest.mark.skipif(not _has_avx512_bf16(), reason="this CPU lacks AVX512-BF16")
+def test_bf16_linears_track_fp32(small_onnx, small_model, tmp_path):
+    feeds = token_feeds(3, 16, seed=5)
+    want = small_model.run(feeds)["last_hidden_state"].astype(np.float64)
+    with octet.compile(small_onnx, precision="bf16", profile=True, progress=False) as m:
+        got = m.run(feeds)["last_hidden_state"].astype(np.float64)
+        kinds = [s["kind"] for s in m.profile()]
+    assert sum(k.startswith("gemm.jit_bf16") for k in kinds) == 8, kinds  # 2 layers x 4 linears
+    assert not any(k.startswith("gemm.jit_avx512") or k.startswith("gemm.onednn") for k in kinds)
+    cosine = (want * got).sum() / np.linalg.norm(want) / np.linalg.norm(got)
+    assert cosine >= 0.9999 and not np.array_equal(want, got)
+    so = octet.compile_to_so(small_onnx, tmp_path / "bf16.so", precision="bf16", progress=False)
+    with octet.load(so) as aot:
+        assert np.array_equal(aot.run(feeds)["last_hidden_state"], got.astype(np.float32))
+
+
+def test_precision_errors(small_onnx):
+    with pytest.raises(octet.InvalidArgument, match="option 'precision'.*f32 or bf16"):
+        octet.compile(small_onnx, precision="fp16", progress=False)
+    # Checked before compiling, on any CPU: INT8 and bf16 exclude each other.
+    with pytest.raises(octet.InvalidArgument, match="cannot be combined with INT8"):
+        octet.compile(small_onnx, precision="bf16", int8="dynamic", progress=False)
+    with pytest.raises(octet.InvalidArgument, match="needs AVX512-BF16"):
+        octet.compile(small_onnx, precision="bf16", target="avx512-vnni", progress=False)
