@@ -198,7 +198,7 @@ octet_status octet_options_set(octet_options *options, const char *key, const ch
         return badValue("0 or 1");
     } else if (k == "attention") {
       if (v == "f32" || v == "bf16")
-        options->attentionBf16 = v == "bf16";
+        options->attentionBf16 = v == "bf16", options->attentionGiven = true;
       else
         return badValue("f32 or bf16");
     } else if (k == "precision") {
@@ -265,7 +265,8 @@ octet_status octet_options_set(octet_options *options, const char *key, const ch
     } else {
       return fail(OCTET_ERROR_INVALID_ARGUMENT,
                   "unknown option '" + k +
-                      "' (known: gemm, isa, target, autotune, attention, print_ir_after_all, profile, int8, "
+                      "' (known: gemm, isa, target, autotune, attention, precision, print_ir_after_all, "
+                      "profile, int8, "
                       "calibration_samples, calibration_percentile, calibration_progress, "
                       "smoothquant, smoothquant_alpha, external_data_dir, memory_budget)");
     }

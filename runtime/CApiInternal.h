@@ -34,6 +34,7 @@ struct octet_options {
   bool autotune = false;
   bool attentionBf16 = false;
   bool linearBf16 = false; ///< precision=bf16 (KernelOptions::linearBf16)
+  bool attentionGiven = false; ///< `attention` was set; else it follows `precision`
   bool printIrAfterAll = false;
   bool profile = false;
   octet::CompileOptions::Int8 int8 = octet::CompileOptions::Int8::None;

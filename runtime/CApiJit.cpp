@@ -43,7 +43,10 @@ octet::CompileOptions toCompileOptions(const octet_options *options) {
   std::string unknown; // the name was checked when the option was set
   result.kernels.setTarget(options->target, unknown);
   result.kernels.autotune = options->autotune;
-  result.kernels.attentionBf16 = options->attentionBf16;
+  // precision=bf16 takes attention's matmuls to bf16 too unless `attention` says otherwise
+  // (docs/kernel-selection.md, "bf16 linears").
+  result.kernels.attentionBf16 =
+      options->attentionGiven ? options->attentionBf16 : options->linearBf16;
   result.kernels.linearBf16 = options->linearBf16;
   result.int8 = options->int8;
   result.calibrationSamples = options->calibrationSamples;

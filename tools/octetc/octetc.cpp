@@ -152,8 +152,9 @@ static cl::opt<std::string> runAttention(
 static cl::opt<std::string> runPrecision(
     "precision",
     cl::desc("f32 (default), or bf16 for an FP32 model: every linear's weight stored as bf16 "
-             "(half the bytes) and multiplied on vdpbf16ps with f32 sums (needs AVX512-BF16; "
-             "not with --int8; docs/kernel-selection.md)"),
+             "(half the bytes) and multiplied on vdpbf16ps with f32 sums, attention in bf16 "
+             "too unless --attention=f32 (needs AVX512-BF16; not with --int8; "
+             "docs/kernel-selection.md)"),
     cl::value_desc("f32|bf16"), cl::init("f32"), cl::sub(runCommand), cl::sub(compileCommand),
     cl::cat(octetcCategory));
 static cl::opt<bool> runPrintKernelChoices(
@@ -721,6 +722,9 @@ static bool compileOptionsFromFlags(octet::CompileOptions &options) {
     return false;
   }
   options.kernels.linearBf16 = runPrecision == "bf16";
+  // --precision bf16 takes attention's matmuls to bf16 too unless --attention says otherwise.
+  if (options.kernels.linearBf16 && !runAttention.getNumOccurrences())
+    options.kernels.attentionBf16 = true;
   options.passes = runPasses;
   if (!memoryBudget(options.memoryBudget))
     return false;
