@@ -8,6 +8,8 @@ medians (issue 17).
 
 Engines (bench/peers/worker.py):
   octet-int8        Octet INT8 static (SmoothQuant; octet.compile, JIT), system python
+  octet-fp32        Octet FP32 (system python)
+  octet-bf16        Octet with precision="bf16" on the FP32 model (system python)
   ov-int8           OpenVINO INT8 on the same QDQ model as ort-int8-static (static shapes)
   ort-int8-static   ONNX Runtime, QDQ model from quantize_static (MinMax on the calibration
                     batches Octet uses; per-channel s8 MatMul weights, u8 activations)
@@ -21,7 +23,7 @@ Peers run under --peers-python (default: ../venvs/peers/bin/python, or $OCTET_PE
 Octet under this python with the package of this checkout and --lib.
 
 Shapes: BxS (random token batches of BERT's vocabulary, random real lengths S/2..S, as
-bench/bert_base_int8.py) or sentencesN: the first N sentences of ../shared/data/sentences in
+bench/bert_base_int8.py), BxSfull (the same with every token real: no padding) or sentencesN: the first N sentences of ../shared/data/sentences in
 file order, WordPiece-tokenized (the bert-base-uncased vocabulary of all-MiniLM-L6-v2) and
 padded to the longest. Model: test/models/make_bert_base.py (seeded weights).
 """
@@ -43,8 +45,11 @@ sys.path.insert(0, os.path.join(ROOT, "bench", "minilm"))
 from bert_base_int8 import token_batch  # noqa: E402  (random token batches, as that bench)
 
 WORKER = os.path.join(ROOT, "bench", "peers", "worker.py")
-ENGINES = ["octet-int8", "ov-int8", "ort-int8-static", "ort-int8-dynamic", "torch-int8", "ort-fp32", "ov-default"]
-TITLES = {"octet-int8": "Octet INT8 static", "ov-int8": "OpenVINO INT8 (same QDQ)",
+ENGINES = ["octet-int8", "octet-fp32", "octet-bf16", "ov-int8", "ort-int8-static", "ort-int8-dynamic", "torch-int8", "ort-fp32", "ov-default"]
+# The INT8 comparison; --engines octet-bf16,octet-fp32,ov-default for --precision bf16.
+DEFAULT_ENGINES = [e for e in ENGINES if e not in ("octet-fp32", "octet-bf16")]
+TITLES = {"octet-int8": "Octet INT8 static", "octet-fp32": "Octet FP32", "octet-bf16": "Octet bf16",
+          "ov-int8": "OpenVINO INT8 (same QDQ)",
           "ort-int8-static": "ORT INT8 static (QDQ)", "ort-int8-dynamic": "ORT INT8 dynamic",
           "torch-int8": "PyTorch torchao SmoothQuant + Inductor", "ort-fp32": "ORT FP32", "ov-default": "OpenVINO default precision"}
 
@@ -66,10 +71,15 @@ def feeds_for(shape, rng, data_dir):
         if not count.isdigit() or int(count) < 1:
             raise SystemExit(f"--shapes: {shape!r}: expected sentencesN, N >= 1")
         return sentence_batch(int(count), data_dir)
-    parts = shape.split("x")
+    full = shape.endswith("full")  # BxSfull: every token real (no padding to skip)
+    parts = shape[:-len("full")].split("x") if full else shape.split("x")
     if len(parts) != 2 or not all(p.isdigit() and int(p) > 0 for p in parts):
-        raise SystemExit(f"--shapes: {shape!r}: expected BxS (e.g. 8x128) or sentencesN")
-    return token_batch(rng, int(parts[0]), int(parts[1]))
+        raise SystemExit(f"--shapes: {shape!r}: expected BxS (e.g. 8x128), BxSfull or sentencesN")
+    feeds = token_batch(rng, int(parts[0]), int(parts[1]))
+    if full:
+        feeds["input_ids"][:, -1], feeds["attention_mask"][:] = 102, 1
+        feeds["input_ids"][feeds["input_ids"] == 0] = 1000
+    return feeds
 
 
 class Worker:
@@ -120,7 +130,7 @@ def cpu_name():
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--shapes", default="1x128,8x128,sentences32")
-    ap.add_argument("--engines", default=",".join(ENGINES), help="comma separated, of: " + ", ".join(ENGINES))
+    ap.add_argument("--engines", default=",".join(DEFAULT_ENGINES), help="comma separated, of: " + ", ".join(ENGINES))
     ap.add_argument("--rounds", type=int, default=5, help="alternating rounds per shape")
     ap.add_argument("--repeat", type=int, default=5, help="timed runs per engine and round")
     ap.add_argument("--threads", type=int, default=2, help="threads of every runtime")
@@ -133,6 +143,7 @@ def main():
     ap.add_argument("--omp-wait-policy", choices=["active", "passive"],
                     help="OMP_WAIT_POLICY of Octet's worker (default: the OpenMP library's). On a "
                          "loaded machine, spinning waits cost Octet several times its latency")
+    ap.add_argument("--base", help="the engine the ratio columns divide (default: the first octet-* engine)")
     ap.add_argument("--work", default=os.path.join(tempfile.gettempdir(), "octet-bench-peers"))
     args = ap.parse_args()
 
@@ -140,10 +151,10 @@ def main():
     for e in engines:
         if e not in ENGINES:
             raise SystemExit(f"--engines: unknown {e!r}; known: {', '.join(ENGINES)}")
-    peers = [e for e in engines if e != "octet-int8"]
+    peers = [e for e in engines if not e.startswith("octet-")]
     if peers and not os.path.exists(args.peers_python):
         raise SystemExit(f"--peers-python {args.peers_python}: not found; run bench/setup-peers first")
-    if "octet-int8" in engines and not os.path.exists(args.lib):
+    if any(e.startswith("octet-") for e in engines) and not os.path.exists(args.lib):
         raise SystemExit(f"--lib {args.lib}: not found; build liboctet first")
     if "ort-fp32" not in engines:
         engines.append("ort-fp32")  # the cosine reference
@@ -186,8 +197,9 @@ def main():
     workers = {}
     try:
         for e in engines:
-            wenv = dict(env, OMP_WAIT_POLICY=args.omp_wait_policy) if e == "octet-int8" and args.omp_wait_policy else env
-            workers[e] = Worker(e, sys.executable if e == "octet-int8" else args.peers_python, args.work, wenv)
+            octet_engine = e.startswith("octet-")
+            wenv = dict(env, OMP_WAIT_POLICY=args.omp_wait_policy) if octet_engine and args.omp_wait_policy else env
+            workers[e] = Worker(e, sys.executable if octet_engine else args.peers_python, args.work, wenv)
             print(f"{e}: {workers[e].version}, set up in {workers[e].setup_s:.1f} s", flush=True)
         medians, cosines, notes = {}, {}, {}
         for shape in shapes:
@@ -217,17 +229,21 @@ def main():
     for e, n in notes.items():
         print(f"{e}: {n}")
     print(f"median of {args.rounds} alternating rounds x {args.repeat} runs, ms\n")
-    peer_cols = [e for e in engines if e != "octet-int8"]
+    # Ratio columns: --base (default the first Octet engine given) over every other engine.
+    base = args.base or next((e for e in engines if e.startswith("octet-")), None)
+    if base is not None and base not in engines:
+        raise SystemExit(f"--base {base}: not among --engines")
+    peer_cols = [e for e in engines if e != base]
     head = [TITLES[e] for e in engines]
-    if "octet-int8" in engines:
-        head += [f"Octet / {TITLES[e]}" for e in peer_cols]
+    if base is not None:
+        head += [f"{TITLES[base]} / {TITLES[e]}" for e in peer_cols]
     print("| shape | " + " | ".join(head) + " |")
     print("|---|" + "---:|" * len(head))
     for shape in shapes:
         m = medians[shape]
         cells = [f"{m[e]:.1f}" for e in engines]
-        if "octet-int8" in engines:
-            cells += [f"{m['octet-int8'] / m[e]:.2f}x" for e in peer_cols]
+        if base is not None:
+            cells += [f"{m[base] / m[e]:.2f}x" for e in peer_cols]
         print(f"| {shape} ({info[shape]}) | " + " | ".join(cells) + " |")
     print("\ncosine to ORT FP32 (mean over tokens, padding included):")
     for shape in shapes:

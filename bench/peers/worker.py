@@ -8,7 +8,7 @@ neighbour in the same process).
       time SHAPE REPEAT           -> "ok <ms> <ms> ..." REPEAT timed runs
       out SHAPE                   -> "ok <path>"      the first output saved as .npy
       quit
-Engines: octet-int8 (system python, the package of this checkout), ort-fp32, ort-int8-static,
+Engines: octet-int8, octet-fp32, octet-bf16 (system python, the package of this checkout), ort-fp32, ort-int8-static,
 ort-int8-dynamic, ov-int8, ov-default, torch-int8 (peers venv). Files in WORK: model.onnx (FP32 BERT-base),
 calib/setNNN/*.npy (calibration batches), qdq.onnx, dynamic.onnx, SHAPE.npz (feeds).
 """
@@ -61,12 +61,21 @@ def prepare(work):
 
 
 class Octet:
-    def __init__(self, work):
+    """octet-int8: INT8 static (SmoothQuant, the calibration sets); octet-fp32: FP32;
+    octet-bf16: the FP32 model with precision="bf16" (bf16 weights and activations in the
+    linears and attention's matmuls, f32 sums)."""
+
+    def __init__(self, work, engine):
         sys.path.insert(0, os.path.join(ROOT, "python"))
         import octet
         self.version = "octet (this checkout)"
-        self.model = octet.compile(os.path.join(work, "model.onnx"), int8="static",
-                                   calibration=os.path.join(work, "calib"), progress=False)
+        path = os.path.join(work, "model.onnx")
+        if engine == "octet-int8":
+            self.model = octet.compile(path, int8="static", calibration=os.path.join(work, "calib"),
+                                       progress=False)
+        else:
+            self.model = octet.compile(path, precision="bf16" if engine == "octet-bf16" else None,
+                                       progress=False)
 
     def load(self, feeds):
         inputs = [feeds[n] for n in self.model.input_names]
@@ -219,8 +228,8 @@ def _torch_bert(torch, weights):
 
 def serve(engine, work):
     start = time.perf_counter()
-    if engine == "octet-int8":
-        runtime = Octet(work)
+    if engine.startswith("octet-"):
+        runtime = Octet(work, engine)
     elif engine.startswith("ort-"):
         runtime = Ort(work, engine)
     elif engine.startswith("ov-"):
