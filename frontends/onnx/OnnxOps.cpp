@@ -314,17 +314,75 @@ static LogicalResult convertGelu(NodeContext &n) {
   return success();
 }
 
+/// CumSum along an axis known at import is one octet.cumsum. An axis computed
+/// at run time (a graph input, as in the ONNX node tests) selects among the
+/// cumsums along every dim. Two Gathers normalize it and range it exactly as
+/// ONNX does ([-r, r-1]): axis + r and r - 1 - axis both index a 2r-entry
+/// table of the dim they stand for, both are in [0, 2r) for a valid axis, and
+/// one of them is >= 2r for any other (a run-time error naming the index; no
+/// index is negative for a valid axis, so no implementation's treatment of
+/// negative indices matters).
 static LogicalResult convertCumSum(NodeContext &n) {
   Value input = n.input(0);
-  auto axisValue = n.constantInts(1);
-  if (!axisValue || axisValue->size() != 1)
-    return n.fail("the axis input must be a constant scalar");
-  auto axis = n.normalizeAxis(axisValue->front(), n.inputType(0).getRank(), "axis");
-  if (failed(axis))
+  auto type = n.inputType(0);
+  int64_t rank = type.getRank();
+  bool exclusive = n.intAttr("exclusive", 0) != 0, reverse = n.intAttr("reverse", 0) != 0;
+  auto cumsum = [&](int64_t axis) {
+    return CumSumOp::create(n.builder(), n.loc, input.getType(), input, axis, exclusive, reverse)
+        .getResult();
+  };
+  auto axisType = n.inputType(1);
+  if (!isa<IntegerType>(axisType.getElementType()) || axisType.getElementType().isInteger(1) ||
+      !axisType.hasStaticShape() || axisType.getNumElements() != 1)
+    return n.fail("the axis input must be an integer scalar");
+  if (auto axisValue = n.constantInts(1)) {
+    auto axis = n.normalizeAxis(axisValue->front(), rank, "axis");
+    if (failed(axis))
+      return failure();
+    n.setOutput(0, cumsum(*axis));
+    return success();
+  }
+  if (rank == 0)
+    return n.fail("the input must have rank >= 1");
+  Type i64 = n.builder().getI64Type();
+  Value axis = n.input(1);
+  if (axisType.getElementType() != i64)
+    axis = CastOp::create(n.builder(), n.loc, axisType.clone(i64), axis);
+  // dims(k) is the dim that entry k of a 2r-entry table stands for.
+  auto normalized = [&](function_ref<int64_t(int64_t)> dimOf, Value index) {
+    SmallVector<int64_t> dims;
+    for (int64_t k = 0; k < 2 * rank; ++k)
+      dims.push_back(dimOf(k));
+    auto tableType = RankedTensorType::get({2 * rank}, i64);
+    Value table = ConstantOp::create(n.builder(), n.loc,
+                                     DenseElementsAttr::get(tableType, ArrayRef<int64_t>(dims)));
+    return n.value<GatherOp>(table, index, static_cast<uint64_t>(0));
+  };
+  Value r = scalarConstant(n, i64, static_cast<double>(rank));
+  Value rMinus1 = scalarConstant(n, i64, static_cast<double>(rank - 1));
+  auto up = n.value<AddOp>(axis, r);         // axis + r
+  auto down = n.value<SubOp>(rMinus1, axis); // r - 1 - axis
+  if (failed(up) || failed(down))
     return failure();
-  n.setOutput(0, CumSumOp::create(n.builder(), n.loc, input.getType(), input, *axis,
-                                  n.intAttr("exclusive", 0) != 0, n.intAttr("reverse", 0) != 0)
-                     .getResult());
+  auto fromUp = normalized([&](int64_t k) { return k % rank; }, *up);
+  auto fromDown = normalized([&](int64_t k) { return (2 * rank - 1 - k) % rank; }, *down);
+  if (failed(fromUp) || failed(fromDown))
+    return failure();
+  Value result = input; // never selected: the Gathers admit only the dims
+  for (int64_t d = 0; d < rank; ++d) {
+    Value dim = scalarConstant(n, i64, static_cast<double>(d));
+    auto a = n.value<EqualOp>(*fromUp, dim), b = n.value<EqualOp>(*fromDown, dim);
+    if (failed(a) || failed(b))
+      return failure();
+    auto chosen = n.value<AndOp>(*a, *b);
+    if (failed(chosen))
+      return failure();
+    auto next = n.value<WhereOp>(*chosen, cumsum(d), result);
+    if (failed(next))
+      return failure();
+    result = *next;
+  }
+  n.setOutput(0, result);
   return success();
 }
 
