@@ -225,6 +225,41 @@ _ET_DYN = 3
 _PT_LOAD = 1
 
 
+_MASK64 = (1 << 64) - 1
+_CHECKSUM_CHUNK = 1 << 20
+
+
+def _mix(h: int, v: int) -> int:
+    h = ((h ^ v) * 0x9E3779B97F4A7C15) & _MASK64
+    return h ^ (h >> 29)
+
+
+def _image_checksum(data) -> int:
+    """runtime/PlanImage.cpp's imageChecksum of `data` (a buffer): per 1 MiB chunk,
+    Fletcher sums of the 64-bit words in eight lanes (a += w, b += a, mod 2^64) and
+    the tail's words, mixed; the chunks' sums mixed in order. uint64 arithmetic
+    in NumPy wraps as C's does."""
+    size = len(data)
+    h = _mix(0x6F63746574, size)
+    for start in range(0, size, _CHECKSUM_CHUNK):
+        chunk = data[start:start + _CHECKSUM_CHUNK]
+        blocks = len(chunk) // 64
+        words = np.frombuffer(chunk, dtype="<u8", count=blocks * 8).reshape(blocks, 8)
+        with np.errstate(over="ignore"):
+            a = words.sum(axis=0, dtype=np.uint64)
+            # b after block i adds a after it: word i counts (blocks - i) times.
+            weights = np.arange(blocks, 0, -1, dtype=np.uint64)[:, None]
+            b = (words * weights).sum(axis=0, dtype=np.uint64)
+        tail = np.zeros(8, dtype="<u8")
+        rest = bytes(chunk[blocks * 64:])
+        tail.view(np.uint8)[:len(rest)] = np.frombuffer(rest, dtype=np.uint8)
+        s = len(chunk)
+        for lane in range(8):
+            s = _mix(_mix(_mix(s, int(a[lane])), int(b[lane])), int(tail[lane]))
+        h = _mix(h, s)
+    return h
+
+
 def _check_elf(path: str, fd: int) -> None:
     """The checks octet_model_open makes before dlopen (docs/aot.md): an ELF64
     little-endian x86-64 shared object whose program headers, loadable segments and section
@@ -255,13 +290,20 @@ def _check_elf(path: str, fd: int) -> None:
     if e_phentsize < 56 and e_phnum:
         raise bad(f"its program header entries are {e_phentsize} bytes, expected 56")
     # The trailer octetc compile appends (runtime/AotLoader.h, AotFileTrailer): its magic,
-    # version and the size it covers. Its checksum over the whole file is the C loader's
-    # (octet_model_open(path)); here the plan and code checksums follow after loading.
+    # version, the size it covers and the checksum of those bytes, verified here before
+    # the dynamic loader reads any of them, as octet_model_open does (a damaged .dynamic
+    # or relocation would crash inside dlopen).
     trailer = os.pread(fd, 32, size - 32) if size >= 96 else b""
     if len(trailer) != 32 or trailer[:8] != b"OCTETSUM" or \
             struct.unpack_from("<QQ", trailer, 8) != (1, size - 32):
         raise bad("it ends in no Octet checksum trailer (not written by octetc compile, or "
                   "truncated or extended since, or compiled by an older Octet: compile it again)")
+    import mmap
+    with mmap.mmap(fd, size - 32, prot=mmap.PROT_READ) as content:
+        matches = _image_checksum(memoryview(content)) == struct.unpack_from("<Q", trailer, 24)[0]
+    if not matches:
+        raise bad("the file is corrupt: its checksum does not match (a changed byte anywhere "
+                  "in it; copy or compile it again)")
     headers = os.pread(fd, e_phnum * e_phentsize, e_phoff)
     for i in range(e_phnum):
         p_type, _, p_offset, _, _, p_filesz = struct.unpack_from("<IIQQQQ", headers, i * e_phentsize)

@@ -1,6 +1,7 @@
 """compile_to_so, Model.save and octet.load: the model.so path."""
 import os
 import re
+import struct
 import subprocess
 import sys
 
@@ -83,17 +84,32 @@ def test_load_errors(int8_so, tmp_path):
         octet.load(extended)
     with pytest.raises(octet.InvalidModel, match="not a regular file"):
         octet.load(tmp_path)
-    # Flipped bytes in the plan and the code: the checksums octet_model_open checks.
+    # A flipped bit anywhere (the plan, the code, the weights, the dynamic-linking table
+    # that dlopen reads first): the whole file's checksum, verified before dlopen as
+    # octet_model_open does, so a damaged file is an exception, never a crash.
     octetc = os.environ.get("OCTET_OCTETC") or os.path.join(ROOT, "build", "tools", "octetc", "octetc")
     inspect = subprocess.run([octetc, "inspect", int8_so], capture_output=True, text=True, check=True)
-    plan, _, code = (int(x) for x in re.findall(r"file offset (\d+)", inspect.stdout))
-    for name, at in (("plan", plan + 100), ("code", code + 10)):
+    plan, constants, code = (int(x) for x in re.findall(r"file offset (\d+)", inspect.stdout))
+    for name, at in (("plan", plan + 100), ("constants", constants + 1000), ("code", code + 10),
+                     ("dynamic", _dynamic_section_offset(data) + 8), ("last", len(data) - 33)):
         corrupt = bytearray(data)
         corrupt[at] ^= 1
         path = tmp_path / f"{name}.so"
         path.write_bytes(bytes(corrupt))
-        with pytest.raises(octet.InvalidModel, match=f"the compiled model is corrupt: the {name} section"):
+        with pytest.raises(octet.InvalidModel, match="the file is corrupt: its checksum does not match"):
             octet.load(path)
+
+
+def _dynamic_section_offset(elf: bytes) -> int:
+    """The file offset of an ELF64 file's .dynamic section (type SHT_DYNAMIC)."""
+    e_shoff, = struct.unpack_from("<Q", elf, 40)
+    e_shentsize, e_shnum = struct.unpack_from("<HH", elf, 58)
+    for i in range(e_shnum):
+        sh_type, = struct.unpack_from("<I", elf, e_shoff + i * e_shentsize + 4)
+        if sh_type == 6:
+            sh_offset, = struct.unpack_from("<Q", elf, e_shoff + i * e_shentsize + 24)
+            return sh_offset
+    raise AssertionError("no .dynamic section")
 
 
 def test_profile_of_a_loaded_model(int8_so):
