@@ -56,6 +56,16 @@ std::vector<double> layerNormRef(const std::vector<double> &x, const float *gamm
 // LayerNorm: |y - ref| <= 1e-5 (1 + |ref|).
 constexpr double kLnTol = 1e-5;
 
+/// Whether the n = row.size() values at `y` are row's LayerNorm within kLnTol.
+::testing::AssertionResult matchesLayerNormRef(const float *y, const std::vector<double> &row,
+                                               const float *gamma, const float *beta, double eps) {
+  std::vector<double> ref = layerNormRef(row, gamma, beta, eps);
+  for (size_t j = 0; j < row.size(); ++j)
+    if (!(std::fabs(y[j] - ref[j]) <= kLnTol * (1 + std::fabs(ref[j]))))
+      return ::testing::AssertionFailure() << "col " << j << ": " << y[j] << ", reference " << ref[j];
+  return ::testing::AssertionSuccess();
+}
+
 TEST(FusedKernels, GeneratesEveryShape) {
   for (int64_t n : kNs) {
     EXPECT_FALSE(LayerNormKernel(n, {RowSource::Dense}, false, 1e-12f).bytes().empty());
@@ -131,6 +141,75 @@ TEST(FusedKernels, ResidualLayerNormWritesSum) {
               << "n=" << n << " m=" << m;
       }
     }
+}
+
+// Rows of f32 values whose squares overflow (weights of ~1e22..3e38 give
+// such activations): the kernel rescales by the largest deviation and must
+// match the exact result, which is finite and scale-invariant; before, the
+// variance became +inf and 1/sqrt(inf) zeroed the row (docs/security.md).
+TEST(FusedKernels, LayerNormOverflowingVariance) {
+  REQUIRE_AVX512();
+  std::mt19937 rng(5);
+  const float scales[] = {1.0f, 1e20f, 1e30f, 1e37f};
+  const int64_t m = 5;
+  for (int64_t n : kNs)
+    for (bool residual : {false, true}) {
+      Guarded<float> x(m * n), res(m * n), sum(m * n), y(m * n), gamma(n), beta(n);
+      fill(x, rng, -1, 1);
+      fill(res, rng, -1, 1);
+      fill(gamma, rng, 0.5, 1.5);
+      fill(beta, rng, -1, 1);
+      for (int64_t r = 0; r < 4; ++r)
+        for (int64_t j = 0; j < n; ++j)
+          x[r * n + j] *= scales[r], res[r * n + j] *= residual ? scales[r] : 0.0f;
+      // The last row: ±FLT_MAX / 2n, the largest deviations whose f32 sum for
+      // the mean stays finite in any order (each square overflows).
+      for (int64_t j = 0; j < n; ++j)
+        x[4 * n + j] = (j % 2 ? -FLT_MAX : FLT_MAX) / float(2 * n), res[4 * n + j] = 0;
+      std::vector<RowSource> sources = {RowSource::Dense};
+      if (residual)
+        sources.push_back(RowSource::Dense);
+      LayerNormKernel kernel(n, sources, residual, 1e-12f);
+      LayerNormArgs a;
+      a.src[0] = x.data();
+      a.src[1] = res.data();
+      a.sum = residual ? sum.data() : nullptr;
+      a.y = y.data();
+      a.gamma = gamma.data();
+      a.beta = beta.data();
+      a.rows = m;
+      kernel.run(a);
+      for (int64_t r = 0; r < m; ++r) {
+        std::vector<double> row(x.data() + r * n, x.data() + (r + 1) * n);
+        for (int64_t j = 0; j < n; ++j)
+          row[j] = float(row[j] + res[r * n + j]);
+        ASSERT_TRUE(matchesLayerNormRef(y.data() + r * n, row, gamma.data(), beta.data(), 1e-12))
+            << "n=" << n << " residual=" << residual << " row " << r;
+      }
+    }
+}
+
+// A row whose mean overflows f32 (every element FLT_MAX) has no f32 answer:
+// NaN, as ONNX Runtime gives, never a finite value.
+TEST(FusedKernels, LayerNormOverflowingMeanIsNaN) {
+  REQUIRE_AVX512();
+  for (int64_t n : kNs) {
+    if (n < 2)
+      continue; // one element: mean = x, deviation 0
+    Guarded<float> x(n), y(n), gamma(n), beta(n);
+    for (int64_t j = 0; j < n; ++j)
+      x[j] = FLT_MAX, gamma[j] = 1, beta[j] = 0;
+    LayerNormKernel kernel(n, {RowSource::Dense}, false, 1e-12f);
+    LayerNormArgs a;
+    a.src[0] = x.data();
+    a.y = y.data();
+    a.gamma = gamma.data();
+    a.beta = beta.data();
+    a.rows = 1;
+    kernel.run(a);
+    for (int64_t j = 0; j < n; ++j)
+      ASSERT_TRUE(std::isnan(y[j])) << "n=" << n << " col " << j << ": " << y[j];
+  }
 }
 
 TEST(FusedKernels, EmbeddingLayerNorm) {

@@ -5,6 +5,7 @@
 #include <cfloat>
 #include <cmath>
 #include <cstddef>
+#include <limits>
 #include <stdexcept>
 
 namespace octet::x86 {
@@ -286,9 +287,44 @@ void LayerNormKernel::generate() {
           vfmadd231ps(tail ? acc(u) | kTail : acc(u), val(u), val(u));
         });
         reduceAccumulators(zRstd, false);
+        // Deviations past ~1.8e19 overflow the sum of squares to +inf, and
+        // 1/sqrt(inf) would zero the row. Such a row is rescaled by its
+        // largest |x - mean| (docs/security.md): rstd = s / sqrt(sum((d s)^2)/n
+        // + eps s^2) with s = 1/max|d|. An infinite d (the f32 mean or
+        // deviation overflowed) gives s = 0 and NaN, as ONNX Runtime.
+        Xbyak::Label finite, rstdDone;
+        vcmpps(kOverflow, zRstd, constants_.f32(std::numeric_limits<float>::infinity()),
+               kCmpEqOq);
+        kortestw(kOverflow, kOverflow);
+        jz(finite, T_NEAR);
+        zeroAccumulators();
+        forEachVector([&](int u, int disp, bool tail) {
+          loadX(u, disp, tail);
+          vsubps(val(u), val(u), zMean);
+          vandps(val(u), val(u), constants_.bits(0x7fffffffu));
+          accumulate(acc(u), val(u), tail, true);
+        });
+        reduceAccumulators(zRstd, true);
+        math_.reciprocal(zRstd, zRstd); // s, held in zRstd until rstd replaces it
+        zeroAccumulators();
+        forEachVector([&](int u, int disp, bool tail) {
+          loadX(u, disp, tail);
+          vsubps(val(u), val(u), zMean);
+          vmulps(val(u), val(u), zRstd);
+          vfmadd231ps(tail ? acc(u) | kTail : acc(u), val(u), val(u));
+        });
+        reduceAccumulators(tmp(0), false);
+        vmulps(tmp(0), tmp(0), constants_.f32(1.0f / float(n_)));
+        vmulps(tmp(1), zRstd, zRstd);
+        vfmadd231ps(tmp(0), tmp(1), constants_.f32(epsilon_));
+        math_.rsqrt(tmp(0), tmp(0));
+        vmulps(zRstd, zRstd, tmp(0));
+        jmp(rstdDone, T_NEAR);
+        L(finite);
         vmulps(zRstd, zRstd, constants_.f32(1.0f / float(n_)));
         vaddps(zRstd, zRstd, constants_.f32(epsilon_));
         math_.rsqrt(zRstd, zRstd);
+        L(rstdDone);
 
         // Pass 3: normalize, scale, shift; per tensor also quantize, per row
         // take the absmax (vmaxps(acc, |y|, acc) returns acc for a NaN |y|).

@@ -97,7 +97,8 @@ struct LayerNormQuantize {
 /// the sum of up to three sources: LayerNorm (1 Dense), residual-add +
 /// LayerNorm (2 Dense, optionally writing x), embedding + LayerNorm (3
 /// Gathered: word, position, token type). Two passes for mean then variance
-/// (no E[x^2] - mean^2 cancellation), a third to normalize; x is kept in `sum`
+/// (no E[x^2] - mean^2 cancellation; a row whose sum of squares overflows
+/// takes two more, rescaled by its largest deviation), a third to normalize; x is kept in `sum`
 /// or `y` between passes when it is not a single input row (without y or sum
 /// to keep it in, each pass sums the sources again: the same bits).
 /// With a LayerNormQuantize (Dense sources only) y is also quantized.
@@ -121,7 +122,7 @@ private:
   // (ownAffine is per tensor: no row scales).
   const Xbyak::Reg64 rQ = r11, rRowScale = r12, rQGamma = r13, rQBeta = r12;
   const Xbyak::Zmm zMean = zmm12, zRstd = zmm13, zRowScale = zmm15; // pool: free after rsqrt
-  const Xbyak::Opmask kNan = k4;
+  const Xbyak::Opmask kNan = k4, kOverflow = k5;
 };
 
 /// y[m] = softmax(scale * x[m] + mask[m / rowsPerMask]) over rows of N.
