@@ -31,6 +31,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/Steps.h"
+#include "runtime/TokenLayout.h"
 
 #include "compiler/codegen/x86/AttentionBf16Kernels.h"
 #include "compiler/codegen/x86/AttentionKernels.h"
@@ -95,6 +96,19 @@ struct Geometry {
   int64_t qB = 0, qS = 0, kB = 0, kS = 0, vB = 0, vS = 0, oB = 0, oS = 0;
   // Mask strides over [B, H, S_q, S_k]; 0 where it broadcasts.
   int64_t mB = 0, mH = 0, mQ = 0, mK = 0;
+  // A packed batch (AttentionSpec::tokenLayout, docs/padding-free.md): batch
+  // is 1, seq the real tokens, sequence b its rows [offsets[b], offsets[b+1]).
+  bool packed = false;
+  const int64_t *offsets = nullptr;
+  int64_t packedSequences = 0;
+  int64_t maxLength = 0; ///< the longest sequence: seq, or the longest packed one
+
+  int64_t sequences() const { return packed ? packedSequences : batch; }
+  int64_t length(int64_t b) const { return packed ? offsets[b + 1] - offsets[b] : seq; }
+  /// Element offset of sequence b's first row in a tensor of these strides.
+  int64_t start(int64_t b, int64_t batchStride, int64_t rowStride) const {
+    return packed ? offsets[b] * rowStride : b * batchStride;
+  }
 };
 
 /// Query rows per block of the bf16 path: two 16-row tiles.
@@ -107,11 +121,17 @@ public:
     inputs = {spec.q, spec.k, spec.v};
     if (spec.mask >= 0)
       inputs.push_back(spec.mask);
+    if (spec.tokenLayout >= 0)
+      inputs.push_back(spec.tokenLayout);
     outputs = {spec.output};
     if (!jit_)
       return;
     softmaxKernel_ = std::make_unique<AttentionSoftmaxKernel>(spec.mask >= 0);
     softmaxFn_ = softmaxKernel_->entry<AttentionSoftmaxKernel::Fn>();
+    if (spec.mask >= 0 && spec.tokenLayout >= 0) { // a packed batch reads no mask
+      unmaskedSoftmaxKernel_ = std::make_unique<AttentionSoftmaxKernel>(false);
+      unmaskedSoftmaxFn_ = unmaskedSoftmaxKernel_->entry<AttentionSoftmaxKernel::Fn>();
+    }
     if (bf16_) {
       for (x86::Bf16Pack mode : {x86::Bf16Pack::Rows, x86::Bf16Pack::Keys, x86::Bf16Pack::Values}) {
         auto &kernel = packKernels_[int(mode)];
@@ -151,12 +171,22 @@ public:
       return Step::work(ctx);
     const double batch = double(ctx.dim(spec_.q, 0)), seq = double(ctx.dim(spec_.q, 1)),
                  width = double(ctx.dim(spec_.q, 2)), heads = double(spec_.numHeads);
-    const double scores = batch * heads * seq * seq;
+    double scores = batch * heads * seq * seq;
+    if (spec_.tokenLayout >= 0 && ctx.data(spec_.tokenLayout)) {
+      const TokenLayoutView layout(ctx.data<int64_t>(spec_.tokenLayout));
+      if (layout.mode() == TokenMode::Packed) {
+        scores = 0;
+        for (int64_t b = 0; b < layout.batch(); ++b) {
+          const double n = double(layout.offsets()[b + 1] - layout.offsets()[b]);
+          scores += heads * n * n;
+        }
+      }
+    }
     Work w;
     w.ops = 2.0 * scores * width / heads * 2.0 +
             scores * (kSoftmaxOpsPerScore + (spec_.mask >= 0 ? 1 : 0));
     w.bytes = 4.0 * batch * seq * width * 4.0;
-    if (spec_.mask >= 0)
+    if (spec_.mask >= 0 && scores == batch * heads * seq * seq)
       w.bytes += double(ctx.numElements(spec_.mask)) * double(dtypeBytes(ctx.dtype(spec_.mask)));
     w.shapes = shapeString(ctx.shape(spec_.q)) + " heads " + std::to_string(spec_.numHeads);
     return w;
@@ -224,6 +254,13 @@ private:
     g.kB = batchStride[1], g.kS = rowStride[1];
     g.vB = batchStride[2], g.vS = rowStride[2];
     g.oB = batchStride[3], g.oS = rowStride[3];
+    g.maxLength = g.seq;
+    if (spec_.tokenLayout >= 0) {
+      if (Status s = readTokenLayout(ctx, g); !s.ok())
+        return s;
+      if (g.packed)
+        return {}; // the mask is a key-padding mask (checked by the layout): not read
+    }
     if (spec_.mask < 0)
       return {};
 
@@ -248,6 +285,34 @@ private:
     return {};
   }
 
+  /// A Packed layout: the sequences' rows, checked against q's [1, rows].
+  Status readTokenLayout(const ExecContext &ctx, Geometry &g) const {
+    TensorId t = spec_.tokenLayout;
+    if (ctx.dtype(t) != DType::I64 || ctx.rank(t) != 1 || ctx.dim(t, 0) < 5 || !ctx.data(t))
+      return error("the token layout is not an i64 layout");
+    const TokenLayoutView layout(ctx.data<int64_t>(t));
+    if (ctx.dim(t, 0) != tokenLayoutSize(layout.batch(), layout.seq()))
+      return error("the token layout's header does not match its size");
+    if (layout.mode() != TokenMode::Packed)
+      return {};
+    const int64_t *offsets = layout.offsets();
+    if (g.batch != 1 || g.seq != layout.rows() || offsets[0] != 0 ||
+        offsets[layout.batch()] != layout.rows())
+      return error("query " + shapeString({g.batch, g.seq, g.width}) + " is not the layout's [1, " +
+                   std::to_string(layout.rows()) + "] packed rows");
+    int64_t longest = 0;
+    for (int64_t b = 0; b < layout.batch(); ++b) {
+      if (offsets[b + 1] < offsets[b])
+        return error("the token layout's sequence offsets decrease");
+      longest = std::max(longest, offsets[b + 1] - offsets[b]);
+    }
+    g.packed = true;
+    g.offsets = offsets;
+    g.packedSequences = layout.batch();
+    g.maxLength = longest;
+    return {};
+  }
+
   void gemm(const AttentionGemmArgs &args, int mr, int nv) const {
     if (jit_)
       gemmFns_[nv - 1][mr - 1](&args);
@@ -257,7 +322,7 @@ private:
 
   void softmax(const AttentionSoftmaxArgs &args) const {
     if (jit_)
-      softmaxFn_(&args);
+      (args.mask || !unmaskedSoftmaxFn_ ? softmaxFn_ : unmaskedSoftmaxFn_)(&args);
     else
       x86::attentionSoftmaxReference(args);
   }
@@ -283,12 +348,12 @@ private:
 
   /// scale + mask + softmax over `n` rows of scores (row r = query r0 + r).
   void softmaxBlock(const Geometry &g, const float *mask, bool maskRowsContiguous, int64_t b,
-                    int64_t h, int64_t r0, int64_t n, float *scores, int64_t ldScores,
-                    float *maskRow) const {
+                    int64_t h, int64_t r0, int64_t n, int64_t keys, float *scores,
+                    int64_t ldScores, float *maskRow) const {
     AttentionSoftmaxArgs sm;
     sm.x = scores;
     sm.ldx = ldScores;
-    sm.n = g.seq;
+    sm.n = keys;
     sm.scale = spec_.scale;
     sm.rows = n;
     if (!mask) {
@@ -303,14 +368,14 @@ private:
       sm.mask = maskRow;
       for (int64_t r = 0; r < n; ++r) {
         const float *src = mask + b * g.mB + h * g.mH + (r0 + r) * g.mQ;
-        for (int64_t t = 0; t < g.seq; ++t)
+        for (int64_t t = 0; t < keys; ++t)
           maskRow[t] = src[t * g.mK];
         sm.x = scores + r * ldScores;
         softmax(sm);
       }
     }
     if (spec_.zeroMaskedRows)
-      zeroMaskedRows(g, mask, b, h, r0, n, scores, ldScores);
+      zeroMaskedRows(g, mask, b, h, r0, n, keys, scores, ldScores);
   }
 
   /// Where(IsNaN(p), 0, p) after the softmax. A row whose mask is -inf
@@ -319,20 +384,20 @@ private:
   /// input) makes the row's sum, and so the whole row, NaN: its first element
   /// tells.
   void zeroMaskedRows(const Geometry &g, const float *mask, int64_t b, int64_t h, int64_t r0,
-                      int64_t rows, float *scores, int64_t ldScores) const {
+                      int64_t rows, int64_t keys, float *scores, int64_t ldScores) const {
     for (int64_t r = 0; r < rows; ++r) {
       float *row = scores + r * ldScores;
       bool fullyMasked = false;
       if (mask) {
         const float *m = mask + b * g.mB + h * g.mH + (r0 + r) * g.mQ;
         fullyMasked = true;
-        for (int64_t t = 0; t < g.seq && fullyMasked; ++t)
+        for (int64_t t = 0; t < keys && fullyMasked; ++t)
           fullyMasked = std::isinf(m[t * g.mK]) && m[t * g.mK] < 0;
       }
       if (fullyMasked) {
-        std::fill(row, row + g.seq, 0.0f);
+        std::fill(row, row + keys, 0.0f);
       } else if (std::isnan(row[0])) {
-        for (int64_t t = 0; t < g.seq; ++t)
+        for (int64_t t = 0; t < keys; ++t)
           row[t] = std::isnan(row[t]) ? 0.0f : row[t];
       }
     }
@@ -351,14 +416,17 @@ private:
   template <typename Allocate, typename Body>
   Status forEachTask(const Geometry &g, int64_t rowMultiple, Allocate allocateScratch,
                      Body body) const {
-    const int64_t S = g.seq, H = g.heads;
-    const int64_t heads = g.batch * H;
+    const int64_t S = g.maxLength, H = g.heads, sequences = g.sequences();
+    const int64_t heads = sequences * H;
     const int64_t threads = omp_get_max_threads();
     int64_t blocks = heads >= threads ? 1 : std::min((threads + heads - 1) / heads, (S + 31) / 32);
     int64_t rowsPerBlock = (S + blocks - 1) / blocks;
-    rowsPerBlock = (rowsPerBlock + rowMultiple - 1) / rowMultiple * rowMultiple;
-    blocks = (S + rowsPerBlock - 1) / rowsPerBlock;
-    const int64_t tasks = heads * blocks;
+    rowsPerBlock = std::max<int64_t>(1, (rowsPerBlock + rowMultiple - 1) / rowMultiple * rowMultiple);
+    // Tasks of sequence b: its heads × its blocks (none for an empty sequence).
+    std::vector<int64_t> firstTask(sequences + 1, 0);
+    for (int64_t b = 0; b < sequences; ++b)
+      firstTask[b + 1] = firstTask[b] + H * ((g.length(b) + rowsPerBlock - 1) / rowsPerBlock);
+    const int64_t tasks = firstTask[sequences];
 
     std::atomic<bool> outOfMemory{false};
 #pragma omp parallel if (tasks > 1)
@@ -371,14 +439,28 @@ private:
       }
       const bool ready = !outOfMemory.load();
       int64_t packedHead = -1;
-#pragma omp for schedule(static)
-      for (int64_t task = 0; task < tasks; ++task) {
+      auto runTask = [&](int64_t task) {
         if (!ready)
-          continue;
-        const int64_t head = task / blocks, block = task % blocks;
-        const int64_t row0 = block * rowsPerBlock, rows = std::min(rowsPerBlock, S - row0);
-        body(scratch, head / H, head % H, packedHead != head, row0, rows);
+          return;
+        const int64_t b =
+            std::upper_bound(firstTask.begin(), firstTask.end(), task) - firstTask.begin() - 1;
+        const int64_t length = g.length(b), local = task - firstTask[b];
+        const int64_t blocksOfB = (length + rowsPerBlock - 1) / rowsPerBlock;
+        const int64_t h = local / blocksOfB, block = local % blocksOfB;
+        const int64_t row0 = block * rowsPerBlock, rows = std::min(rowsPerBlock, length - row0);
+        const int64_t head = b * H + h;
+        body(scratch, b, h, packedHead != head, row0, rows);
         packedHead = head;
+      };
+      if (g.packed) {
+        // Sequences of different lengths: tasks of different cost.
+#pragma omp for schedule(dynamic)
+        for (int64_t task = 0; task < tasks; ++task)
+          runTask(task);
+      } else {
+#pragma omp for schedule(static)
+        for (int64_t task = 0; task < tasks; ++task)
+          runTask(task);
       }
       if (bf16_ && amx_ && ready) { // the thread's tiles back to the INIT state
         x86::AttentionTileBf16Args release;
@@ -394,25 +476,29 @@ private:
   Status compute(const ExecContext &ctx, const Geometry &g) const {
     const float *q = ctx.data<float>(spec_.q), *k = ctx.data<float>(spec_.k),
                 *v = ctx.data<float>(spec_.v);
-    const float *mask = spec_.mask >= 0 ? ctx.data<float>(spec_.mask) : nullptr;
+    const float *mask = spec_.mask >= 0 && !g.packed ? ctx.data<float>(spec_.mask) : nullptr;
     float *out = ctx.data<float>(spec_.output);
-    const int64_t S = g.seq, D = g.headDim;
-    const int64_t panels = (S + kPanel - 1) / kPanel, dPanels = (D + kPanel - 1) / kPanel;
-    const int64_t ldScores = (S + 15) / 16 * 16;
-    const bool maskRowsContiguous = !mask || g.mK == 1 || S == 1;
+    const int64_t maxS = g.maxLength, D = g.headDim;
+    const int64_t panels = (maxS + kPanel - 1) / kPanel, dPanels = (D + kPanel - 1) / kPanel;
+    const int64_t ldScores = (maxS + 15) / 16 * 16;
+    const bool maskRowsContiguous = !mask || g.mK == 1 || maxS == 1;
 
     auto allocateScratch = [&](Scratch &s) {
-      s.scores = allocate(std::min(kRowBlock, S) * ldScores);
+      s.scores = allocate(std::min(kRowBlock, maxS) * ldScores);
       s.keys = allocate(panels * kPanel * D);
-      s.values = allocate(S * dPanels * kPanel);
+      s.values = allocate(maxS * dPanels * kPanel);
       if (!maskRowsContiguous)
-        s.maskRow = allocate(S);
+        s.maskRow = allocate(maxS);
     };
     auto body = [&](Scratch &s, int64_t b, int64_t h, bool newHead, int64_t row0, int64_t rows) {
+      const int64_t S = g.length(b);
+      const float *qB = q + g.start(b, g.qB, g.qS);
+      float *outB = out + g.start(b, g.oB, g.oS);
       if (newHead) {
         // keys[p][d][j] = K[b, 64p + j, hD + d]
         x86::AttentionKeysArgs keys;
-        keys.src = k + b * g.kB + h * D, keys.lds = g.kS, keys.rows = S, keys.cols = D;
+        keys.src = k + g.start(b, g.kB, g.kS) + h * D, keys.lds = g.kS, keys.rows = S,
+        keys.cols = D;
         keys.dst = s.keys.get();
         if (jit_)
           keysFn_(&keys);
@@ -420,7 +506,7 @@ private:
           x86::attentionKeysReference(keys);
         // values[p][t][j] = V[b, t, hD + 64p + j]: P·V rereads V_h once per mr rows,
         // from L2 and one page, rather than from S rows a (3)·H·D stride apart.
-        const float *vHead = v + b * g.vB + h * D;
+        const float *vHead = v + g.start(b, g.vB, g.vS) + h * D;
         for (int64_t p = 0; p < dPanels; ++p) {
           const int64_t columns = std::min(kPanel, D - p * kPanel);
           for (int64_t t = 0; t < S; ++t) {
@@ -437,15 +523,15 @@ private:
         const int64_t n = std::min(kRowBlock, row0 + rows - r0);
         // The next block's query rows, while this block computes.
         for (int64_t r = r0 + kRowBlock; r < std::min(r0 + 2 * kRowBlock, row0 + rows); ++r)
-          prefetchRow(q + b * g.qB + r * g.qS + h * D, D);
+          prefetchRow(qB + r * g.qS + h * D, D);
         // scores = Q rows · Kᵀ
-        gemmRows(q + b * g.qB + r0 * g.qS + h * D, g.qS, n, s.keys.get(), kPanel, kPanel * D, S,
-                 D, s.scores.get(), ldScores);
-        softmaxBlock(g, mask, maskRowsContiguous, b, h, r0, n, s.scores.get(), ldScores,
+        gemmRows(qB + r0 * g.qS + h * D, g.qS, n, s.keys.get(), kPanel, kPanel * D, S, D,
+                 s.scores.get(), ldScores);
+        softmaxBlock(g, mask, maskRowsContiguous, b, h, r0, n, S, s.scores.get(), ldScores,
                      s.maskRow.get());
         // out rows, head columns = P · V_h
         gemmRows(s.scores.get(), ldScores, n, s.values.get(), kPanel, S * kPanel, D, S,
-                 out + b * g.oB + r0 * g.oS + h * D, g.oS);
+                 outB + r0 * g.oS + h * D, g.oS);
       }
     };
     return forEachTask(g, kMaxRows, allocateScratch, body);
@@ -474,44 +560,47 @@ private:
   Status computeBf16(const ExecContext &ctx, const Geometry &g) const {
     const float *q = ctx.data<float>(spec_.q), *k = ctx.data<float>(spec_.k),
                 *v = ctx.data<float>(spec_.v);
-    const float *mask = spec_.mask >= 0 ? ctx.data<float>(spec_.mask) : nullptr;
+    const float *mask = spec_.mask >= 0 && !g.packed ? ctx.data<float>(spec_.mask) : nullptr;
     float *out = ctx.data<float>(spec_.output);
-    const int64_t S = g.seq, D = g.headDim;
-    const int64_t sPad = x86::bf16Padded(S), dPad = x86::bf16Padded(D);
-    const bool maskRowsContiguous = !mask || g.mK == 1 || S == 1;
+    const int64_t maxS = g.maxLength, D = g.headDim;
+    const int64_t maxPad = x86::bf16Padded(maxS), dPad = x86::bf16Padded(D);
+    const bool maskRowsContiguous = !mask || g.mK == 1 || maxS == 1;
     auto bf16 = [](const Buffer &b) { return reinterpret_cast<uint16_t *>(b.get()); };
 
     auto allocateScratch = [&](Scratch &s) {
-      s.scores = allocate(kBf16RowBlock * sPad);        // f32 scores, then P
-      s.keys = allocate(sPad * dPad / 2);               // bf16 Kᵀ tiles
-      s.values = allocate(sPad * dPad / 2);             // bf16 V_h tiles
-      s.rows = allocate(kBf16RowBlock * std::max(sPad, dPad) / 2); // bf16 Q or P rows
-      s.tile = allocate(kBf16RowBlock * dPad);          // f32 P·V of a block
+      s.scores = allocate(kBf16RowBlock * maxPad);        // f32 scores, then P
+      s.keys = allocate(maxPad * dPad / 2);               // bf16 Kᵀ tiles
+      s.values = allocate(maxPad * dPad / 2);             // bf16 V_h tiles
+      s.rows = allocate(kBf16RowBlock * std::max(maxPad, dPad) / 2); // bf16 Q or P rows
+      s.tile = allocate(kBf16RowBlock * dPad);            // f32 P·V of a block
       if (!maskRowsContiguous)
-        s.maskRow = allocate(S);
+        s.maskRow = allocate(maxS);
     };
     // forEachTask releases the tiles after a thread's last task.
     auto body = [&](Scratch &s, int64_t b, int64_t h, bool newHead, int64_t row0, int64_t rows) {
+      const int64_t S = g.length(b), sPad = x86::bf16Padded(S);
+      const float *qB = q + g.start(b, g.qB, g.qS);
+      float *outB = out + g.start(b, g.oB, g.oS);
       if (newHead) {
         x86::AttentionBf16PackArgs kv;
         kv.rows = S, kv.cols = D, kv.padRows = sPad, kv.padCols = dPad;
-        kv.src = k + b * g.kB + h * D, kv.lds = g.kS, kv.dst = bf16(s.keys);
+        kv.src = k + g.start(b, g.kB, g.kS) + h * D, kv.lds = g.kS, kv.dst = bf16(s.keys);
         packFns_[int(x86::Bf16Pack::Keys)](&kv);
-        kv.src = v + b * g.vB + h * D, kv.lds = g.vS, kv.dst = bf16(s.values);
+        kv.src = v + g.start(b, g.vB, g.vS) + h * D, kv.lds = g.vS, kv.dst = bf16(s.values);
         packFns_[int(x86::Bf16Pack::Values)](&kv);
       }
       for (int64_t r0 = row0; r0 < row0 + rows; r0 += kBf16RowBlock) {
         const int64_t n = std::min(kBf16RowBlock, row0 + rows - r0);
         // scores = bf16(Q rows) · bf16(Kᵀ), f32
-        rowsTimesTiles(s, q + b * g.qB + r0 * g.qS + h * D, g.qS, n, D, dPad, bf16(s.keys),
+        rowsTimesTiles(s, qB + r0 * g.qS + h * D, g.qS, n, D, dPad, bf16(s.keys),
                        sPad / x86::kBf16Chunk, s.scores.get(), sPad);
-        softmaxBlock(g, mask, maskRowsContiguous, b, h, r0, n, s.scores.get(), sPad,
+        softmaxBlock(g, mask, maskRowsContiguous, b, h, r0, n, S, s.scores.get(), sPad,
                      s.maskRow.get());
         // out rows = bf16(P) · bf16(V_h), f32, through the block's tile buffer
         rowsTimesTiles(s, s.scores.get(), sPad, n, S, sPad, bf16(s.values),
                        dPad / x86::kBf16Chunk, s.tile.get(), dPad);
         for (int64_t r = 0; r < n; ++r)
-          std::copy_n(s.tile.get() + r * dPad, D, out + b * g.oB + (r0 + r) * g.oS + h * D);
+          std::copy_n(s.tile.get() + r * dPad, D, outB + (r0 + r) * g.oS + h * D);
       }
     };
     return forEachTask(g, kBf16RowBlock, allocateScratch, body);
@@ -531,6 +620,8 @@ private:
   std::unique_ptr<x86::AttentionKeysKernel> keysKernel_;
   x86::AttentionKeysKernel::Fn keysFn_ = nullptr;
   AttentionSoftmaxKernel::Fn softmaxFn_ = nullptr;
+  std::unique_ptr<AttentionSoftmaxKernel> unmaskedSoftmaxKernel_; ///< packed batches' softmax
+  AttentionSoftmaxKernel::Fn unmaskedSoftmaxFn_ = nullptr;
 };
 
 } // namespace

@@ -240,6 +240,11 @@ octet_status octet_options_set(octet_options *options, const char *key, const ch
         options->smoothquant = v == "on";
       else
         return badValue("on or off");
+    } else if (k == "pack_tokens") {
+      if (v == "on" || v == "off")
+        options->packTokens = v == "on";
+      else
+        return badValue("on or off");
     } else if (k == "smoothquant_alpha") {
       double a;
       if (!parseNumber(v, a) || !(a >= 0 && a <= 1))
@@ -268,7 +273,7 @@ octet_status octet_options_set(octet_options *options, const char *key, const ch
                       "' (known: gemm, isa, target, autotune, attention, precision, print_ir_after_all, "
                       "profile, int8, "
                       "calibration_samples, calibration_percentile, calibration_progress, "
-                      "smoothquant, smoothquant_alpha, external_data_dir, memory_budget)");
+                      "smoothquant, smoothquant_alpha, pack_tokens, external_data_dir, memory_budget)");
     }
     if (k != "profile")
       options->compileKeys.push_back(k);

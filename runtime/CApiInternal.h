@@ -41,6 +41,7 @@ struct octet_options {
   std::string calibrationSamples; ///< empty: octet::kDefaultCalibrationSamples
   double calibrationPercentile = 0;
   bool smoothquant = true;
+  bool packTokens = true; ///< octet::CompileOptions::packTokens
   double smoothquantAlpha = 0.7;
   bool calibrationProgress = false;
   std::string externalDataDir; ///< empty: the model's folder; bytes: external data refused

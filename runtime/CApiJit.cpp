@@ -52,6 +52,7 @@ octet::CompileOptions toCompileOptions(const octet_options *options) {
   result.calibrationSamples = options->calibrationSamples;
   result.calibrationPercentile = options->calibrationPercentile;
   result.smoothquant = options->smoothquant;
+  result.packTokens = options->packTokens;
   result.smoothquantAlpha = options->smoothquantAlpha;
   result.externalDataDir = options->externalDataDir;
   result.memoryBudget = options->memoryBudget;

@@ -1,5 +1,6 @@
 //===- Executor.cpp - one run of a Plan ------------------------------------===//
 #include "runtime/Executor.h"
+#include "runtime/TokenLayout.h"
 
 #include <algorithm>
 #include <chrono>
@@ -248,8 +249,10 @@ int64_t ceilDiv(int64_t a, int64_t b) {
   return q;
 }
 
+/// `packedRows`: the real tokens of a packed batch (Scalar::Kind::PackedDim),
+/// or -1 before (or without) packing.
 bool evaluateScalars(const Plan &plan, const RunTensor *inputs, std::vector<int64_t> &values,
-                     Failure &f) {
+                     Failure &f, int64_t packedRows = -1) {
   values.resize(plan.scalars.size());
   for (size_t i = 0; i < plan.scalars.size(); ++i) {
     const Scalar &s = plan.scalars[i];
@@ -263,6 +266,9 @@ bool evaluateScalars(const Plan &plan, const RunTensor *inputs, std::vector<int6
       break;
     case Scalar::Kind::InputDim:
       r = inputs[s.input].dims[s.dim];
+      break;
+    case Scalar::Kind::PackedDim:
+      r = packedRows < 0 ? a : s.dim == 0 ? 1 : packedRows;
       break;
     case Scalar::Kind::InputElement: {
       const RunTensor &t = inputs[s.input];
@@ -630,6 +636,8 @@ bool run(const Plan &plan, const RunTensor *inputs, size_t numInputs, RunTensor 
       break;
     }
   }
+  // Views: their base's address plus their offset, checked to stay inside it.
+  auto resolveViews = [&]() -> bool {
   for (size_t t = 0; t < numTensors; ++t) {
     const TensorInfo &info = plan.tensors[t];
     if (info.storage != Storage::View)
@@ -667,6 +675,45 @@ bool run(const Plan &plan, const RunTensor *inputs, size_t numInputs, RunTensor 
     char *base = static_cast<char *>(ctx.addresses_[info.index]);
     ctx.addresses_[t] = base && !empty ? base + offset * elementBytes : base;
   }
+  return true;
+  };
+  if (!resolveViews())
+    return false;
+
+  // After the token_layout step packs the batch: the packed dims and what
+  // depends on them again. The arena keeps its padded layout (packed rows
+  // never need more bytes); outputs keep their shapes (they are unpacked).
+  auto repack = [&](const Step &step) -> bool {
+    const TokenLayoutView layout(ctx.data<int64_t>(step.outputs.at(0)));
+    if (layout.mode() != TokenMode::Packed)
+      return true;
+    std::vector<int64_t> padded = ctx.scalars_;
+    if (!evaluateScalars(plan, inputs, ctx.scalars_, f, layout.rows()))
+      return false;
+    for (size_t t = 0; t < numTensors; ++t) {
+      const TensorInfo &info = plan.tensors[t];
+      int64_t dims[64];
+      size_t rank = std::min<size_t>(info.shape.size(), 64);
+      bool changed = false;
+      for (size_t d = 0; d < rank; ++d) {
+        dims[d] = scalars[info.shape[d]];
+        changed |= dims[d] != padded[info.shape[d]];
+      }
+      if (!changed)
+        continue;
+      size_t bytes = 0;
+      const bool fits = checkedBytes(dims, rank, dtypeBytes(info.dtype), bytes) &&
+                        bytes <= tensorBytes[t] &&
+                        (info.storage == Storage::Arena || info.storage == Storage::View);
+      if (!fits) {
+        f = {RunError::Runtime, "malformed plan: " + tensorWhere(plan, TensorId(t)) +
+                                    " grows or is not in the arena when the batch is packed"};
+        return false;
+      }
+      tensorBytes[t] = bytes;
+    }
+    return resolveViews();
+  };
 
   if (profile) {
     profile->stepSeconds.assign(plan.steps.size(), 0.0);
@@ -698,6 +745,8 @@ bool run(const Plan &plan, const RunTensor *inputs, size_t numInputs, RunTensor 
                                   status.message()};
       return false;
     }
+    if (step.definesTokenLayout() && !repack(step))
+      return false;
   }
 
   // Outputs the steps did not write in place (an input, a constant, a view).
@@ -741,6 +790,11 @@ Status validatePlan(const Plan &plan) {
           plan.inputs[s.input].dims.size() > 1)
         return bad(where + " reads element " + std::to_string(s.dim) + " of input " +
                    std::to_string(s.input) + ", which is not a 0-D or 1-D input");
+      break;
+    case Scalar::Kind::PackedDim:
+      if (!earlier(s.a) || (s.dim != 0 && s.dim != 1))
+        return bad(where + " packs s" + std::to_string(s.a) + " as dim " + std::to_string(s.dim) +
+                   ", not an earlier scalar as dim 0 or 1");
       break;
     case Scalar::Kind::Select:
       if (!earlier(s.c))

@@ -59,6 +59,11 @@ struct Scalar {
     /// step: a size a model takes as data (Tile's repeats, Expand's shape).
     /// An error when it is negative or above kMaxInputElementSize.
     InputElement,
+    /// A dim of the rows between octet.pack_tokens and octet.unpack_tokens
+    /// (docs/padding-free.md): `a` (the padded batch, dim 0, or seq, dim 1)
+    /// until the run's token_layout step packs the batch; then 1 (dim 0) or
+    /// the number of real tokens (dim 1). Never larger in product.
+    PackedDim,
   };
   enum class Predicate : uint8_t { Eq, Ne, Lt, Le, Gt, Ge };
   Kind kind = Kind::Constant;
@@ -127,6 +132,10 @@ public:
   /// scalars are evaluated). Default: one op per output element, the bytes of
   /// every input and output once, "in shapes -> out shapes".
   virtual Work work(const ExecContext &ctx) const;
+  /// True for the token_layout step: after it runs, the executor reads its
+  /// output (runtime/TokenLayout.h) and, if the batch is packed, re-evaluates
+  /// the PackedDim scalars and what depends on them.
+  virtual bool definesTokenLayout() const { return false; }
 
   std::string location; ///< the op it implements (ONNX node name), for messages
   std::vector<TensorId> inputs, outputs; ///< what it reads and writes

@@ -316,6 +316,11 @@ struct SpecWriter {
   void operator()(const recipe::GatherElements &r) {
     w.i32(r.data), w.i32(r.indices), w.i32(r.axis), w.i32(r.out);
   }
+  void operator()(const recipe::TokenLayout &r) {
+    w.vec(r.masks), w.i32(r.batch), w.i32(r.seq), w.i32(r.out);
+  }
+  void operator()(const recipe::PackTokens &r) { w.i32(r.in), w.i32(r.layout), w.i32(r.out); }
+  void operator()(const recipe::UnpackTokens &r) { w.i32(r.in), w.i32(r.layout), w.i32(r.out); }
   void operator()(const recipe::Copy &r) { w.i32(r.in), w.i32(r.out); }
   void operator()(const recipe::Concat &r) { w.vec(r.ins), w.i32(r.axis), w.i32(r.out); }
   void operator()(const recipe::Reduce &r) { w.u8(uint8_t(r.kind)), w.i32(r.in), w.vec(r.axes), w.i32(r.out); }
@@ -354,6 +359,7 @@ struct SpecWriter {
     const AttentionSpec &s = r.spec;
     w.i32(s.q), w.i32(s.k), w.i32(s.v), w.i32(s.mask), w.i32(s.output);
     w.i64(s.numHeads), w.f32(s.scale), w.u8(s.bf16), w.u8(s.zeroMaskedRows);
+    w.i32(s.tokenLayout);
   }
   void operator()(const recipe::FusedElementwise &r) {
     program(r.program);
@@ -539,6 +545,7 @@ struct SpecReader {
       s.q = r.i32(), s.k = r.i32(), s.v = r.i32(), s.mask = r.i32(), s.output = r.i32();
       s.numHeads = r.i64(), s.scale = r.f32(), s.bf16 = r.u8() != 0;
       s.zeroMaskedRows = r.u8() != 0;
+      s.tokenLayout = r.i32();
       return Attention{s};
     }
     case 16: {
@@ -599,6 +606,21 @@ struct SpecReader {
       g.data = r.i32(), g.indices = r.i32(), g.axis = r.i32(), g.out = r.i32();
       return g;
     }
+    case 23: {
+      TokenLayout t{};
+      t.masks = r.vec<TensorId>(), t.batch = r.i32(), t.seq = r.i32(), t.out = r.i32();
+      return t;
+    }
+    case 24: {
+      PackTokens t{};
+      t.in = r.i32(), t.layout = r.i32(), t.out = r.i32();
+      return t;
+    }
+    case 25: {
+      UnpackTokens t{};
+      t.in = r.i32(), t.layout = r.i32(), t.out = r.i32();
+      return t;
+    }
     }
     if (r.error.empty())
       r.error = "unknown step recipe " + std::to_string(index);
@@ -606,7 +628,7 @@ struct SpecReader {
   }
 };
 
-static_assert(std::variant_size_v<StepRecipe::Call> == 23,
+static_assert(std::variant_size_v<StepRecipe::Call> == 26,
               "a new recipe needs its SpecWriter and SpecReader cases and a format version bump");
 
 // ---- Kernel options ---------------------------------------------------------
@@ -829,7 +851,7 @@ Status readPlanImage(const PlanImageView &image, std::shared_ptr<const void> own
   auto plan = std::make_unique<Plan>();
   plan->scalars.resize(r.count(30));
   for (Scalar &s : plan->scalars) {
-    s.kind = r.enumeration(Scalar::Kind::InputElement, "scalar kind");
+    s.kind = r.enumeration(Scalar::Kind::PackedDim, "scalar kind");
     s.value = r.i64(), s.input = r.i32(), s.dim = r.i32();
     s.a = r.i32(), s.b = r.i32(), s.c = r.i32();
     s.predicate = r.enumeration(Scalar::Predicate::Ge, "predicate");

@@ -80,6 +80,15 @@ StepPtr callFactory(const StepRecipe::Call &call, const KernelOptions &options,
       return orError(makeGatherElements(r.data, r.indices, r.axis, r.out), "gather_elements",
                      error);
     }
+    StepPtr operator()(const TokenLayout &r) {
+      return orError(makeTokenLayout(r.masks, r.batch, r.seq, r.out), "token_layout", error);
+    }
+    StepPtr operator()(const PackTokens &r) {
+      return orError(makePackTokens(r.in, r.layout, r.out), "pack_tokens", error);
+    }
+    StepPtr operator()(const UnpackTokens &r) {
+      return orError(makeUnpackTokens(r.in, r.layout, r.out), "unpack_tokens", error);
+    }
   };
   return std::visit(Visitor{options, error}, call);
 }

@@ -121,6 +121,17 @@ struct GatherElements {
   int axis;
   TensorId out;
 };
+struct TokenLayout {
+  std::vector<TensorId> masks;
+  ScalarId batch, seq;
+  TensorId out;
+};
+struct PackTokens {
+  TensorId in, layout, out;
+};
+struct UnpackTokens {
+  TensorId in, layout, out;
+};
 } // namespace recipe
 
 struct StepRecipe {
@@ -132,7 +143,8 @@ struct StepRecipe {
                    recipe::Range, recipe::FromElements, recipe::MatMul, recipe::Linear,
                    recipe::LayerNorm, recipe::Attention, recipe::FusedElementwise,
                    recipe::Quantize, recipe::Dequantize, recipe::QuantizePerRow, recipe::QLinear,
-                   recipe::GatherND, recipe::GatherElements>;
+                   recipe::GatherND, recipe::GatherElements, recipe::TokenLayout,
+                   recipe::PackTokens, recipe::UnpackTokens>;
   Call call;
 };
 

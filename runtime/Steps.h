@@ -79,6 +79,18 @@ StepPtr makeCumSum(TensorId in, int axis, bool exclusive, bool reverse, TensorId
 StepPtr makeSoftmax(TensorId in, int axis, TensorId out);
 /// out[i] = start + i * delta, i < out's length (the compiler sizes it).
 StepPtr makeRange(ScalarId start, ScalarId delta, TensorId out);
+
+// ---- Padding-free batches (TokenSteps.cpp, docs/padding-free.md) -----------
+
+/// out (i64 [tokenLayoutSize(batch, seq)]) = the layout of the masks
+/// (runtime/TokenLayout.h); the executor re-evaluates PackedDim scalars after it.
+StepPtr makeTokenLayout(std::vector<TensorId> masks, ScalarId batch, ScalarId seq, TensorId out);
+/// out = the real tokens' rows of in ([batch, seq, …]) when the layout is
+/// Packed ([1, rows, …]), else a copy of in.
+StepPtr makePackTokens(TensorId in, TensorId layout, TensorId out);
+/// out ([batch, seq, …]) = in's rows back at their positions, 0 at padding
+/// (layout Packed or KeyPadding), else a copy of in.
+StepPtr makeUnpackTokens(TensorId in, TensorId layout, TensorId out);
 /// A 1-D integer tensor of scalar values (shape tensors).
 StepPtr makeFromElements(std::vector<ScalarId> elements, TensorId out);
 /// Batched, broadcasting f32 matmul of two run-time tensors (ONNX MatMul
@@ -206,6 +218,10 @@ struct AttentionSpec {
   /// Probabilities that come out NaN (rows whose scores are all -inf: fully
   /// masked) are 0, as Where(IsNaN(p), 0, p) after the softmax makes them.
   bool zeroMaskedRows = false;
+  /// A token layout (octet.token_layout, runtime/TokenLayout.h) or -1: when
+  /// it says Packed, q, k, v and out are [1, rows, H·D] and each sequence
+  /// attends over its own rows; the mask is then not read.
+  TensorId tokenLayout = -1;
 };
 StepPtr makeAttention(const AttentionSpec &spec, const KernelOptions &options,
                       std::string &error);

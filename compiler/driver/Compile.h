@@ -60,6 +60,11 @@ struct CompileOptions {
   /// 0: per-tensor input_min / input_max are the observed extremes; else P in
   /// (50, 100]: the mean over batches of each batch's (100-P)th / Pth percentile.
   double calibrationPercentile = 0;
+  /// Padding-free batches (octet-pack-tokens, docs/padding-free.md): when a
+  /// run's masks say which tokens are padding, the layers skip them and
+  /// padding positions of token-wise outputs are 0. False: every position is
+  /// computed, as ONNX Runtime does.
+  bool packTokens = true;
   bool smoothquant = true;       ///< static only
   double smoothquantAlpha = 0.7; ///< in [0, 1]; why 0.7: docs/decisions.md
   /// Where external data may be read from (docs/security.md): empty, the

@@ -181,6 +181,8 @@ private:
   LogicalResult visitQuant(Operation *op);
   LogicalResult visitQLinear(octet::QLinearOp op);
   LogicalResult visitQuantizePerRow(octet::QuantizePerRowOp op);
+  /// octet.token_layout, pack_tokens and unpack_tokens (docs/padding-free.md).
+  LogicalResult visitTokenOp(Operation *op);
   /// Builds the step with rt::buildStep (so it keeps its recipe, for AOT).
   LogicalResult addStep(Operation *op, const rt::StepRecipe::Call &call, const std::string &kind);
   LogicalResult finishOutputs();
@@ -197,6 +199,8 @@ private:
   DenseMap<Value, TensorId> tensors_;
   DenseMap<Value, const void *> constantData_;
   DenseMap<Value, int64_t> firstReturn_;
+  /// Per token layout: the PackedDim scalars of its packed batch and seq.
+  DenseMap<Value, std::pair<ScalarId, ScalarId>> packedDims_;
   std::vector<bool> outputTaken_;
 };
 
@@ -1345,6 +1349,51 @@ LogicalResult PlanWalker::visitQuantizePerRow(octet::QuantizePerRowOp op) {
   return addStep(op, rt::recipe::QuantizePerRow{*in, results[0], results[1]}, "quantize_per_row");
 }
 
+LogicalResult PlanWalker::visitTokenOp(Operation *op) {
+  using K = Scalar::Kind;
+  FailureOr<std::vector<TensorId>> insOr = tensorOperands(op);
+  if (failed(insOr))
+    return failure();
+  std::vector<TensorId> ins = std::move(*insOr);
+  Value result = op->getResult(0);
+  if (auto layout = dyn_cast<octet::TokenLayoutOp>(op)) {
+    ScalarId batch = scalarFor(layout.getBatch()), seq = scalarFor(layout.getSeq());
+    ScalarId size = arith(K::Add, constant(5), arith(K::Add, batch, arith(K::Mul, batch, seq)));
+    FailureOr<TensorId> out = resultTensor(op, result, {size});
+    if (failed(out))
+      return failure();
+    Scalar packed;
+    packed.kind = K::PackedDim;
+    packed.a = batch, packed.dim = 0;
+    ScalarId packedBatch = addScalar(packed);
+    packed.a = seq, packed.dim = 1;
+    packedDims_[result] = {packedBatch, addScalar(packed)};
+    return addStep(op, rt::recipe::TokenLayout{ins, batch, seq, *out}, "token_layout");
+  }
+  Value layout = op->getOperand(1);
+  FailureOr<TensorId> in = ensureContiguous(op, ins[0]);
+  if (failed(in))
+    return failure();
+  std::vector<ScalarId> shape = plan_->tensors[*in].shape;
+  if (shape.size() < 2)
+    return op->emitError() << "needs [batch, seq, ...] rows", failure();
+  if (isa<octet::PackTokensOp>(op)) {
+    auto dims = packedDims_.find(layout);
+    if (dims == packedDims_.end())
+      return op->emitError() << "its layout is not an octet.token_layout", failure();
+    shape[0] = dims->second.first, shape[1] = dims->second.second;
+  } else {
+    auto unpack = cast<octet::UnpackTokensOp>(op);
+    shape[0] = scalarFor(unpack.getBatch()), shape[1] = scalarFor(unpack.getSeq());
+  }
+  FailureOr<TensorId> out = resultTensor(op, result, shape);
+  if (failed(out))
+    return failure();
+  if (isa<octet::PackTokensOp>(op))
+    return addStep(op, rt::recipe::PackTokens{*in, ins[1], *out}, "pack_tokens");
+  return addStep(op, rt::recipe::UnpackTokens{*in, ins[1], *out}, "unpack_tokens");
+}
+
 LogicalResult PlanWalker::visit(Operation *op) {
   if (isa<octet::ConstantOp, func::ReturnOp>(op))
     return success(); // constants become tensors when used; returns at the end
@@ -1356,6 +1405,8 @@ LogicalResult PlanWalker::visit(Operation *op) {
     return visitQLinear(cast<octet::QLinearOp>(op));
   if (auto perRow = dyn_cast<octet::QuantizePerRowOp>(op))
     return visitQuantizePerRow(perRow);
+  if (isa<octet::TokenLayoutOp, octet::PackTokensOp, octet::UnpackTokensOp>(op))
+    return visitTokenOp(op);
   if (isa<octet::LayerNormQuantizeOp>(op))
     return visitLayerNorm(op);
   if (isa<octet::DynamicQuantizeOp, octet::MatMulIntegerOp>(op))
@@ -1503,7 +1554,8 @@ LogicalResult PlanWalker::visit(Operation *op) {
       .Case([&](octet::AttentionOp a) {
         rt::AttentionSpec spec;
         spec.q = ins[0], spec.k = ins[1], spec.v = ins[2];
-        spec.mask = ins.size() > 3 ? ins[3] : -1;
+        spec.mask = a.getMask() ? ins[3] : -1;
+        spec.tokenLayout = a.getTokenLayout() ? ins.back() : -1;
         spec.output = out;
         spec.numHeads = a.getNumHeads();
         spec.scale = a.getScale().convertToFloat();

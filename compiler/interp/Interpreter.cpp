@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/interp/Interpreter.h"
+#include "runtime/TokenLayout.h"
 
 #include "compiler/ir/OctetOps.h"
 
@@ -281,6 +282,13 @@ private:
                                   double epsilon);
   FailureOr<HostTensor> gelu(GeluOp op);
   FailureOr<HostTensor> attention(AttentionOp op);
+  FailureOr<HostTensor> tokenLayout(TokenLayoutOp op);
+  FailureOr<HostTensor> packTokens(PackTokensOp op);
+  FailureOr<HostTensor> unpackTokens(UnpackTokensOp op);
+  /// Attention over each sequence's own rows of a packed batch (no mask).
+  FailureOr<HostTensor> packedAttention(AttentionOp op, const rt::TokenLayoutView &layout);
+  /// Rows of `x` moved by a layout: pack (rowOf[p] ← p) or unpack (p ← rowOf[p], 0 at -1).
+  HostTensor moveRows(const HostTensor &x, const rt::TokenLayoutView &layout, bool unpack);
   FailureOr<SmallVector<int64_t>> targetShape(Operation *op, ValueRange dynamicDims);
   FailureOr<HostTensor> reshape(ReshapeOp op);
   FailureOr<HostTensor> expand(ExpandOp op);
@@ -925,6 +933,11 @@ FailureOr<HostTensor> Interpreter::gelu(GeluOp op) {
 FailureOr<HostTensor> Interpreter::attention(AttentionOp op) {
   const HostTensor &q = in(op.getQuery()), &k = in(op.getKey()), &v = in(op.getValue());
   int64_t heads = op.getNumHeads();
+  if (Value layoutValue = op.getTokenLayout()) {
+    const rt::TokenLayoutView layout(in(layoutValue).ints.data());
+    if (layout.mode() == rt::TokenMode::Packed)
+      return packedAttention(op, layout);
+  }
   if (q.shape.size() != 3 || k.shape != q.shape || v.shape != q.shape)
     return op.emitError() << "attention operands " << shapeString(q.shape) << ", " << shapeString(k.shape)
                           << ", " << shapeString(v.shape) << " are not one [B, S, H·D] shape";
@@ -966,6 +979,118 @@ FailureOr<HostTensor> Interpreter::attention(AttentionOp op) {
     }
   });
   return r;
+}
+
+FailureOr<HostTensor> Interpreter::packedAttention(AttentionOp op,
+                                                   const rt::TokenLayoutView &layout) {
+  const HostTensor &q = in(op.getQuery()), &k = in(op.getKey()), &v = in(op.getValue());
+  const int64_t heads = op.getNumHeads();
+  if (q.shape.size() != 3 || k.shape != q.shape || v.shape != q.shape || q.shape[0] != 1 ||
+      q.shape[1] != layout.rows())
+    return op.emitError() << "packed attention operands " << shapeString(q.shape)
+                          << " are not the layout's [1, " << layout.rows() << ", H·D]";
+  const int64_t width = q.shape[2], dim = width / heads;
+  const double scale = op.getScale().convertToDouble();
+  HostTensor r = HostTensor::zeros(q.elementType, q.shape);
+  for (int64_t b = 0; b < layout.batch(); ++b) {
+    const int64_t first = layout.offsets()[b], length = layout.offsets()[b + 1] - first;
+    std::vector<double> scores(length);
+    for (int64_t h = 0; h < heads; ++h)
+      for (int64_t i = 0; i < length; ++i) {
+        const int64_t qRow = (first + i) * width + h * dim;
+        for (int64_t j = 0; j < length; ++j) {
+          double dot = 0;
+          for (int64_t d = 0; d < dim; ++d)
+            dot += q.floats[qRow + d] * k.floats[(first + j) * width + h * dim + d];
+          scores[j] = scale * dot;
+        }
+        softmaxLane(scores);
+        for (int64_t d = 0; d < dim; ++d) {
+          double sum = 0;
+          for (int64_t j = 0; j < length; ++j)
+            sum += scores[j] * v.floats[(first + j) * width + h * dim + d];
+          r.floats[qRow + d] = roundToFloat(q.elementType, sum);
+        }
+      }
+  }
+  return r;
+}
+
+FailureOr<HostTensor> Interpreter::tokenLayout(TokenLayoutOp op) {
+  const int64_t batch = scalar(op.getBatch()), seq = scalar(op.getSeq());
+  // The masks as the runtime reads them: f32, broadcast by strides.
+  std::vector<std::vector<float>> values;
+  std::vector<rt::MaskView> views;
+  SmallVector<int64_t> target{batch, 1, seq, seq};
+  for (Value m : op.getMasks()) {
+    const HostTensor &mask = in(m);
+    if (mask.shape.size() > 4)
+      return op.emitError() << "mask " << shapeString(mask.shape) << " has more than 4 dims";
+    SmallVector<int64_t> shape(4 - mask.shape.size(), 1);
+    shape.append(mask.shape.begin(), mask.shape.end());
+    target[1] = shape[1];
+    for (int d : {0, 2, 3})
+      if (shape[d] != 1 && shape[d] != target[d])
+        return op.emitError() << "mask " << shapeString(mask.shape) << " does not broadcast to ["
+                              << batch << ", heads, " << seq << ", " << seq << "]";
+    values.emplace_back(mask.floats.begin(), mask.floats.end());
+    SmallVector<int64_t> strides = contiguousStrides(shape);
+    rt::MaskView view;
+    view.heads = shape[1];
+    int64_t *stride[4] = {&view.strideBatch, &view.strideHead, &view.strideQuery, &view.strideKey};
+    for (int d = 0; d < 4; ++d)
+      *stride[d] = shape[d] == 1 ? 0 : strides[d];
+    views.push_back(view);
+  }
+  for (size_t i = 0; i < views.size(); ++i)
+    views[i].data = values[i].data();
+  HostTensor layout =
+      HostTensor::zeros(getElementTypeOrSelf(op.getType()), {rt::tokenLayoutSize(batch, seq)});
+  rt::computeTokenLayout(views, batch, seq, layout.ints.data());
+  return layout;
+}
+
+HostTensor Interpreter::moveRows(const HostTensor &x, const rt::TokenLayoutView &layout,
+                                 bool unpack) {
+  const int64_t positions = layout.batch() * layout.seq();
+  const int64_t row = x.numElements() / std::max<int64_t>(1, x.shape[0] * x.shape[1]);
+  SmallVector<int64_t> shape(x.shape);
+  shape[0] = unpack ? layout.batch() : 1;
+  shape[1] = unpack ? layout.seq() : layout.rows();
+  HostTensor r = HostTensor::zeros(x.elementType, shape);
+  for (int64_t p = 0; p < positions; ++p) {
+    const int64_t packed = layout.rowOf()[p];
+    if (packed < 0)
+      continue; // padding: dropped, or 0 when unpacked
+    for (int64_t e = 0; e < row; ++e)
+      copyElement(r, (unpack ? p : packed) * row + e, x, (unpack ? packed : p) * row + e);
+  }
+  return r;
+}
+
+FailureOr<HostTensor> Interpreter::packTokens(PackTokensOp op) {
+  const HostTensor &x = in(op.getInput());
+  const rt::TokenLayoutView layout(in(op.getLayout()).ints.data());
+  if (x.shape.size() < 2 || x.shape[0] != layout.batch() || x.shape[1] != layout.seq())
+    return op.emitError() << "input " << shapeString(x.shape) << " is not the layout's ["
+                          << layout.batch() << ", " << layout.seq() << ", ...]";
+  if (layout.mode() != rt::TokenMode::Packed)
+    return x;
+  return moveRows(x, layout, /*unpack=*/false);
+}
+
+FailureOr<HostTensor> Interpreter::unpackTokens(UnpackTokensOp op) {
+  const HostTensor &x = in(op.getInput());
+  const rt::TokenLayoutView layout(in(op.getLayout()).ints.data());
+  const int64_t rows = layout.mode() == rt::TokenMode::Packed ? layout.rows()
+                                                               : layout.batch() * layout.seq();
+  if (x.shape.size() < 2 || x.shape[0] * x.shape[1] != rows ||
+      scalar(op.getBatch()) != layout.batch() || scalar(op.getSeq()) != layout.seq())
+    return op.emitError() << "input " << shapeString(x.shape) << " does not hold the layout's "
+                          << rows << " rows";
+  if (layout.mode() == rt::TokenMode::Padded)
+    return x;
+  return moveRows(x, layout, /*unpack=*/true);
 }
 
 /// The result type's shape with each `?` taken from the next index operand.
@@ -1620,6 +1745,9 @@ LogicalResult Interpreter::execute(Operation *op) {
           })
           .Case([&](GeluOp g) { return gelu(g); })
           .Case([&](AttentionOp a) { return attention(a); })
+          .Case([&](TokenLayoutOp t) { return tokenLayout(t); })
+          .Case([&](PackTokensOp p) { return packTokens(p); })
+          .Case([&](UnpackTokensOp u) { return unpackTokens(u); })
           .Case([&](ReshapeOp r) { return reshape(r); })
           .Case([&](ExpandOp e) { return expand(e); })
           .Case([&](TransposeOp t) { return transpose(t); })

@@ -272,6 +272,12 @@ static std::optional<ValueDim> operandDimEqualTo(OpResult result, int64_t dim,
             return std::nullopt;
         return ValueDim{op.getWeight(), op.getOutputFeatureDim()};
       })
+      .Case<PackTokensOp, UnpackTokensOp>([&](Operation *op) -> std::optional<ValueDim> {
+        // Batch and seq of packed rows are not the input's (docs/padding-free.md).
+        if (dim < 2)
+          return std::nullopt;
+        return ValueDim{op->getOperand(0), dim};
+      })
       .Case<ReduceMeanOp, ReduceSumOp, ReduceMaxOp, ReduceMinOp>(
           [&](auto op) -> std::optional<ValueDim> {
             ArrayRef<int64_t> axes = op.getAxes();
@@ -313,6 +319,12 @@ static std::optional<ValueDim> operandDimEqualTo(OpResult result, int64_t dim,
                         dim - leading + int64_t(op.getBatchDims()) + indices.getDimSize(leading)};
       })
       .Case([&](GatherElementsOp op) { return ValueDim{op.getIndices(), dim}; })
+      .Case<LayerNormQuantizeOp, QuantizePerRowOp>([&](auto op) -> std::optional<ValueDim> {
+        // Every result keeps the input's rows; the last dim is the row (or 1).
+        if (dim == resultRank - 1 && result != op->getResult(0))
+          return std::nullopt;
+        return ValueDim{op.getInput(), dim};
+      })
       .Case([&](DynamicQuantizeOp op) -> std::optional<ValueDim> {
         if (result != op.getResult())
           return std::nullopt;
@@ -347,6 +359,11 @@ static ValueDim traceDimSource(Value value, int64_t dim, int resolveDepth) {
     auto result = dyn_cast<OpResult>(value);
     if (!result || !ShapedType::isDynamic(tensorOf(value).getDimSize(dim)))
       break;
+    if (auto unpack = dyn_cast<UnpackTokensOp>(result.getOwner()); unpack && dim < 2) {
+      value = dim == 0 ? unpack.getBatch() : unpack.getSeq();
+      dim = -1;
+      continue;
+    }
     if (isa<ReshapeOp, ExpandOp>(result.getOwner())) {
       value = isa<ReshapeOp>(result.getOwner())
                   ? sizeOperandOf(cast<ReshapeOp>(result.getOwner()), dim)
@@ -404,6 +421,8 @@ OpFoldResult DimOp::fold(FoldAdaptor) {
     return sizeOperandOf(reshape, dim);
   if (auto expand = dyn_cast<ExpandOp>(result.getOwner()))
     return sizeOperandOf(expand, dim);
+  if (auto unpack = dyn_cast<UnpackTokensOp>(result.getOwner()); unpack && dim < 2)
+    return dim == 0 ? unpack.getBatch() : unpack.getSeq();
   // Ask the producer's operand in place; the next fold continues from there.
   std::optional<ValueDim> equal = operandDimEqualTo(result, dim, kResolveDepth);
   if (!equal)
@@ -1396,6 +1415,39 @@ LogicalResult AttentionOp::verify() {
   }
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// Padding-free batches
+//===----------------------------------------------------------------------===//
+
+void TokenLayoutOp::build(OpBuilder &builder, OperationState &state, ValueRange masks,
+                          Value batch, Value seq) {
+  build(builder, state, RankedTensorType::get({ShapedType::kDynamic}, builder.getI64Type()),
+        masks, batch, seq);
+}
+
+LogicalResult TokenLayoutOp::verify() {
+  if (getMasks().empty())
+    return emitOpError("needs at least one attention mask");
+  for (Value mask : getMasks())
+    if (tensorOf(mask).getRank() > 4)
+      return emitOpError("mask of shape ")
+             << shapeStr(tensorOf(mask).getShape())
+             << " has more than the 4 dims [batch, heads, seq, seq]";
+  return success();
+}
+
+/// Packed and unpacked tensors are [batch, seq, features…] with run-time
+/// batch and seq (their sizes change between the two forms).
+static LogicalResult verifyTokenRows(Operation *op, RankedTensorType type) {
+  if (type.getRank() < 2 || !type.isDynamicDim(0) || !type.isDynamicDim(1))
+    return op->emitOpError("needs a [batch, seq, ...] tensor with run-time batch and seq, got ")
+           << type;
+  return success();
+}
+
+LogicalResult PackTokensOp::verify() { return verifyTokenRows(*this, getInput().getType()); }
+LogicalResult UnpackTokensOp::verify() { return verifyTokenRows(*this, getInput().getType()); }
 
 //===----------------------------------------------------------------------===//
 // Data movement

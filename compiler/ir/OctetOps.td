@@ -15,6 +15,7 @@ def Octet_IntTensor : RankedTensorOf<[AnyInteger]>;
 def Octet_QuantTensor : RankedTensorOf<[I8, UI8]>;
 def Octet_F32Tensor : RankedTensorOf<[F32]>;
 def Octet_I32Tensor : RankedTensorOf<[I32]>;
+def Octet_TokenLayout : 1DTensorOf<[I64]>;
 def Octet_Axes : ConfinedAttr<DenseI64ArrayAttr, [DenseArrayNonNegative<DenseI64ArrayAttr>]>;
 def Octet_Axis : ConfinedAttr<I64Attr, [IntNonNegative]>;
 
@@ -610,7 +611,7 @@ def Octet_GeluOp : Octet_Op<"gelu", [Pure, SameOperandsAndResultType]> {
 }
 
 def Octet_AttentionOp : Octet_Op<"attention",
-    [Pure, AllTypesMatch<["query", "key", "value", "result"]>]> {
+    [Pure, AttrSizedOperandSegments, AllTypesMatch<["query", "key", "value", "result"]>]> {
   let summary = "multi-head scaled dot-product attention on [batch, seq, heads·dim]";
   let description = [{
     Splits `query`, `key` and `value`, all `[B, S, H·D]` (self-attention), into
@@ -622,6 +623,12 @@ def Octet_AttentionOp : Octet_Op<"attention",
     instead (what `where(isnan(p), 0, p)` after the softmax computes, as
     PyTorch's sdpa exports do), so such a row of the result is 0.
 
+    With `tokens(%layout)` (an `octet.token_layout`, set by octet-pack-tokens)
+    query, key and value may hold the real tokens of the batch packed
+    together: when the layout says so at run time, each sequence attends over
+    its own rows only and the mask (checked by the layout to be a key-padding
+    mask) is not read; otherwise the attention runs as without it.
+
     ```mlir
     %ctx = octet.attention %q, %k, %v, %mask num_heads = 12 scale = 0.125
              : tensor<?x?x768xf32>, tensor<?x1x1x?xf32>
@@ -629,13 +636,93 @@ def Octet_AttentionOp : Octet_Op<"attention",
   }];
   let arguments = (ins Octet_FloatTensor:$query, Octet_FloatTensor:$key,
                        Octet_FloatTensor:$value, Optional<Octet_FloatTensor>:$mask,
+                       Optional<Octet_TokenLayout>:$token_layout,
                        ConfinedAttr<I64Attr, [IntPositive]>:$num_heads, F32Attr:$scale,
                        UnitAttr:$zero_masked_rows);
   let results = (outs Octet_FloatTensor:$result);
   let assemblyFormat = [{
-    $query `,` $key `,` $value (`,` $mask^)? `num_heads` `=` $num_heads `scale` `=` $scale
+    $query `,` $key `,` $value (`,` $mask^)?
+    (`tokens` `(` $token_layout^ `:` type($token_layout) `)`)?
+    `num_heads` `=` $num_heads `scale` `=` $scale
     (`zero_masked_rows` $zero_masked_rows^)? attr-dict
     `:` type($query) (`,` type($mask)^)?
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Padding-free batches (octet-pack-tokens, docs/padding-free.md)
+//===----------------------------------------------------------------------===//
+
+def Octet_TokenLayoutOp : Octet_Op<"token_layout", [Pure]> {
+  let summary = "where each token of a padded batch goes when padding is dropped";
+  let description = [{
+    Decides, at run time, from the attention masks `masks` (additive, each
+    broadcastable to `[batch, heads, seq, seq]`), whether the batch's padding
+    can be dropped: every mask must be a key-padding mask — on each real
+    token's row, 0 at the real keys and at most -1e4 (or -inf) at the others,
+    the same real keys in every mask. The result (i64, `5 + batch + batch·seq`
+    elements) is
+    `[mode, rows, batch, seq, offsets[batch + 1], row_of[batch·seq]]`:
+     - mode 0: the masks are not key-padding masks; nothing is packed and
+       `octet.unpack_tokens` copies every position;
+     - mode 1: packed: sequence b holds rows `[offsets[b], offsets[b+1])` of
+       a `[1, rows, …]` tensor, position p = b·seq + s is row `row_of[p]`, or
+       -1 for a padding position;
+     - mode 2: key padding, but nothing is dropped (no padding, or no real
+       token at all): rows stay in place and `octet.unpack_tokens` writes 0 at
+       the padding positions, as mode 1 does.
+
+    ```mlir
+    %layout = octet.token_layout %mask (%b, %s) : tensor<?x1x1x?xf32> -> tensor<?xi64>
+    %p = octet.pack_tokens %x, %layout : tensor<?x?x768xf32>, tensor<?xi64>
+    %ctx = octet.attention %q, %k, %v, %mask tokens(%layout : tensor<?xi64>)
+             num_heads = 12 scale = 0.125 : tensor<?x?x768xf32>, tensor<?x1x1x?xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Octet_F32Tensor>:$masks, Index:$batch, Index:$seq);
+  let results = (outs Octet_TokenLayout:$result);
+  let assemblyFormat = [{
+    $masks `(` $batch `,` $seq `)` attr-dict `:` type($masks) `->` type($result)
+  }];
+  let builders = [OpBuilder<(ins "mlir::ValueRange":$masks, "mlir::Value":$batch,
+                                 "mlir::Value":$seq)>];
+  let hasVerifier = 1;
+}
+
+def Octet_PackTokensOp : Octet_Op<"pack_tokens", [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "drops the padding positions of a [batch, seq, …] tensor";
+  let description = [{
+    With a layout of mode 1, the result is `[1, rows, …]`: the real tokens'
+    rows of `input` in order; otherwise it is `input`. Its first two dims are
+    therefore not the input's (shape analyses stop here).
+
+    ```mlir
+    %p = octet.pack_tokens %x, %layout : tensor<?x?x768xf32>, tensor<?xi64>
+    ```
+  }];
+  let arguments = (ins Octet_Tensor:$input, Octet_TokenLayout:$layout);
+  let results = (outs Octet_Tensor:$result);
+  let assemblyFormat = "$input `,` $layout attr-dict `:` type($input) `,` type($layout)";
+  let hasVerifier = 1;
+}
+
+def Octet_UnpackTokensOp : Octet_Op<"unpack_tokens", [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "puts packed rows back at their positions of [batch, seq, …]";
+  let description = [{
+    The inverse of `octet.pack_tokens`, to `[batch, seq, …]`: with a layout of
+    mode 1 or 2, padding positions are 0 (a padding position's value is
+    meaningless; docs/padding-free.md); with mode 0 the input is copied.
+
+    ```mlir
+    %y = octet.unpack_tokens %p, %layout (%b, %s) : tensor<?x?x768xf32>, tensor<?xi64>
+    ```
+  }];
+  let arguments = (ins Octet_Tensor:$input, Octet_TokenLayout:$layout, Index:$batch,
+                       Index:$seq);
+  let results = (outs Octet_Tensor:$result);
+  let assemblyFormat = [{
+    $input `,` $layout `(` $batch `,` $seq `)` attr-dict `:` type($input) `,` type($layout)
   }];
   let hasVerifier = 1;
 }

@@ -37,13 +37,6 @@ void appendNodeNames(Location loc, std::string &names) {
       appendNodeNames(part, names);
 }
 
-std::string nodeNames(ArrayRef<Operation *> ops) {
-  std::string names;
-  for (Operation *op : ops)
-    if (op)
-      appendNodeNames(op->getLoc(), names);
-  return names.empty() ? "an unnamed node" : "node " + names;
-}
 
 /// Records the reason of the last failed match.
 struct ReasonRecorder : RewriterBase::Listener {
@@ -142,6 +135,14 @@ bool isCubicTanh(TanhOp tanh) {
 }
 
 } // namespace
+
+std::string octet::nodeNames(ArrayRef<Operation *> ops) {
+  std::string names;
+  for (Operation *op : ops)
+    if (op)
+      appendNodeNames(op->getLoc(), names);
+  return names.empty() ? "an unnamed node" : "node " + names;
+}
 
 FusionReport octet::explainFusion(func::FuncOp func) {
   FusionReport report;

@@ -37,6 +37,8 @@ std::string FusionReport::text() const {
                      countLine(*this, B::Gelu, "fused") + "\n";
   for (const Unfused &u : unfused)
     text += std::string("not fused: ") + name(u.block) + " at " + u.where + ": " + u.reason + "\n";
+  if (!paddingKept.empty())
+    text += "padding kept: " + paddingKept + "\n";
   return text;
 }
 
@@ -47,7 +49,10 @@ std::string FusionReport::warning() const {
       continue;
     parts += (parts.empty() ? "" : ", ") + countLine(*this, block, "not fused");
   }
+  std::string padding =
+      paddingKept.empty() ? "" : "padding tokens are computed like real ones (" + paddingKept + ")";
   if (parts.empty())
-    return "";
-  return parts + "; --explain-fusion says why (the unfused blocks run as slower generic steps)";
+    return padding;
+  return parts + "; --explain-fusion says why (the unfused blocks run as slower generic steps)" +
+         (padding.empty() ? "" : "; " + padding);
 }

@@ -23,13 +23,18 @@ struct FusionReport {
   };
   int fused[3] = {0, 0, 0}; ///< fused blocks of each kind, indexed by BlockKind
   std::vector<Unfused> unfused;
+  /// Why octet-pack-tokens left an encoder's padding to be computed (its
+  /// warning, docs/padding-free.md); empty when padding is dropped, when the
+  /// pass did not run (--no-pack-tokens) or the model has no attention.
+  std::string paddingKept;
 
   static const char *name(BlockKind block);
   int unfusedCount(BlockKind block) const;
   /// "12 of 12 attention blocks fused, ..." and one line per unfused block.
   std::string text() const;
   /// One line when an attention or LayerNorm block stayed unfused ("2 of 12
-  /// attention blocks not fused; --explain-fusion says why"), else empty.
+  /// attention blocks not fused; --explain-fusion says why") or padding is
+  /// kept, else empty.
   std::string warning() const;
 };
 

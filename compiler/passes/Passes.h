@@ -22,8 +22,8 @@ namespace octet {
 /// cleanup, fuse-gemm-epilogue. Calibration instruments the IR it leaves.
 void buildRecognitionPipeline(mlir::OpPassManager &pm);
 /// The standard FP32 pipeline on a module: recognition, then
-/// fuse-elementwise and plan-memory.
-void buildFp32Pipeline(mlir::OpPassManager &pm);
+/// fuse-elementwise, pack-tokens (unless `packTokens` is false) and plan-memory.
+void buildFp32Pipeline(mlir::OpPassManager &pm, bool packTokens = true);
 
 /// How the INT8 pipeline quantizes (docs/int8-quantization.md).
 struct Int8PipelineOptions {
@@ -34,6 +34,7 @@ struct Int8PipelineOptions {
   /// octet-pack-weights's isa: "avx512_vnni", "amx", "none" (no packing), or
   /// "host" (defaultPackIsa()).
   std::string packIsa = "host";
+  bool packTokens = true; ///< octet-pack-tokens before plan-memory (docs/padding-free.md)
 };
 /// The layout the runtime's qlinear kernel takes on `cpu` (the compile
 /// target): "amx" with AMX-INT8, "avx512_vnni" with AVX-512 VNNI, else "none"
@@ -43,13 +44,15 @@ std::string packIsaFor(const x86::CpuFeatures &cpu);
 std::string defaultPackIsa();
 /// The INT8 lowering that follows recognition (and, for static mode,
 /// calibration: the linears carry octet.calib): [smoothquant], quantize,
-/// eliminate-qdq, cleanup, fuse-elementwise, [pack-weights], plan-memory.
+/// eliminate-qdq, cleanup, fuse-elementwise, [pack-weights], [pack-tokens], plan-memory.
 void buildInt8LoweringPipeline(mlir::OpPassManager &pm, const Int8PipelineOptions &options);
 /// Registers the pipelines with the pass registry (for octet-opt).
 void registerOctetPipelines();
 
 /// octet-recognize's patterns (octet-explain-fusion asks them why not).
 void populateRecognizePatterns(mlir::RewritePatternSet &patterns);
+/// "node 'a', 'b'": the ONNX node names in the ops' locations, for reports.
+std::string nodeNames(llvm::ArrayRef<mlir::Operation *> ops);
 /// The fusion report of `func` after octet-recognize (octet-explain-fusion).
 FusionReport explainFusion(mlir::func::FuncOp func);
 

@@ -258,6 +258,47 @@ def OctetFuseElementwise : Pass<"octet-fuse-elementwise", "::mlir::func::FuncOp"
   ];
 }
 
+def OctetPackTokens : Pass<"octet-pack-tokens", "::mlir::func::FuncOp"> {
+  let summary = "drop a batch's padding tokens at run time, around the token-wise layers";
+  let description = [{
+    Padding-free batches (docs/padding-free.md). The region: the
+    `octet.attention` ops (each with a mask) and every op connected to them
+    by token rows — values `[batch, seq, static…]` with the attention's batch
+    and seq — whose rows are independent: linear / fused_linear / qlinear,
+    layer_norm / add_layer_norm / layer_norm_quantize over the last axis,
+    quantize_per_row, per-tensor (or feature-axis) quantize / dequantize,
+    gelu, fused and pointwise ops, and slices of feature axes; every other
+    operand must not depend on the inputs and must broadcast over batch and
+    seq. The rewrite adds one `octet.token_layout` of the attentions' masks
+    before the region (the masks' ops move there when they come later),
+    `octet.pack_tokens` on each value entering it, `octet.unpack_tokens` on
+    each value leaving it (to other ops or the outputs), and `tokens(%layout)`
+    on each attention. Whether padding is dropped is decided per run from the
+    masks. When a function has attention but cannot be packed (an attention
+    without a mask, static batch and seq, a mask computed from the layers),
+    it is left unchanged with a warning saying why.
+
+    Before (one layer, abridged):
+    ```mlir
+    %h = octet.layer_norm %x, %g, %b axis = 2 epsilon = 1e-12 : ...
+    %a = octet.attention %q, %k, %v, %mask num_heads = 12 scale = 0.125 : ...
+    ```
+    After:
+    ```mlir
+    %layout = octet.token_layout %mask (%batch, %seq) : tensor<?x1x1x?xf32> -> tensor<?xi64>
+    %px = octet.pack_tokens %x, %layout : tensor<?x?x768xf32>, tensor<?xi64>
+    %h = octet.layer_norm %px, %g, %b axis = 2 epsilon = 1e-12 : ...
+    %a = octet.attention %q, %k, %v, %mask tokens(%layout : tensor<?xi64>) num_heads = 12 ...
+    %y = octet.unpack_tokens %out, %layout (%batch, %seq) : tensor<?x?x768xf32>, tensor<?xi64>
+    ```
+  }];
+  let statistics = [
+    Statistic<"numRegionOps", "region-ops", "Ops that run on packed tokens">,
+    Statistic<"numEntries", "packed-values", "Values packed on entering the region">,
+    Statistic<"numExits", "unpacked-values", "Values unpacked on leaving it">,
+  ];
+}
+
 def OctetPlanMemory : Pass<"octet-plan-memory", "::mlir::func::FuncOp"> {
   let summary = "assign every intermediate tensor a slot of one activation arena";
   let description = [{

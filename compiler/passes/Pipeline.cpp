@@ -36,6 +36,16 @@ struct Int8LoweringOptions : PassPipelineOptions<Int8LoweringOptions> {
       llvm::cl::desc("octet-pack-weights's isa: avx512_vnni, amx, none, or host (the "
                      "runtime's qlinear kernel on this host)"),
       llvm::cl::init("host")};
+  Option<bool> packTokens{*this, "pack-tokens",
+                          llvm::cl::desc("Run octet-pack-tokens (padding-free batches)"),
+                          llvm::cl::init(true)};
+};
+
+/// octet-fp32-pipeline's textual options.
+struct Fp32PipelineOptions : PassPipelineOptions<Fp32PipelineOptions> {
+  Option<bool> packTokens{*this, "pack-tokens",
+                          llvm::cl::desc("Run octet-pack-tokens (padding-free batches)"),
+                          llvm::cl::init(true)};
 };
 } // namespace
 
@@ -43,10 +53,12 @@ void octet::buildRecognitionPipeline(OpPassManager &pm) {
   addRecognition(pm.nest<func::FuncOp>());
 }
 
-void octet::buildFp32Pipeline(OpPassManager &pm) {
+void octet::buildFp32Pipeline(OpPassManager &pm, bool packTokens) {
   OpPassManager &fn = pm.nest<func::FuncOp>();
   addRecognition(fn);
   fn.addPass(createOctetFuseElementwise());
+  if (packTokens)
+    fn.addPass(createOctetPackTokens());
   fn.addPass(createOctetPlanMemory());
 }
 
@@ -63,6 +75,8 @@ void octet::buildInt8LoweringPipeline(OpPassManager &pm, const Int8PipelineOptio
   std::string packIsa = options.packIsa == "host" ? defaultPackIsa() : options.packIsa;
   if (packIsa != "none")
     fn.addPass(createOctetPackWeights(OctetPackWeightsOptions{packIsa}));
+  if (options.packTokens)
+    fn.addPass(createOctetPackTokens());
   fn.addPass(createOctetPlanMemory());
 }
 
@@ -75,22 +89,25 @@ std::string octet::packIsaFor(const x86::CpuFeatures &cpu) {
 std::string octet::defaultPackIsa() { return packIsaFor(x86::CpuFeatures::host()); }
 
 void octet::registerOctetPipelines() {
-  PassPipelineRegistration<>(
+  PassPipelineRegistration<Fp32PipelineOptions>(
       "octet-fp32-pipeline",
-      "The FP32 pipeline so far: cleanup, recognize, cleanup, fuse-gemm-epilogue, fuse-elementwise, "
-      "plan-memory",
-      buildFp32Pipeline);
+      "The FP32 pipeline: cleanup, recognize, cleanup, fuse-gemm-epilogue, fuse-elementwise, "
+      "[pack-tokens], plan-memory",
+      [](OpPassManager &pm, const Fp32PipelineOptions &textual) {
+        buildFp32Pipeline(pm, textual.packTokens);
+      });
   PassPipelineRegistration<Int8LoweringOptions>(
       "octet-int8-lowering",
       "The INT8 lowering after recognition (and calibration for mode=static): [smoothquant], "
       "quantize, eliminate-qdq, cleanup, fuse-elementwise, merge-layer-norms, [pack-weights], "
-      "plan-memory",
+      "[pack-tokens], plan-memory",
       [](OpPassManager &pm, const Int8LoweringOptions &textual) {
         Int8PipelineOptions options;
         options.mode = textual.mode;
         options.smoothquant = textual.smoothquant;
         options.alpha = textual.alpha;
         options.packIsa = textual.packIsa;
+        options.packTokens = textual.packTokens;
         buildInt8LoweringPipeline(pm, options);
       });
 }

@@ -77,7 +77,12 @@ SizeExpr sizeOf(Value v) {
       size.constant *= extent;
       continue;
     }
-    StringRef name = dimName(traceDimSource(v, d));
+    ValueDim source = traceDimSource(v, d);
+    // Packed rows (octet-pack-tokens): batch'·seq' ≤ batch·seq in every run,
+    // and a packed value always has both, so the padded names bound its size.
+    if (auto pack = source.value.getDefiningOp<PackTokensOp>(); pack && source.dim < 2)
+      source = traceDimSource(pack.getInput(), source.dim);
+    StringRef name = dimName(source);
     if (name.empty())
       size.known = false;
     size.names.push_back(name.str());

@@ -757,7 +757,8 @@ struct RecognizeAttention : OpRewritePattern<SoftmaxOp> {
     }
     double scale = scores->second * query->scale * key->scale;
     auto attention =
-        AttentionOp::create(rewriter, loc, q, k, v, additiveMask, headsType.getDimSize(2),
+        AttentionOp::create(rewriter, loc, q, k, v, additiveMask, /*token_layout=*/Value(),
+                            headsType.getDimSize(2),
                             APFloat(static_cast<float>(scale)), /*zero_masked_rows=*/nanGuard != nullptr);
     rewriter.replaceOp(output, attention.getResult());
     return success();

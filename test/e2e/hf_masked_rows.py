@@ -5,8 +5,12 @@ A batch of 3 x 6 tokens whose attention mask is all ones in row 0, all zeros in 
 fully masked row: every key of every query is padding) and padded after 3 tokens in row 2
 runs through `octetc run` (FP32, one process per fixture) and ONNX Runtime. The masked rows
 are where the exporters' mask idioms differ (finfo.min or -inf fills; sdpa's
-Where(IsNaN(softmax), 0, softmax)), so Octet must give exactly what ONNX Runtime gives:
-NaN where it gives NaN, and every other value within 1e-4 * max(1, max|ORT|).
+Where(IsNaN(softmax), 0, softmax)), so Octet computing every position (--no-pack-tokens)
+must give exactly what ONNX Runtime gives: NaN where it gives NaN, and every other value
+within 1e-4 * max(1, max|ORT|). With padding-free batches (the default,
+docs/padding-free.md) the real tokens must match the same way, padding positions of
+per-token outputs are 0, and the fully padded row of other outputs is not compared (it is
+computed from padding only).
 
     hf_masked_rows.py --octetc OCTETC [--filter GLOB[,GLOB...]]
 
@@ -22,6 +26,9 @@ import tempfile
 
 import numpy as np
 import onnxruntime as ort
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import token_outputs  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXPORTS = os.path.join(os.path.dirname(HERE), "models", "exports")
@@ -54,12 +61,27 @@ def check(path, octetc, work):
     for name, value in feeds.items():
         np.save(os.path.join(work, name + ".npy"), value)
         args += ["--input", f"{name}={os.path.join(work, name + '.npy')}"]
-    proc = subprocess.run([octetc, "run", path, *args, "--output", work, "--repeat", "1"],
-                          capture_output=True, text=True)
+    mask = feeds["attention_mask"]
+    for packed in (False, True):
+        problem = compare_run(octetc, path, args, work, reference, mask, packed)
+        if problem:
+            return ("padding-free: " if packed else "--no-pack-tokens: ") + problem
+    return None
+
+
+def compare_run(octetc, path, args, work, reference, mask, packed):
+    out = os.path.join(work, "packed" if packed else "padded")
+    proc = subprocess.run([octetc, "run", path, *args, "--output", out, "--repeat", "1"] +
+                          ([] if packed else ["--no-pack-tokens"]), capture_output=True, text=True)
     if proc.returncode:
         return "octetc failed: " + (proc.stderr.strip().splitlines() or ["?"])[-1]
     for name, expected in reference.items():
-        got = np.load(os.path.join(work, name + ".npy"))
+        got = np.load(os.path.join(out, name + ".npy"))
+        if packed:
+            expected = token_outputs.zero_padding(expected, mask)
+            if token_outputs.padded_positions(expected, mask) is None:
+                rows = mask.any(axis=1)  # a fully padded row's pooled outputs are meaningless
+                got, expected = got[rows], expected[rows]
         if got.shape != expected.shape:
             return f"{name}: shape {got.shape}, ORT {expected.shape}"
         if not np.array_equal(np.isnan(got), np.isnan(expected)):

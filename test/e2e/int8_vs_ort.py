@@ -64,7 +64,8 @@ def write_calib_dir(model, folder, vocab):
             np.save(os.path.join(folder, "c%d" % i, name + ".npy"), value)
 
 
-def compare(label, octetc, model, sets_dir, expected, out_dir, extra, tolerance, cosine, rows):
+def compare(label, octetc, model, sets_dir, expected, masks, out_dir, extra, tolerance, cosine,
+            rows):
     start = time.time()
     proc = subprocess.run([octetc, "run", model, "--input-sets", sets_dir, "--output", out_dir,
                            "--repeat", "1", "--warmup", "0"] + extra,
@@ -75,8 +76,12 @@ def compare(label, octetc, model, sets_dir, expected, out_dir, extra, tolerance,
         rows.append((label, "all", "-", "-", "-", "FAIL: octetc: " + (message[-1] if message else "?")))
         return False
     ok = True
+    padding = run_vs_ort.padding_mode(extra)
     for set_name, outputs in expected.items():
         for name, want in outputs.items():
+            # Padding positions of per-token outputs are 0 (docs/padding-free.md).
+            if padding == "zero":
+                want = run_vs_ort.token_outputs.zero_padding(want, masks[set_name])
             path = os.path.join(out_dir, set_name, name + ".npy")
             if not os.path.exists(path):
                 rows.append((label, set_name, name, "-", "-", "FAIL: no output file"))
@@ -126,7 +131,8 @@ def main():
     all_ok = True
     for label in models:
         model_args = known[label]
-        model, sets_dir, expected = run_vs_ort.prepare_model(label, model_args, work, SHAPES)
+        model, sets_dir, expected, masks = run_vs_ort.prepare_model(label, model_args, work,
+                                                                    SHAPES)
         calib_dir = os.path.join(work, label + ".calib")
         if "static-dir" in configs:
             write_calib_dir(model, calib_dir, int(model_args[model_args.index("--vocab") + 1]))
@@ -136,7 +142,7 @@ def main():
                              "not run: generated calibration batches do not represent it"))
                 continue
             extra = [a.format(calib_dir=calib_dir) for a in CONFIGS[config]] + args.octetc_arg
-            all_ok &= compare("%s %s" % (label, config), args.octetc, model, sets_dir, expected,
+            all_ok &= compare("%s %s" % (label, config), args.octetc, model, sets_dir, expected, masks,
                               os.path.join(work, "%s.%s.out" % (label, config)), extra,
                               args.tolerance, args.cosine, rows)
     return run_vs_ort.report(("model", "set", "output", "max|diff|", "cosine", "result"), rows,

@@ -10,6 +10,11 @@ and compares every output with onnxruntime:
 
     max|octet - ort| <= 1e-4 * max(1, max|ort|)
 
+over the real tokens of per-token outputs, whose padding positions must be 0
+(padding-free batches, docs/padding-free.md), or over every position when the
+run computes padding (--no-pack-tokens, or a pass prefix without
+octet-pack-tokens).
+
 Prints a table; exits nonzero on any failure.
 
     run_vs_ort.py --octetc build/tools/octetc/octetc [--quick] [--models a,b]
@@ -32,6 +37,9 @@ import time
 import zlib
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import token_outputs  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -96,7 +104,7 @@ def prepare_model(label, args, work, shapes):
     # A stable seed per model (str hash() changes with every process).
     rng = np.random.default_rng(zlib.crc32(label.encode()))
     sets_dir = os.path.join(work, label + ".inputs")
-    expected = {}
+    expected, masks = {}, {}
     for batch, seq in shapes:
         set_name = "b%d_s%03d" % (batch, seq)
         os.makedirs(os.path.join(sets_dir, set_name), exist_ok=True)
@@ -105,10 +113,22 @@ def prepare_model(label, args, work, shapes):
             np.save(os.path.join(sets_dir, set_name, name + ".npy"), value)
         expected[set_name] = dict(zip([o.name for o in session.get_outputs()],
                                       session.run(None, feeds)))
-    return model, sets_dir, expected
+        masks[set_name] = token_outputs.find_mask(feeds)
+    return model, sets_dir, expected, masks
 
 
-def run_and_compare(label, model, sets_dir, expected, octetc, out_dir, out_rows, extra_args=()):
+def padding_mode(extra_args):
+    """"ort" when the run computes padding positions, else "zero"."""
+    if "--no-pack-tokens" in extra_args:
+        return "ort"
+    for arg in extra_args:
+        if arg.startswith("--passes=") and "octet-pack-tokens" not in arg:
+            return "ort"
+    return "zero"
+
+
+def run_and_compare(label, model, sets_dir, expected, masks, octetc, out_dir, out_rows,
+                    extra_args=()):
     """One `octetc run --input-sets` of `model`; a row per (set, output) into out_rows."""
     start = time.time()
     proc = subprocess.run([octetc, "run", model, "--input-sets", sets_dir, "--output", out_dir,
@@ -120,6 +140,7 @@ def run_and_compare(label, model, sets_dir, expected, octetc, out_dir, out_rows,
         out_rows.append((label, "all", "-", "-", "FAIL: octetc: " + (message[-1] if message else "?")))
         return False
     ok = True
+    padding = padding_mode(extra_args)
     for set_name, outputs in expected.items():
         for name, want in outputs.items():
             path = os.path.join(out_dir, set_name, name + ".npy")
@@ -133,20 +154,20 @@ def run_and_compare(label, model, sets_dir, expected, octetc, out_dir, out_rows,
                     got.dtype, got.shape, want.dtype, want.shape)))
                 ok = False
                 continue
-            diff = float(np.max(np.abs(got.astype(np.float64) - want.astype(np.float64)))) \
-                if want.size else 0.0
-            bound = TOLERANCE * max(1.0, float(np.max(np.abs(want))) if want.size else 1.0)
-            good = diff <= bound and not np.isnan(got).any()
+            mask = masks[set_name]
+            diff, problem = token_outputs.compare(got, want, mask, padding)
+            bound = TOLERANCE * token_outputs.scale_of(want, mask, padding)
+            good = problem is None and diff <= bound and not np.isnan(got).any()
             ok &= good
             out_rows.append((label, set_name, name, "%.2e" % diff,
-                             "ok" if good else "FAIL (bound %.1e)" % bound))
+                             "ok" if good else "FAIL (%s)" % (problem or "bound %.1e" % bound)))
     out_rows.append((label, "octetc", "", "%.1fs" % seconds, "compile + %d sets" % len(expected)))
     return ok
 
 
 def run_model(label, args, octetc, work, shapes, out_rows, extra_args=()):
-    model, sets_dir, expected = prepare_model(label, args, work, shapes)
-    return run_and_compare(label, model, sets_dir, expected, octetc,
+    model, sets_dir, expected, masks = prepare_model(label, args, work, shapes)
+    return run_and_compare(label, model, sets_dir, expected, masks, octetc,
                            os.path.join(work, label + ".outputs"), out_rows, extra_args)
 
 
@@ -169,12 +190,13 @@ def check_pass_prefixes(models, octetc, work, shapes, rows, extra_args=()):
     ok = True
     passes = None
     for label, model_args in models:
-        model, sets_dir, expected = prepare_model(label, model_args, work, shapes)
+        model, sets_dir, expected, masks = prepare_model(label, model_args, work, shapes)
         passes = passes or pipeline_passes(octetc, model)
         for count in range(len(passes) + 1):
             pipeline = ",".join(passes[:count]) or "none"
             stage = "+".join(["import"] + [p.replace("octet-", "") for p in passes[:count]])
-            ok &= run_and_compare(f"{label} [{count}: {stage}]", model, sets_dir, expected, octetc,
+            ok &= run_and_compare(f"{label} [{count}: {stage}]", model, sets_dir, expected, masks,
+                                  octetc,
                                   os.path.join(work, f"{label}.outputs.{count}"), rows,
                                   list(extra_args) + ["--passes=" + pipeline])
     return ok

@@ -204,6 +204,12 @@ static cl::opt<bool> runPrintIr("print-ir-after-all",
                                 cl::desc("Print the IR after import and after every pass"),
                                 cl::sub(runCommand), cl::sub(compileCommand),
                                 cl::cat(octetcCategory));
+static cl::opt<bool> runNoPackTokens(
+    "no-pack-tokens",
+    cl::desc("Compute every position of a padded batch, as ONNX Runtime does (default: the "
+             "layers skip padding tokens and padding positions of token-wise outputs are 0; "
+             "docs/padding-free.md)"),
+    cl::sub(runCommand), cl::sub(compileCommand), cl::cat(octetcCategory));
 static cl::opt<bool> runExplainFusion(
     "explain-fusion",
     cl::desc("List every attention, LayerNorm and GELU block that was not fused, with its ONNX "
@@ -748,6 +754,7 @@ static bool compileOptionsFromFlags(octet::CompileOptions &options) {
   options.calibrationSamples = runCalib;
   options.calibrationPercentile = runCalibPercentile;
   options.smoothquant = !runNoSmooth;
+  options.packTokens = !runNoPackTokens;
   options.smoothquantAlpha = runSmoothAlpha;
   if (runNoSmooth && runSmoothAlpha.getNumOccurrences()) {
     llvm::errs() << "error: --smoothquant-alpha and --no-smoothquant exclude each other\n";
@@ -770,7 +777,8 @@ static bool compileOptionsFromFlags(octet::CompileOptions &options) {
 static const std::initializer_list<cl::Option *> compileFlags = {
     &runGemm, &runIsa, &runPasses, &runInt8, &runCalib,
     &runSmoothAlpha, &runNoSmooth, &runCalibPercentile, &runPrintIr,
-    &runTarget, &runAutotune, &runPrintKernelChoices, &runExplainFusion, &runPrecision};
+    &runTarget, &runAutotune, &runPrintKernelChoices, &runExplainFusion, &runPrecision,
+    &runNoPackTokens};
 
 /// Whether `path` starts with the ELF magic (a model.so rather than ONNX).
 /// Only a regular file is read (opened without blocking: a FIFO never makes
