@@ -8,7 +8,7 @@ neighbour in the same process).
       time SHAPE REPEAT           -> "ok <ms> <ms> ..." REPEAT timed runs
       out SHAPE                   -> "ok <path>"      the first output saved as .npy
       quit
-Engines: octet-int8, octet-fp32, octet-bf16 (system python, the package of this checkout), ort-fp32, ort-int8-static,
+Engines: octet-int8, octet-int8-padded, octet-fp32, octet-bf16 (system python, the package of this checkout), ort-fp32, ort-int8-static,
 ort-int8-dynamic, ov-int8, ov-default, torch-int8 (peers venv). Files in WORK: model.onnx (FP32 BERT-base),
 calib/setNNN/*.npy (calibration batches), qdq.onnx, dynamic.onnx, SHAPE.npz (feeds).
 """
@@ -70,9 +70,11 @@ class Octet:
         import octet
         self.version = "octet (this checkout)"
         path = os.path.join(work, "model.onnx")
-        if engine == "octet-int8":
+        if engine in ("octet-int8", "octet-int8-padded"):
+            # -padded: every padding token computed (pack_tokens off, docs/padding-free.md).
             self.model = octet.compile(path, int8="static", calibration=os.path.join(work, "calib"),
-                                       progress=False)
+                                       progress=False,
+                                       options={"pack_tokens": "off"} if engine.endswith("padded") else None)
         else:
             self.model = octet.compile(path, precision="bf16" if engine == "octet-bf16" else None,
                                        progress=False)

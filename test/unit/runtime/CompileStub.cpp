@@ -20,6 +20,9 @@ static rt::Status stubCompile(const std::string &what, const CompileOptions &opt
   return rt::Status::error(what + ": not a valid ONNX model");
 }
 
+// The C API checks settings before compiling; the stub accepts every one.
+rt::Status validateCompileOptions(const CompileOptions &) { return rt::Status(); }
+
 rt::Status compileOnnxFile(const std::string &path, const CompileOptions &options,
                            std::unique_ptr<rt::Plan> &plan) {
   return stubCompile(path, options);

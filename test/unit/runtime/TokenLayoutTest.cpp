@@ -1,0 +1,240 @@
+//===- TokenLayoutTest.cpp - padding-free batches in the runtime ----------===//
+//
+// computeTokenLayout on hand-made masks (every mode and the checks that
+// refuse packing), and a hand-built Plan: token_layout → pack_tokens → a row
+// step → unpack_tokens, where the executor must re-evaluate the packed dims
+// so that the row step sees [1, real tokens] (docs/padding-free.md).
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/Executor.h"
+#include "runtime/Steps.h"
+#include "runtime/TokenLayout.h"
+#include "TestPlans.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+namespace octet::rt {
+namespace {
+
+/// An additive [B, 1, 1, S] mask from per-row lengths (right padding), fill -1e4 · (1 - m).
+std::vector<float> keyPadding(const std::vector<int64_t> &lengths, int64_t seq, float fill) {
+  std::vector<float> mask(lengths.size() * seq, 0.0f);
+  for (size_t b = 0; b < lengths.size(); ++b)
+    for (int64_t s = lengths[b]; s < seq; ++s)
+      mask[b * seq + s] = fill;
+  return mask;
+}
+
+MaskView broadcastRows(const std::vector<float> &mask, int64_t seq) {
+  MaskView view;
+  view.data = mask.data();
+  view.strideBatch = seq;
+  view.strideKey = 1;
+  return view;
+}
+
+std::vector<int64_t> layoutOf(const std::vector<MaskView> &masks, int64_t batch, int64_t seq) {
+  std::vector<int64_t> layout(tokenLayoutSize(batch, seq), -7);
+  computeTokenLayout(masks, batch, seq, layout.data());
+  return layout;
+}
+
+TEST(TokenLayout, KeyPaddingPacksRealTokensInOrder) {
+  const int64_t seq = 5;
+  std::vector<float> mask = keyPadding({5, 1, 0, 3}, seq, -10000.0f);
+  std::vector<int64_t> layout = layoutOf({broadcastRows(mask, seq)}, 4, seq);
+  TokenLayoutView view(layout.data());
+  EXPECT_EQ(view.mode(), TokenMode::Packed);
+  EXPECT_EQ(view.rows(), 9);
+  EXPECT_EQ(std::vector<int64_t>(view.offsets(), view.offsets() + 5),
+            (std::vector<int64_t>{0, 5, 6, 6, 9}));
+  EXPECT_EQ(view.rowOf()[5], 5);      // row 1, token 0
+  EXPECT_EQ(view.rowOf()[6], -1);     // row 1, padding
+  EXPECT_EQ(view.rowOf()[3 * 5 + 2], 8);
+  EXPECT_EQ(view.rowOf()[2 * 5 + 0], -1); // a fully padded row has no rows
+}
+
+TEST(TokenLayout, FillsAndFourDimMasks) {
+  const int64_t seq = 4;
+  for (float fill : {-std::numeric_limits<float>::infinity(), std::numeric_limits<float>::lowest(),
+                     -1e9f}) {
+    std::vector<float> mask = keyPadding({2, 4}, seq, fill);
+    EXPECT_EQ(TokenLayoutView(layoutOf({broadcastRows(mask, seq)}, 2, seq).data()).mode(),
+              TokenMode::Packed);
+  }
+  // [B, 1, S, S] with padded queries masked too (their rows are not read).
+  std::vector<float> full(2 * seq * seq, 0.0f);
+  const int64_t lengths[2] = {3, 4};
+  for (int64_t b = 0; b < 2; ++b)
+    for (int64_t i = 0; i < seq; ++i)
+      for (int64_t j = 0; j < seq; ++j)
+        if (j >= lengths[b] || i >= lengths[b])
+          full[(b * seq + i) * seq + j] = -1e30f;
+  MaskView view;
+  view.data = full.data();
+  view.strideBatch = seq * seq, view.strideQuery = seq, view.strideKey = 1;
+  std::vector<int64_t> values = layoutOf({view}, 2, seq);
+  TokenLayoutView layout(values.data());
+  EXPECT_EQ(layout.mode(), TokenMode::Packed);
+  EXPECT_EQ(layout.rows(), 7);
+}
+
+TEST(TokenLayout, NoPaddingOrNoRealTokenKeepsRows) {
+  const int64_t seq = 3;
+  std::vector<float> none = keyPadding({3, 3}, seq, -1e4f);
+  std::vector<int64_t> layout = layoutOf({broadcastRows(none, seq)}, 2, seq);
+  EXPECT_EQ(TokenLayoutView(layout.data()).mode(), TokenMode::KeyPadding);
+  std::vector<float> all = keyPadding({0, 0}, seq, -1e4f);
+  layout = layoutOf({broadcastRows(all, seq)}, 2, seq);
+  TokenLayoutView view(layout.data());
+  EXPECT_EQ(view.mode(), TokenMode::KeyPadding);
+  EXPECT_EQ(view.rowOf()[0], -1); // unpacking zeroes it
+}
+
+TEST(TokenLayout, BiasOnRealKeysIsNotPacked) {
+  // MPNet-like: a relative position bias plus key padding.
+  const int64_t seq = 4;
+  std::vector<float> mask = keyPadding({2, 4}, seq, -1e4f);
+  std::vector<float> full(2 * seq * seq);
+  for (int64_t b = 0; b < 2; ++b)
+    for (int64_t i = 0; i < seq; ++i)
+      for (int64_t j = 0; j < seq; ++j)
+        full[(b * seq + i) * seq + j] = mask[b * seq + j] + 0.25f * float(i - j);
+  MaskView view;
+  view.data = full.data();
+  view.strideBatch = seq * seq, view.strideQuery = seq, view.strideKey = 1;
+  std::vector<int64_t> layout = layoutOf({view}, 2, seq);
+  TokenLayoutView result(layout.data());
+  EXPECT_EQ(result.mode(), TokenMode::KeyPadding);
+  EXPECT_EQ(result.rowOf()[2], -1);
+  EXPECT_EQ(result.rowOf()[1], 1);
+}
+
+TEST(TokenLayout, OtherMasksAreLeftAlone) {
+  const int64_t seq = 3;
+  // Causal: key j > i masked on real rows, although every key is real somewhere.
+  std::vector<float> causal(seq * seq, 0.0f);
+  for (int64_t i = 0; i < seq; ++i)
+    for (int64_t j = i + 1; j < seq; ++j)
+      causal[i * seq + j] = -1e9f;
+  MaskView view;
+  view.data = causal.data();
+  view.strideQuery = seq, view.strideKey = 1;
+  EXPECT_EQ(TokenLayoutView(layoutOf({view}, 1, seq).data()).mode(), TokenMode::Padded);
+  // A small negative value does not mask: a bias on a real key (not packed, no padding).
+  std::vector<float> soft = keyPadding({2}, seq, -5.0f);
+  std::vector<int64_t> biased = layoutOf({broadcastRows(soft, seq)}, 1, seq);
+  EXPECT_EQ(TokenLayoutView(biased.data()).mode(), TokenMode::KeyPadding);
+  EXPECT_EQ(TokenLayoutView(biased.data()).rowOf()[2], 2);
+  // NaN, and two masks that disagree.
+  std::vector<float> nan = keyPadding({2}, seq, std::nanf(""));
+  EXPECT_EQ(TokenLayoutView(layoutOf({broadcastRows(nan, seq)}, 1, seq).data()).mode(),
+            TokenMode::Padded);
+  std::vector<float> a = keyPadding({2}, seq, -1e4f), b = keyPadding({1}, seq, -1e4f);
+  EXPECT_EQ(TokenLayoutView(layoutOf({broadcastRows(a, seq), broadcastRows(b, seq)}, 1, seq)
+                                .data())
+                .mode(),
+            TokenMode::Padded);
+}
+
+/// token_layout(mask) → pack(x) → +1 → unpack, on [B, S, 2] inputs.
+struct PackPlan {
+  Plan plan;
+  PackPlan() {
+    Scalar batch, seq, packed;
+    batch.kind = seq.kind = Scalar::Kind::InputDim;
+    batch.input = seq.input = 0, batch.dim = 0, seq.dim = 1;
+    plan.scalars = {batch, seq};
+    auto constant = [&](int64_t v) {
+      Scalar s;
+      s.value = v;
+      plan.scalars.push_back(s);
+      return ScalarId(plan.scalars.size() - 1);
+    };
+    ScalarId one = constant(1), two = constant(2), five = constant(5);
+    auto arith = [&](Scalar::Kind kind, ScalarId a, ScalarId b) {
+      Scalar s;
+      s.kind = kind, s.a = a, s.b = b;
+      plan.scalars.push_back(s);
+      return ScalarId(plan.scalars.size() - 1);
+    };
+    ScalarId layoutSize = arith(Scalar::Kind::Add, five,
+                                arith(Scalar::Kind::Add, 0, arith(Scalar::Kind::Mul, 0, 1)));
+    packed.kind = Scalar::Kind::PackedDim;
+    packed.a = 0, packed.dim = 0;
+    plan.scalars.push_back(packed);
+    ScalarId packedBatch = ScalarId(plan.scalars.size() - 1);
+    packed.a = 1, packed.dim = 1;
+    plan.scalars.push_back(packed);
+    ScalarId packedSeq = ScalarId(plan.scalars.size() - 1);
+    auto tensor = [&](DType dtype, std::vector<ScalarId> shape, Storage storage, int index) {
+      TensorInfo t;
+      t.dtype = dtype, t.shape = std::move(shape), t.storage = storage, t.index = index;
+      plan.tensors.push_back(t);
+      return TensorId(plan.tensors.size() - 1);
+    };
+    auto slot = [&](std::vector<ScalarId> shape, DType dtype) {
+      ScalarId bytes = dtype == DType::I64 ? arith(Scalar::Kind::Mul, shape[0], constant(8))
+                                           : arith(Scalar::Kind::Mul,
+                                                   arith(Scalar::Kind::Mul, shape[0], shape[1]),
+                                                   constant(8));
+      plan.arenaSlots.push_back(bytes);
+      return tensor(dtype, shape, Storage::Arena, int(plan.arenaSlots.size() - 1));
+    };
+    x = tensor(DType::F32, {0, 1, two}, Storage::Input, 0);
+    mask = tensor(DType::F32, {0, one, one, 1}, Storage::Input, 1);
+    out = tensor(DType::F32, {0, 1, two}, Storage::Output, 0);
+    layout = slot({layoutSize}, DType::I64);
+    // Slots sized for the padded batch; packed tensors must fit them.
+    packedX = slot({0, 1, two}, DType::F32);
+    plan.tensors[packedX].shape = {packedBatch, packedSeq, two};
+    plusOne = slot({0, 1, two}, DType::F32);
+    plan.tensors[plusOne].shape = {packedBatch, packedSeq, two};
+    IoInfo in0{"x", DType::F32, {-1, -1, 2}, {}, x}, in1{"mask", DType::F32, {-1, 1, 1, -1}, {}, mask};
+    plan.inputs = {in0, in1};
+    plan.outputs = {IoInfo{"out", DType::F32, {-1, -1, 2}, {}, out}};
+    plan.steps.push_back(makeTokenLayout({mask}, 0, 1, layout));
+    plan.steps.push_back(makePackTokens(x, layout, packedX));
+    auto add = std::make_unique<test::AddConstantStep>(1.0f);
+    add->inputs = {packedX};
+    add->outputs = {plusOne};
+    plan.steps.push_back(std::move(add));
+    plan.steps.push_back(makeUnpackTokens(plusOne, layout, out));
+  }
+  TensorId x, mask, out, layout, packedX, plusOne;
+};
+
+TEST(TokenLayout, ExecutorRunsRowStepsOnPackedRows) {
+  PackPlan p;
+  ASSERT_TRUE(validatePlan(p.plan).ok());
+  const int64_t batch = 3, seq = 4;
+  std::vector<float> x(batch * seq * 2), mask = keyPadding({4, 1, 2}, seq, -1e4f);
+  for (size_t i = 0; i < x.size(); ++i)
+    x[i] = float(i);
+  std::vector<RunTensor> inputs(2), outputs(1);
+  inputs[0].data = x.data(), inputs[0].dtype = DType::F32, inputs[0].rank = 3;
+  inputs[0].dims[0] = batch, inputs[0].dims[1] = seq, inputs[0].dims[2] = 2;
+  inputs[1].data = mask.data(), inputs[1].dtype = DType::F32, inputs[1].rank = 4;
+  inputs[1].dims[0] = batch, inputs[1].dims[1] = 1, inputs[1].dims[2] = 1, inputs[1].dims[3] = seq;
+  RunProfile profile;
+  Status status = execute(p.plan, inputs, outputs, nullptr, &profile);
+  ASSERT_TRUE(status.ok()) << status.message();
+  // The row step saw the 7 real tokens only.
+  EXPECT_NE(profile.stepWork[2].shapes.find("[1, 7, 2]"), std::string::npos)
+      << profile.stepWork[2].shapes;
+  const float *out = static_cast<const float *>(outputs[0].data);
+  const int64_t lengths[3] = {4, 1, 2};
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t s = 0; s < seq; ++s)
+      for (int64_t c = 0; c < 2; ++c) {
+        int64_t i = (b * seq + s) * 2 + c;
+        EXPECT_EQ(out[i], s < lengths[b] ? x[i] + 1.0f : 0.0f) << b << "," << s << "," << c;
+      }
+  std::free(outputs[0].data);
+}
+
+} // namespace
+} // namespace octet::rt
