@@ -111,8 +111,11 @@ class Worker:
         self.proc.wait(timeout=30)
 
 
-def cosine(a, b):
-    a, b = a.reshape(-1, a.shape[-1]).astype(np.float64), b.reshape(-1, b.shape[-1]).astype(np.float64)
+def cosine(a, b, mask):
+    """Mean per-token cosine over the real tokens (padding positions are meaningless: Octet
+    returns 0 there, docs/padding-free.md)."""
+    real = mask.reshape(-1) != 0
+    a, b = a.reshape(-1, a.shape[-1]).astype(np.float64)[real], b.reshape(-1, b.shape[-1]).astype(np.float64)[real]
     c = np.sum(a * b, axis=1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1) + 1e-30)
     return float(np.mean(c))
 
@@ -217,7 +220,9 @@ def main():
                     times[e] += [float(t) for t in workers[e].ask("time", shape, args.repeat)]
             medians[shape] = {e: statistics.median(v) for e, v in times.items()}
             ref = np.load(workers["ort-fp32"].ask("out", shape)[0])
-            cosines[shape] = {e: cosine(np.load(workers[e].ask("out", shape)[0]), ref) for e in engines}
+            mask = all_feeds[shape]["attention_mask"]
+            cosines[shape] = {e: cosine(np.load(workers[e].ask("out", shape)[0]), ref, mask)
+                              for e in engines}
             print(f"{shape} ({info[shape]}): " + ", ".join(f"{e} {m:.1f} ms" for e, m in medians[shape].items()),
                   flush=True)
     finally:
@@ -246,7 +251,7 @@ def main():
         if base is not None:
             cells += [f"{m[base] / m[e]:.2f}x" for e in peer_cols]
         print(f"| {shape} ({info[shape]}) | " + " | ".join(cells) + " |")
-    print("\ncosine to ORT FP32 (mean over tokens, padding included):")
+    print("\ncosine to ORT FP32 (mean over real tokens):")
     for shape in shapes:
         print(f"  {shape}: " + ", ".join(f"{e} {c:.5f}" for e, c in cosines[shape].items() if e != "ort-fp32"))
 
