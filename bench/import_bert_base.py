@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
 """Import time and peak memory of a 420 MB FP32 BERT-base, against ONNX Runtime loading
-the same file in the same run.
+the same file in the same run; with --compile, also the peak memory of a whole JIT compile
+(import, passes, Plan; `octetc run` of one 1 x 8 batch) in FP32, INT8 dynamic and INT8
+static (calibration on its default generated samples).
 
-Targets (issue: foundation): peak resident memory < 1.5x the file size, time < 2 s.
+Targets: import (issue: foundation) peak resident memory < 1.5x the file size, time < 2 s;
+JIT compile (issue 18) FP32 and INT8 dynamic <= 1.5x the file size.
 Each measurement is a fresh process; peak RSS is the child's ru_maxrss.
 
-  python3 bench/import_bert_base.py --octetc build/tools/octetc/octetc [--repeat 3]
+  python3 bench/import_bert_base.py --octetc build/tools/octetc/octetc [--repeat 3] [--compile]
 """
 import argparse
 import os
@@ -37,6 +40,8 @@ def main():
     ap.add_argument("--octetc", default=os.path.join(ROOT, "build/tools/octetc/octetc"))
     ap.add_argument("--model", help="BERT-base .onnx (generated when absent)")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--compile", action="store_true",
+                    help="also measure JIT compiles (FP32, INT8 dynamic, INT8 static; once each)")
     args = ap.parse_args()
 
     model = args.model or os.path.join(tempfile.gettempdir(), "octet-bench-bert-base.onnx")
@@ -65,6 +70,18 @@ def main():
     print(f"octet/onnxruntime: time {octet_wall / ort_wall:.2f}x, peak RSS {octet_rss / ort_rss:.2f}x")
     ok = octet_rss < 1.5 * size and octet_wall < 2.0
     print(f"targets (RSS < 1.5x file, time < 2 s): {'met' if ok else 'NOT met'}")
+    if args.compile:
+        print(f"\n{'JIT compile + one 1x8 run (octetc run)':40s} {'time s':>8s} {'peak RSS MiB':>13s} "
+              f"{'RSS/file':>9s}")
+        run = [args.octetc, "run", model, "--batch", "1", "--seq", "8", "--repeat", "1",
+               "--warmup", "0"]
+        for mode, target in (("none", 1.5), ("dynamic", 1.5), ("static", None)):
+            wall, rss = run_measured(run + [f"--int8={mode}"])
+            name = {"none": "FP32", "dynamic": "INT8 dynamic", "static": "INT8 static"}[mode]
+            met = target is None or rss <= target * size
+            ok = ok and met
+            note = "" if target is None else f"  (target <= {target}x: {'met' if met else 'NOT met'})"
+            print(f"{name:40s} {wall:8.2f} {rss / 2**20:13.0f} {rss / size:9.2f}{note}")
     return 0 if ok else 1
 
 

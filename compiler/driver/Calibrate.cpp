@@ -174,7 +174,9 @@ rt::Status octet::calibrateModule(ModuleOp module, const CompileOptions &options
   fn.addPass(createOctetPlanMemory());
   if (failed(pm.run(*clone)))
     return rt::Status::error("calibration: the FP32 pipeline failed on the instrumented model");
-  FailureOr<std::unique_ptr<rt::Plan>> built = buildPlan(cloneMain, options.kernels);
+  // The module goes on to quantization: the instrumented Plan reads its weights in place.
+  FailureOr<std::unique_ptr<rt::Plan>> built =
+      buildPlan(cloneMain, options.kernels, PlanConstants::Borrow);
   if (failed(built))
     return rt::Status::error("calibration: cannot build the instrumented execution plan");
   const rt::Plan &plan = **built;

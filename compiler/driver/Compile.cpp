@@ -1,8 +1,10 @@
 //===- Compile.cpp - ONNX to a runnable Plan ------------------------------===//
 //
 // import → FP32 pipeline → PlanBuilder, in one MLIRContext that dies on
-// return (the Plan owns copies of the weights). Diagnostics are collected as
-// "file:node: message" lines into the returned Status.
+// return (the Plan has taken the weights it keeps). Blobs a pass replaced are
+// freed after it, so the compile holds about one version of the weights.
+// Diagnostics are collected as "file:node: message" lines into the returned
+// Status.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/driver/Compile.h"
@@ -10,6 +12,7 @@
 #include "compiler/driver/Calibrate.h"
 #include "compiler/driver/PlanBuilder.h"
 #include "compiler/passes/Passes.h"
+#include "compiler/passes/ResourceBlobs.h"
 #include "compiler/codegen/x86/KernelGenerator.h"
 #include "runtime/KernelSelection.h"
 #include "frontends/onnx/Importer.h"
@@ -101,6 +104,22 @@ private:
   octet::FusionReport &report_;
 };
 
+/// Frees the blobs a pass replaced (octet::releaseUnusedBlobs) after it.
+class ReleaseUnusedBlobs : public PassInstrumentation {
+public:
+  void runAfterPass(Pass *, Operation *op) override {
+    auto module = dyn_cast<ModuleOp>(op);
+    if (!module) {
+      // A function pass: other functions' passes may run on other threads
+      // meanwhile; the module-level adaptor's turn comes after them.
+      module = op->getParentOfType<ModuleOp>();
+      if (!module || !llvm::hasSingleElement(module.getOps<func::FuncOp>()))
+        return;
+    }
+    octet::releaseUnusedBlobs(module);
+  }
+};
+
 /// The FP32 pipeline's function passes as text ("octet-cleanup,..."), for messages.
 std::string fp32PassNames(MLIRContext &ctx) {
   PassManager pm(&ctx, ModuleOp::getOperationName());
@@ -160,6 +179,7 @@ rt::Status runPasses(MLIRContext &ctx, ModuleOp module, const octet::CompileOpti
   PassManager pm(&ctx, ModuleOp::getOperationName());
   if (rt::Status built = build(pm); !built.ok())
     return built;
+  pm.addInstrumentation(std::make_unique<ReleaseUnusedBlobs>());
   if (options.fusionReport)
     pm.addInstrumentation(std::make_unique<FusionReportAfterRecognize>(*options.fusionReport));
   if (options.irAfterPass) {
@@ -256,7 +276,11 @@ rt::Status compileModule(MLIRContext &ctx, OwningOpRef<ModuleOp> module,
   std::optional<octet::x86::KernelCodeCapture> capture;
   if (image)
     capture.emplace();
-  FailureOr<std::unique_ptr<rt::Plan>> built = octet::buildPlan(main, options.kernels);
+  // The module is done with after this: the Plan takes its weights. An AOT
+  // image is written from the Plan, so weights steps packed stay until then.
+  FailureOr<std::unique_ptr<rt::Plan>> built =
+      octet::buildPlan(main, options.kernels,
+                       image ? octet::PlanConstants::TakeForImage : octet::PlanConstants::Take);
   if (failed(built))
     return failure("cannot build the execution plan");
   plan = std::move(*built);

@@ -7,7 +7,8 @@
 //    are constants, dynamic ones come from the op's shape rule (or from the
 //    dim's traced source, which is provably the same size);
 //  - storage: function args are inputs, returned values outputs, octet.constant
-//    constants (their bytes copied into the Plan), reshape/slice/expand/
+//    constants (large resource blobs taken from the module or borrowed,
+//    PlanConstants; the rest copied into the Plan), reshape/slice/expand/
 //    transpose without a slot are views composed onto their base, and the rest
 //    live in the arena slot octet-plan-memory chose (or one of their own);
 //  - each op becomes a step (runtime/Steps.h), with copies in front of the
@@ -26,6 +27,8 @@
 #include "mlir/IR/DialectResourceBlobManager.h"
 #include "mlir/IR/Location.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <cstdlib>
@@ -102,8 +105,9 @@ std::shared_ptr<void> allocateAligned(size_t bytes) {
 
 class PlanWalker {
 public:
-  PlanWalker(func::FuncOp func, const rt::KernelOptions &options)
-      : func_(func), options_(options), plan_(std::make_unique<rt::Plan>()) {}
+  PlanWalker(func::FuncOp func, const rt::KernelOptions &options, octet::PlanConstants constants)
+      : func_(func), options_(options), constantsMode_(constants),
+        plan_(std::make_unique<rt::Plan>()) {}
 
   FailureOr<std::unique_ptr<rt::Plan>> build();
 
@@ -156,6 +160,13 @@ private:
   /// A constant's bytes valid only while the Plan is built (the MLIR blob itself when it
   /// is an aligned resource): for data a step copies at build time, e.g. GEMM weights.
   FailureOr<const void *> transientConstantBytes(Operation *user, Value v);
+  /// A constant's blob bytes without a copy (taken or borrowed, as
+  /// constantsMode_ says), or null where they must be copied.
+  const void *shareBlob(AsmResourceBlob &blob, size_t elementBytes);
+  /// Take: counts the uses of each blob's constants (releaseUsedBlobs' start).
+  void countBlobUses();
+  /// Take: after `op` is built, releases the module's blobs it used last.
+  void releaseUsedBlobs(Operation *op);
   FailureOr<TensorId> resultTensor(Operation *op, Value result, std::vector<ScalarId> shape);
   /// The arena slot octet-plan-memory gave result `resultIndex` of `op` (-1: none).
   int64_t slotOf(Operation *op, unsigned resultIndex = 0) const;
@@ -190,7 +201,13 @@ private:
 
   func::FuncOp func_;
   const rt::KernelOptions &options_;
+  const octet::PlanConstants constantsMode_;
   std::unique_ptr<rt::Plan> plan_;
+  /// Blob bytes shareBlob gave out: a second constant on the same blob (a
+  /// reshaped view) gets a copy, so each constant stays its own range.
+  llvm::DenseSet<const void *> sharedBlobs_;
+  /// Take: uses of each blob's constants whose ops are not built yet.
+  DenseMap<DialectResourceBlobManager::BlobEntry *, int64_t> pendingBlobUses_;
   std::map<
       std::tuple<int, int64_t, int32_t, int32_t, ScalarId, ScalarId, ScalarId, int, std::string>,
       ScalarId>
@@ -467,12 +484,17 @@ FailureOr<const void *> PlanWalker::constantBytes(Operation *user, Value v) {
            failure();
   size_t elementBytes = rt::dtypeBytes(*dtype), count = size_t(type.getNumElements());
   size_t bytes = elementBytes * count;
-  std::shared_ptr<void> memory = allocateAligned(bytes);
-  if (!memory)
-    return constantOp.emitError() << "cannot allocate " << bytes << " bytes for the constant",
-           failure();
-  char *out = static_cast<char *>(memory.get());
   Attribute value = constantOp.getValue();
+  // Allocated once the bytes are known to need a copy.
+  std::shared_ptr<void> memory;
+  char *out = nullptr;
+  auto allocate = [&]() -> LogicalResult {
+    memory = allocateAligned(bytes);
+    if (!memory)
+      return constantOp.emitError() << "cannot allocate " << bytes << " bytes for the constant";
+    out = static_cast<char *>(memory.get());
+    return success();
+  };
   if (auto resource = dyn_cast<DenseResourceElementsAttr>(value)) {
     AsmResourceBlob *blob = resource.getRawHandle().getBlob();
     if (!blob)
@@ -485,8 +507,17 @@ FailureOr<const void *> PlanWalker::constantBytes(Operation *user, Value v) {
                  << "constant '" << resource.getRawHandle().getKey() << "' holds " << data.size()
                  << " bytes, its type " << type << " needs " << bytes,
              failure();
+    if (const void *shared = shareBlob(*blob, elementBytes)) {
+      plan_->constants.push_back({shared, bytes});
+      constantData_[v] = shared;
+      return shared;
+    }
+    if (failed(allocate()))
+      return failure();
     std::memcpy(out, data.data(), bytes);
   } else if (auto dense = dyn_cast<DenseElementsAttr>(value)) {
+    if (failed(allocate()))
+      return failure();
     if (type.getElementType().isInteger(1)) {
       size_t i = 0;
       for (bool b : dense.getValues<bool>())
@@ -536,6 +567,64 @@ FailureOr<const void *> PlanWalker::transientConstantBytes(Operation *user, Valu
         }
       }
   return constantBytes(user, v);
+}
+
+const void *PlanWalker::shareBlob(AsmResourceBlob &blob, size_t elementBytes) {
+  // Small constants are copied: they cost little, and the copy is 64-byte
+  // aligned. A large one is read with unaligned loads, so its element's
+  // alignment is enough (the importer's blobs are protobuf's buffers).
+  constexpr size_t kShareMinBytes = 64 * 1024;
+  ArrayRef<char> data = blob.getData();
+  if (data.size() < kShareMinBytes ||
+      reinterpret_cast<uintptr_t>(data.data()) % elementBytes != 0 ||
+      !sharedBlobs_.insert(data.data()).second)
+    return nullptr;
+  if (constantsMode_ != octet::PlanConstants::Borrow) {
+    // The Plan takes the blob's buffer (and its deleter); the module keeps a
+    // view of it for the ops still to be built, as long as the Plan lives.
+    auto owner = std::make_shared<AsmResourceBlob>(std::move(blob));
+    blob = UnmanagedAsmResourceBlob::allocateWithAlign(owner->getData(), owner->getDataAlignment());
+    plan_->keepAlive.push_back(std::shared_ptr<const void>(owner, owner->getData().data()));
+  }
+  return data.data();
+}
+
+/// The blob entry of a resource constant, or null.
+static DialectResourceBlobManager::BlobEntry *blobEntryOf(Value v) {
+  auto constantOp = v.getDefiningOp<octet::ConstantOp>();
+  auto resource = constantOp ? dyn_cast<DenseResourceElementsAttr>(constantOp.getValue())
+                             : DenseResourceElementsAttr();
+  return resource ? resource.getRawHandle().getResource() : nullptr;
+}
+
+void PlanWalker::countBlobUses() {
+  func_.walk([&](octet::ConstantOp constantOp) {
+    if (auto *entry = blobEntryOf(constantOp.getResult()))
+      pendingBlobUses_[entry] += std::distance(constantOp->use_begin(), constantOp->use_end());
+  });
+}
+
+void PlanWalker::releaseUsedBlobs(Operation *op) {
+  // Uses inside regions, or by the return (whose outputs are bound after the
+  // walk), are never counted down: their blobs stay.
+  if (constantsMode_ != octet::PlanConstants::Take || op->hasTrait<OpTrait::IsTerminator>())
+    return;
+  for (Value operand : op->getOperands()) {
+    auto *entry = blobEntryOf(operand);
+    auto pending = entry ? pendingBlobUses_.find(entry) : pendingBlobUses_.end();
+    if (pending == pendingBlobUses_.end() || --pending->second > 0)
+      continue;
+    AsmResourceBlob *blob = entry->getBlob();
+    if (!blob)
+      continue;
+    // A blob the Plan took is only a view here; any other (a weight that
+    // steps packed) is freed now, and the ranges that pointed into it go.
+    const void *data = blob->getData().data();
+    if (!sharedBlobs_.contains(data))
+      llvm::erase_if(plan_->constants,
+                     [&](const rt::ConstantRange &range) { return range.data == data; });
+    entry->setBlob(AsmResourceBlob());
+  }
 }
 
 FailureOr<TensorId> PlanWalker::tensorFor(Operation *op, Value v) {
@@ -671,7 +760,15 @@ FailureOr<std::vector<ScalarId>> PlanWalker::resultShape(Operation *op, Value re
   using K = Scalar::Kind;
   auto type = cast<RankedTensorType>(result.getType());
   int64_t rank = type.getRank();
-  FailureOr<std::vector<TensorId>> operandsOr = tensorOperands(op);
+  // An f32 linear's shape is its input's: its weight, which the step packs or
+  // reorders, gets no tensor (the Plan would keep an unused copy).
+  FailureOr<std::vector<TensorId>> operandsOr = failure();
+  if (isa<octet::LinearOp, octet::FusedLinearOp>(op)) {
+    if (FailureOr<TensorId> input = tensorFor(op, op->getOperand(0)); succeeded(input))
+      operandsOr = std::vector<TensorId>{*input};
+  } else {
+    operandsOr = tensorOperands(op);
+  }
   if (failed(operandsOr))
     return failure();
   const std::vector<TensorId> &operands = *operandsOr;
@@ -1717,9 +1814,13 @@ FailureOr<std::unique_ptr<rt::Plan>> PlanWalker::build() {
   outputTaken_.assign(ret.getNumOperands(), false);
   if (failed(setUpInputs()))
     return failure();
-  for (Operation &op : block)
+  if (constantsMode_ == octet::PlanConstants::Take)
+    countBlobUses();
+  for (Operation &op : block) {
     if (failed(visit(&op)))
       return failure();
+    releaseUsedBlobs(&op);
+  }
   if (failed(finishOutputs()))
     return failure();
   for (ScalarId &size : plan_->arenaSlots)
@@ -1818,6 +1919,7 @@ FailureOr<rt::ElementwiseProgram> octet::programFromRegion(Region &region) {
 }
 
 FailureOr<std::unique_ptr<rt::Plan>> octet::buildPlan(func::FuncOp func,
-                                                      const rt::KernelOptions &options) {
-  return PlanWalker(func, options).build();
+                                                      const rt::KernelOptions &options,
+                                                      PlanConstants constants) {
+  return PlanWalker(func, options, constants).build();
 }

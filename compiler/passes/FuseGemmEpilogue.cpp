@@ -12,6 +12,7 @@
 #include "compiler/passes/ScalarOps.h"
 
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "compiler/passes/ResourceBlobs.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
@@ -159,7 +160,7 @@ void mergeSiblingLinears(func::FuncOp func) {
       // The data now lives in the merged constants only.
       for (Value old : {oldWeight, oldBias})
         if (old && old.use_empty())
-          old.getDefiningOp()->erase();
+          eraseReplacedConstant(old.getDefiningOp());
     }
   }
 }

@@ -11,6 +11,7 @@
 #include "compiler/passes/Passes.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
+#include "compiler/passes/ResourceBlobs.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
 
 #include "llvm/ADT/DenseMap.h"
@@ -28,23 +29,23 @@ using namespace octet;
 
 namespace {
 
-/// The bytes of a static-shape i8 constant: dense (splat expanded) or a
-/// resource blob; empty for anything else (an elided blob).
-std::vector<int8_t> constantBytes(ConstantOp constant, int64_t count) {
+/// The bytes of a static-shape i8 constant: a resource blob's in place, else
+/// a dense attribute's (splat expanded) in `storage`; empty for anything else
+/// (an elided blob).
+ArrayRef<int8_t> constantBytes(ConstantOp constant, int64_t count, std::vector<int8_t> &storage) {
   Attribute value = constant.getValue();
   if (auto resource = dyn_cast<DenseResourceElementsAttr>(value)) {
     AsmResourceBlob *blob = resource.getRawHandle().getBlob();
     if (!blob || int64_t(blob->getData().size()) != count)
       return {};
-    ArrayRef<char> data = blob->getData();
-    return std::vector<int8_t>(data.begin(), data.end());
+    return blob->getDataAs<int8_t>();
   }
   if (auto dense = dyn_cast<DenseIntElementsAttr>(value)) {
     if (dense.isSplat())
-      return std::vector<int8_t>(size_t(count), dense.getSplatValue<int8_t>());
-    ArrayRef<char> raw = dense.getRawData();
-    if (int64_t(raw.size()) == count)
-      return std::vector<int8_t>(raw.begin(), raw.end());
+      storage.assign(size_t(count), dense.getSplatValue<int8_t>());
+    else if (ArrayRef<char> raw = dense.getRawData(); int64_t(raw.size()) == count)
+      storage.assign(raw.begin(), raw.end());
+    return storage;
   }
   return {};
 }
@@ -81,27 +82,29 @@ struct OctetPackWeightsPass : octet::impl::OctetPackWeightsBase<OctetPackWeights
         const int64_t k = op.getK(), n = op.getN();
         if (k > kMaxU8S8K) // the runtime's exact reference loop takes it unpacked
           return;
-        std::vector<int8_t> weight = constantBytes(constant, type.getNumElements());
+        std::vector<int8_t> denseWeight;
+        ArrayRef<int8_t> weight = constantBytes(constant, type.getNumElements(), denseWeight);
         if (weight.empty())
           return;
         PackedWeightLayout layout =
             packedWeightLayout(packIsa, k, n, x86::gemm_blocking::panelWidth(n));
-        std::vector<int8_t> bytes(size_t(layout.bytes()));
+        // Packed straight into the new blob, 64-byte aligned as the kernels'
+        // panels like it (the Plan takes the blob as it is).
+        AsmResourceBlob blob = HeapAsmResourceBlob::allocate(size_t(layout.bytes()), 64);
+        auto *bytes = reinterpret_cast<int8_t *>(blob.getMutableData().data());
         std::vector<int32_t> colsum(static_cast<size_t>(n));
-        packWeight(layout, weight.data(), transposed ? WeightLayout::NK : WeightLayout::KN,
-                   bytes.data(), colsum.data());
+        packWeight(layout, weight.data(), transposed ? WeightLayout::NK : WeightLayout::KN, bytes,
+                   colsum.data());
 
         OpBuilder b(constant);
         auto packedType = RankedTensorType::get({layout.bytes()}, b.getI8Type());
         ElementsAttr data;
         if (auto resource = dyn_cast<DenseResourceElementsAttr>(constant.getValue()))
           data = DenseResourceElementsAttr::get(
-              packedType, (resource.getRawHandle().getKey() + ".packed").str(),
-              HeapAsmResourceBlob::allocateAndCopyWithAlign(
-                  ArrayRef<char>(reinterpret_cast<const char *>(bytes.data()), bytes.size()),
-                  alignof(int64_t)));
+              packedType, (resource.getRawHandle().getKey() + ".packed").str(), std::move(blob));
         else
-          data = DenseElementsAttr::get(packedType, ArrayRef<int8_t>(bytes));
+          data =
+              DenseElementsAttr::get(packedType, ArrayRef<int8_t>(bytes, size_t(layout.bytes())));
         Value packedWeight = ConstantOp::create(b, constant.getLoc(), data);
         NamedAttrList fields;
         fields.append("isa", b.getStringAttr(packIsaName(packIsa)));
@@ -122,7 +125,7 @@ struct OctetPackWeightsPass : octet::impl::OctetPackWeightsBase<OctetPackWeights
     });
     for (Operation *old : oldWeights)
       if (old->use_empty())
-        old->erase();
+        eraseReplacedConstant(old);
   }
 
   PackIsa packIsa = PackIsa::Avx512Vnni;

@@ -11,9 +11,9 @@
 #include "compiler/passes/QuantizationUtils.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
+#include "compiler/passes/ResourceBlobs.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
 #include "llvm/ADT/DenseSet.h"
-#include "llvm/ADT/SetVector.h"
 
 #include <algorithm>
 #include <cfloat>
@@ -72,7 +72,6 @@ struct OctetQuantizePass : octet::impl::OctetQuantizeBase<OctetQuantizePass> {
     func::FuncOp func = getOperation();
     IRRewriter rewriter(&getContext());
     weights.clear();
-    oldWeights.clear();
     // Linears in program order; the input of each not yet visited is
     // quantized once for all the linears reading it. (Inputs are taken as
     // they are then: a linear rewritten earlier may have produced one.)
@@ -91,9 +90,6 @@ struct OctetQuantizePass : octet::impl::OctetQuantizeBase<OctetQuantizePass> {
     // produces u8 directly.
     for (QLinearOp qlinear : qlinears)
       numRequantized += bool(foldRequantize(rewriter, qlinear));
-    for (Value old : oldWeights)
-      if (Operation *def = old.getDefiningOp(); def && def->use_empty())
-        rewriter.eraseOp(def);
   }
 
   /// Why `linear` stays FP32, or nothing when it can be quantized.
@@ -182,8 +178,12 @@ struct OctetQuantizePass : octet::impl::OctetQuantizeBase<OctetQuantizePass> {
         Block *body = rewriter.createBlock(&qlinear.getEpilogue(), {}, {f32}, {loc});
         YieldOp::create(rewriter, loc, body->getArgument(0));
       }
-      oldWeights.insert(linear.weight);
       rewriter.replaceOp(linear.op, qlinear.getResult());
+      // The f32 weight goes as soon as its last reader is quantized.
+      if (Operation *old = linear.weight.getDefiningOp(); old && old->use_empty()) {
+        weights.erase(linear.weight);
+        eraseReplacedConstant(old);
+      }
       qlinears.push_back(qlinear);
       ++numQuantized;
     }
@@ -280,7 +280,6 @@ struct OctetQuantizePass : octet::impl::OctetQuantizeBase<OctetQuantizePass> {
   }
 
   llvm::DenseMap<Value, QuantizedWeight> weights;
-  llvm::SetVector<Value> oldWeights;
 };
 
 } // namespace

@@ -12,6 +12,7 @@
 #include "compiler/passes/QuantizationUtils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "compiler/passes/ResourceBlobs.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/Support/Format.h"
@@ -60,7 +61,7 @@ void replaceConstant(OpOperand &operand, ArrayRef<float> values) {
   OpBuilder builder(old);
   operand.set(ConstantOp::create(builder, old.getLoc(), attr));
   if (old->use_empty())
-    old->erase();
+    eraseReplacedConstant(old);
 }
 
 //===----------------------------------------------------------------------===//
