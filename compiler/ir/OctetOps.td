@@ -675,9 +675,6 @@ def Octet_TokenLayoutOp : Octet_Op<"token_layout", [Pure]> {
 
     ```mlir
     %layout = octet.token_layout %mask (%b, %s) : tensor<?x1x1x?xf32> -> tensor<?xi64>
-    %p = octet.pack_tokens %x, %layout : tensor<?x?x768xf32>, tensor<?xi64>
-    %ctx = octet.attention %q, %k, %v, %mask tokens(%layout : tensor<?xi64>)
-             num_heads = 12 scale = 0.125 : tensor<?x?x768xf32>, tensor<?x1x1x?xf32>
     ```
   }];
   let arguments = (ins Variadic<Octet_F32Tensor>:$masks, Index:$batch, Index:$seq);

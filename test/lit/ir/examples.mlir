@@ -32,6 +32,21 @@ func.func @attention(%q: tensor<?x?x768xf32>, %k: tensor<?x?x768xf32>, %v: tenso
   return
 }
 
+func.func @token_layout(%mask: tensor<?x1x1x?xf32>, %b: index, %s: index) {
+  %layout = octet.token_layout %mask (%b, %s) : tensor<?x1x1x?xf32> -> tensor<?xi64>
+  return
+}
+
+func.func @pack_tokens(%x: tensor<?x?x768xf32>, %layout: tensor<?xi64>) {
+  %p = octet.pack_tokens %x, %layout : tensor<?x?x768xf32>, tensor<?xi64>
+  return
+}
+
+func.func @unpack_tokens(%p: tensor<?x?x768xf32>, %layout: tensor<?xi64>, %b: index, %s: index) {
+  %y = octet.unpack_tokens %p, %layout (%b, %s) : tensor<?x?x768xf32>, tensor<?xi64>
+  return
+}
+
 func.func @ceil(%x: tensor<?x?x768xf32>) {
   %y = octet.ceil %x : tensor<?x?x768xf32>
   return
