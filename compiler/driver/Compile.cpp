@@ -98,6 +98,9 @@ public:
     if (pass->getArgument() == "octet-recognize")
       if (auto func = dyn_cast<func::FuncOp>(op))
         report_ = octet::explainFusion(func);
+    if (pass->getArgument() == "octet-pack-tokens")
+      if (auto kept = op->getAttrOfType<StringAttr>("octet.padding_kept"))
+        report_.paddingKept = kept.str();
   }
 
 private:
@@ -137,10 +140,10 @@ std::string fp32PassNames(MLIRContext &ctx) {
 
 /// The passes of CompileOptions::passes: the FP32 pipeline, nothing ("none"),
 /// or a comma-separated list of octet function passes.
-rt::Status buildPipeline(PassManager &pm, const std::string &passes) {
+rt::Status buildPipeline(PassManager &pm, const std::string &passes, bool packTokens) {
   llvm::StringRef text = llvm::StringRef(passes).trim();
   if (text.empty()) {
-    octet::buildFp32Pipeline(pm);
+    octet::buildFp32Pipeline(pm, packTokens);
     return rt::Status();
   }
   if (text == "none")
@@ -230,7 +233,9 @@ rt::Status compileModule(MLIRContext &ctx, OwningOpRef<ModuleOp> module,
   if (options.irAfterPass)
     options.irAfterPass("import", irText(*module));
   using Int8 = octet::CompileOptions::Int8;
-  auto givenPasses = [&](PassManager &pm) { return buildPipeline(pm, options.passes); };
+  auto givenPasses = [&](PassManager &pm) {
+    return buildPipeline(pm, options.passes, options.packTokens);
+  };
   if (options.int8 == Int8::None) {
     if (rt::Status status =
             runPasses(ctx, *module, options, givenPasses, "the FP32 pipeline", diagnostics);
@@ -255,13 +260,14 @@ rt::Status compileModule(MLIRContext &ctx, OwningOpRef<ModuleOp> module,
     }
     auto lowering = [&](PassManager &pm) {
       if (!llvm::StringRef(options.passes).trim().empty())
-        return buildPipeline(pm, options.passes);
+        return buildPipeline(pm, options.passes, options.packTokens);
       octet::Int8PipelineOptions int8;
       int8.mode = options.int8 == Int8::Static ? octet::Int8PipelineOptions::Mode::Static
                                                : octet::Int8PipelineOptions::Mode::Dynamic;
       int8.smoothquant = options.smoothquant;
       int8.alpha = options.smoothquantAlpha;
       int8.packIsa = octet::packIsaFor(options.kernels.cpu); // the target's INT8 kernel
+      int8.packTokens = options.packTokens;
       octet::buildInt8LoweringPipeline(pm, int8);
       return rt::Status();
     };
