@@ -16,7 +16,9 @@
 namespace octet {
 
 /// Frees every resource blob that no op of `module` refers to; returns how many.
-/// Only for a module that is the context's one user of its blobs.
+/// Only for a module that is the context's one user of its blobs: a clone
+/// shares them (calibration's instrumented clone runs no pass that replaces
+/// weights, and this runs only on the compiled module).
 size_t releaseUnusedBlobs(mlir::ModuleOp module);
 
 /// Erases `constant` (an op nothing uses any more) and, when no other op of
