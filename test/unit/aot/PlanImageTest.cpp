@@ -3,7 +3,8 @@
 // Compiles a generated BERT (argv[1], an ONNX file) to a PlanImage, reads it
 // back from 64-byte aligned copies of its sections (as a mapped model.so
 // holds them) and checks that:
-//  - the rebuilt Plan runs bit-identically to the JIT Plan, FP32 and INT8,
+//  - the rebuilt Plan runs bit-identically to the JIT Plan, FP32, INT8 and
+//    --precision bf16 (whose linears read bf16 panels from the constants),
 //  - opening generates no kernel (the code comes from the image),
 //  - a corrupt, truncated or foreign image is a clear error.
 //
@@ -105,14 +106,18 @@ struct Mode {
   const char *name;
   CompileOptions::Int8 int8;
   bool autotune; ///< the timed candidates' kernels must not reach the image
+  bool bf16 = false; ///< --precision bf16: the linears' bf16 panels are constants of the image
 };
 
 class PlanImageRoundTrip : public ::testing::TestWithParam<Mode> {};
 
 TEST_P(PlanImageRoundTrip, RunsBitIdenticalWithoutGeneratingKernels) {
+  if (GetParam().bf16 && !x86::CpuFeatures::host().supports(x86::Isa::Avx512Bf16))
+    GTEST_SKIP() << "this CPU lacks AVX512-BF16: a bf16 plan cannot run here";
   CompileOptions options;
   options.int8 = GetParam().int8;
   options.kernels.autotune = GetParam().autotune;
+  options.kernels.linearBf16 = GetParam().bf16;
   options.calibrationSamples = "generate:2x2x16";
   // The JIT Plan of the same compile (autotune's choices vary between runs).
   std::unique_ptr<rt::Plan> jit;
@@ -147,7 +152,8 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(Mode{"Fp32", CompileOptions::Int8::None, false},
                       Mode{"Int8Static", CompileOptions::Int8::Static, false},
                       Mode{"Int8Dynamic", CompileOptions::Int8::Dynamic, false},
-                      Mode{"Int8StaticAutotuned", CompileOptions::Int8::Static, true}),
+                      Mode{"Int8StaticAutotuned", CompileOptions::Int8::Static, true},
+                      Mode{"Bf16", CompileOptions::Int8::None, false, true}),
     [](const auto &info) { return std::string(info.param.name); });
 
 class PlanImageErrors : public ::testing::Test {
