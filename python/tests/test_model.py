@@ -27,6 +27,17 @@ def test_run_matches_onnx_runtime(small_model, ort_session, batch, seq):
     got = small_model.run(feeds)["last_hidden_state"]
     (want,) = ort_session.run(None, feeds)
     assert got.shape == want.shape and got.dtype == np.float32
+    # Real tokens match; padding positions are 0 (padding-free batches, docs/padding-free.md).
+    real = feeds["attention_mask"] != 0
+    assert np.abs(got[real] - want[real]).max() <= 1e-4 * max(1.0, np.abs(want[real]).max())
+    assert not got[~real].any()
+
+
+def test_padding_computed_on_request(small_onnx, ort_session):
+    feeds = token_feeds(3, 16, seed=316)
+    model = octet.compile(small_onnx, options={"pack_tokens": "off"}, progress=False)
+    got = model.run(feeds)["last_hidden_state"]
+    (want,) = ort_session.run(None, feeds)
     assert np.abs(got - want).max() <= 1e-4 * max(1.0, np.abs(want).max())
 
 
@@ -185,13 +196,14 @@ def test_compile_from_bytes_and_modelproto(small_onnx, small_model):
 
 def test_int8_modes_track_fp32(small_onnx, small_model):
     feeds = token_feeds(4, 16, seed=11)
-    want = small_model.run(feeds)["last_hidden_state"].reshape(-1, 64)
+    real = feeds["attention_mask"].reshape(-1) != 0  # padding positions are 0
+    want = small_model.run(feeds)["last_hidden_state"].reshape(-1, 64)[real]
     calibration = [token_feeds(4, 16, seed=s) for s in range(4)]
     for model in (octet.compile(small_onnx, int8="dynamic", progress=False),
                   octet.compile(small_onnx, int8="static", calibration=calibration, progress=False),
                   octet.compile(small_onnx, int8="static", calibration="generate:4x2x16",
                                 smoothquant_alpha=0.5, progress=False)):
-        got = model.run(feeds)["last_hidden_state"].reshape(-1, 64)
+        got = model.run(feeds)["last_hidden_state"].reshape(-1, 64)[real]
         cos = (got * want).sum(1) / (np.linalg.norm(got, axis=1) * np.linalg.norm(want, axis=1))
         assert cos.mean() > 0.99, cos.mean()
 
