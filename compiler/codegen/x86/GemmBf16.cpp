@@ -43,19 +43,7 @@ GemmBf16::GemmBf16(int64_t n, int64_t k, const uint16_t *packedB, GemmF32Epilogu
           nr_, epilogue.elementwise ? epilogue.elementwise->scratchZmmCount() : 0)),
       kc_(gemm_blocking::kBlock(k, nr_, 2)), panels_(ceilDiv(n, nr_)), kPairs_(ceilDiv(k, 2)),
       aStride_(bf16Padded(k)) {
-  const int tailColumns = n % nr_ ? n % nr_ : nr_;
-  for (int rows = 1; rows <= mr_; ++rows)
-    for (int columns : {nr_, tailColumns}) {
-      GemmF32Avx512Config config{rows,
-                                 nr_,
-                                 columns,
-                                 bias != nullptr,
-                                 epilogue.residual,
-                                 epilogue.elementwise,
-                                 panels_ * nr_ * int64_t(sizeof(float))};
-      kernels_.push_back(std::make_unique<GemmBf16Avx512>(config));
-      kernelFns_.push_back(kernels_.back()->entry<GemmF32KernelFn>());
-    }
+  buildPanelKernels(mr_, nr_, n, panels_, bias != nullptr, epilogue, kernels_, kernelFns_);
   convert_ = std::make_unique<AttentionBf16PackKernel>(Bf16Pack::Rows);
   convertFn_ = convert_->entry<AttentionBf16PackKernel::Fn>();
 }

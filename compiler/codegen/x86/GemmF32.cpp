@@ -46,19 +46,7 @@ GemmF32::GemmF32(int64_t n, int64_t k, const float *packedB, GemmF32Epilogue epi
       mr_(GemmF32Avx512::maxRows(
           nr_, epilogue.elementwise ? epilogue.elementwise->scratchZmmCount() : 0)),
       kc_(gemm_blocking::kBlock(k, nr_, sizeof(float))), panels_(ceilDiv(n, nr_)) {
-  const int tailColumns = n % nr_ ? n % nr_ : nr_;
-  for (int rows = 1; rows <= mr_; ++rows)
-    for (int columns : {nr_, tailColumns}) {
-      GemmF32Avx512Config config{rows,
-                                 nr_,
-                                 columns,
-                                 bias != nullptr,
-                                 epilogue.residual,
-                                 epilogue.elementwise,
-                                 panels_ * nr_ * int64_t(sizeof(float))};
-      kernels_.push_back(std::make_unique<GemmF32Avx512>(config));
-      kernelFns_.push_back(kernels_.back()->entry<GemmF32KernelFn>());
-    }
+  buildPanelKernels(mr_, nr_, n, panels_, bias != nullptr, epilogue, kernels_, kernelFns_);
 }
 
 int64_t GemmF32::mc(int64_t m) const {

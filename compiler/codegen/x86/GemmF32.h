@@ -64,6 +64,30 @@ struct GemmF32Epilogue {
   const EpilogueEmitter *elementwise = nullptr; ///< must outlive the GemmF32
 };
 
+/// The tile kernels of a panel GEMM: for rows 1..mr, one for a full panel of
+/// nr columns and one for the last panel (N's tail); `fns` is indexed
+/// [rows - 1][tail panel]. `Kernel`: GemmF32Avx512, or one that replaces its K
+/// step (GemmBf16Avx512), so both drivers generate the same set.
+template <typename Kernel>
+void buildPanelKernels(int mr, int nr, int64_t n, int64_t panels, bool bias,
+                       const GemmF32Epilogue &epilogue,
+                       std::vector<std::unique_ptr<Kernel>> &kernels,
+                       std::vector<GemmF32KernelFn> &fns) {
+  const int tailColumns = n % nr ? int(n % nr) : nr;
+  for (int rows = 1; rows <= mr; ++rows)
+    for (int columns : {nr, tailColumns}) {
+      GemmF32Avx512Config config{rows,
+                                 nr,
+                                 columns,
+                                 bias,
+                                 epilogue.residual,
+                                 epilogue.elementwise,
+                                 panels * nr * int64_t(sizeof(float))};
+      kernels.push_back(std::make_unique<Kernel>(config));
+      fns.push_back(kernels.back()->template entry<GemmF32KernelFn>());
+    }
+}
+
 class GemmF32 {
 public:
   /// `packedB` (from packB) and `bias` ([N], or null) are referenced, not
