@@ -111,6 +111,12 @@ CpuFeatures avx512VnniTarget() {
   f.avx512vnni = true;
   return f;
 }
+/// AVX-512 VNNI with BF16 (vdpbf16ps): Cooper Lake, AMD Zen 4 and Zen 5.
+CpuFeatures avx512Bf16Target() {
+  CpuFeatures f = avx512VnniTarget();
+  f.avx512bf16 = true;
+  return f;
+}
 CpuFeatures amxTarget() {
   CpuFeatures f = avx512VnniTarget();
   f.avx512bf16 = f.avxVnni = true;
@@ -122,7 +128,8 @@ const Target kTargets[] = {
     {"avx2", "haswell broadwell skylake zen2 zen3", avx2Target},
     {"avx-vnni", "alderlake raptorlake", avxVnniTarget},
     {"avx512", "skylake-avx512 skx", avx512Target},
-    {"avx512-vnni", "cascadelake icelake-server zen4", avx512VnniTarget},
+    {"avx512-vnni", "cascadelake icelake-server", avx512VnniTarget},
+    {"avx512-bf16", "cooperlake zen4 zen5", avx512Bf16Target},
     {"amx", "sapphirerapids emeraldrapids graniterapids", amxTarget},
 };
 } // namespace

@@ -46,7 +46,9 @@ GemmChoice all(GemmProvider p) { return {p, p, p}; }
 TEST(CpuFeaturesTarget, NamesAliasesAndWhatIsMissing) {
   EXPECT_TRUE(target("amx").supports(Isa::AmxInt8));
   EXPECT_TRUE(target("sapphirerapids") == target("amx"));
-  EXPECT_TRUE(target("zen4") == target("avx512-vnni"));
+  EXPECT_TRUE(target("zen4") == target("avx512-bf16"));
+  EXPECT_TRUE(target("avx512-bf16").supports(Isa::Avx512Bf16));
+  EXPECT_FALSE(target("avx512-vnni").supports(Isa::Avx512Bf16));
   EXPECT_TRUE(target("avx512-vnni").supports(Isa::Avx512Vnni));
   EXPECT_FALSE(target("avx512").supports(Isa::Avx512Vnni));
   EXPECT_FALSE(target("avx2").supports(Isa::Avx512));
