@@ -1,7 +1,6 @@
-//===- AttentionBench.cpp - the attention step against alternatives -------===//
+//===- attention.cpp - the attention step against alternatives ------------===//
 //
-// Run with OCTET_ATTENTION_BENCH=1 (skipped otherwise):
-//   OCTET_ATTENTION_BENCH=1 octet-attention-tests --gtest_filter='AttentionBench.*'
+//   bench_attention [cpu]     (cpu: process CPU time instead of wall time)
 // BERT-base heads (H = 12, D = 64), q/k/v slices of one [B, S, 2304] buffer,
 // mask [B, 1, 1, S], B in {1, 8}, S in {128, 384}; best of repeated runs of
 //  - step.jit: makeAttention with the JIT kernels (per (b, h): Q·Kᵀ, softmax, P·V
@@ -16,7 +15,6 @@
 #include "runtime/Steps.h"
 #include "test/unit/PlanTestUtil.h"
 
-#include <gtest/gtest.h>
 #include <omp.h>
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -32,9 +30,18 @@
 namespace octet::rt {
 namespace {
 
-/// OCTET_ATTENTION_BENCH=cpu: process CPU time instead of wall time (with
+/// `cpu` on the command line: process CPU time instead of wall time (with
 /// OMP_NUM_THREADS=1 on a shared host, this leaves out the time others ran).
-bool cpuClock() { return std::string(std::getenv("OCTET_ATTENTION_BENCH")) == "cpu"; }
+bool useCpuClock = false;
+bool cpuClock() { return useCpuClock; }
+
+/// A failed check: the figures would be meaningless, so the run stops.
+void check(bool ok, const std::string &what) {
+  if (!ok) {
+    std::fprintf(stderr, "bench_attention: %s\n", what.c_str());
+    std::exit(1);
+  }
+}
 
 double nowMs(bool cpu) {
   timespec ts;
@@ -55,9 +62,7 @@ double bestMs(const std::function<void()> &fn, int repeats) {
   return *std::min_element(ms.begin(), ms.end());
 }
 
-TEST(AttentionBench, BertBaseShapes) {
-  if (!std::getenv("OCTET_ATTENTION_BENCH"))
-    GTEST_SKIP() << "set OCTET_ATTENTION_BENCH=1 to run the timing comparison";
+void benchBertBaseShapes() {
   const bool jit = x86::CpuFeatures::host().supports(x86::Isa::Avx512);
   const int64_t H = 12, D = 64, W = H * D;
   const float scale = 0.125f;
@@ -94,8 +99,8 @@ TEST(AttentionBench, BertBaseShapes) {
         options.allowAvx512 = allowAvx512;
         std::string error;
         StepPtr step = makeAttention(spec, options, error);
-        EXPECT_TRUE(step) << error;
-        return bestMs([&] { EXPECT_TRUE(step->run(ctx).ok()); }, repeats);
+        check(step != nullptr, "makeAttention: " + error);
+        return bestMs([&] { check(step->run(ctx).ok(), "the attention step failed"); }, repeats);
       };
       double msJit = jit ? timeStep(true) : 0;
       std::vector<float> expected = out;
@@ -142,7 +147,7 @@ TEST(AttentionBench, BertBaseShapes) {
       double worst = 0;
       for (size_t i = 0; i < out.size(); ++i)
         worst = std::max(worst, double(std::abs(out[i] - expected[i])));
-      EXPECT_LT(worst, 1e-4) << "oneDNN and the step disagree";
+      check(worst < 1e-4, "oneDNN and the step disagree by " + std::to_string(worst));
 
       const double gflop = 4.0 * B * H * S * S * D * 1e-9;
       std::printf("%-4lld %-5lld %6.2f [%4.0f] %6.2f [%4.0f] %6.2f [%4.0f]\n", (long long)B,
@@ -153,3 +158,13 @@ TEST(AttentionBench, BertBaseShapes) {
 
 } // namespace
 } // namespace octet::rt
+
+int main(int argc, char **argv) {
+  if (argc > 2 || (argc == 2 && std::string(argv[1]) != "cpu")) {
+    std::fprintf(stderr, "usage: bench_attention [cpu]\n");
+    return 2;
+  }
+  octet::rt::useCpuClock = argc == 2;
+  octet::rt::benchBertBaseShapes();
+  return 0;
+}
