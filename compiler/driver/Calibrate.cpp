@@ -11,6 +11,7 @@
 
 #include "compiler/driver/PlanBuilder.h"
 #include "compiler/driver/Samples.h"
+#include "compiler/ir/Locations.h"
 #include "compiler/passes/Passes.h"
 
 #include "mlir/IR/BuiltinAttributes.h"

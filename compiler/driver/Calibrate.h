@@ -25,10 +25,6 @@ namespace octet {
 rt::Status calibrateModule(mlir::ModuleOp module, const CompileOptions &options,
                            CalibrationSummary *summary = nullptr);
 
-/// `file` or `file:node` for the importer's locations, as messages print them
-/// (shared by the driver's diagnostics and calibration's messages).
-std::string formatLocation(mlir::Location loc);
-
 } // namespace octet
 
 #endif

@@ -11,6 +11,7 @@
 
 #include "compiler/driver/Calibrate.h"
 #include "compiler/driver/PlanBuilder.h"
+#include "compiler/ir/Locations.h"
 #include "compiler/passes/Passes.h"
 #include "compiler/passes/ResourceBlobs.h"
 #include "compiler/codegen/x86/KernelGenerator.h"
@@ -36,31 +37,6 @@
 
 using namespace mlir;
 namespace rt = octet::rt;
-
-// A node's NameLoc wraps the model's FileLineColLoc.
-std::string octet::formatLocation(Location loc) {
-  if (auto file = dyn_cast<FileLineColLoc>(loc))
-    return file.getFilename().str();
-  if (auto name = dyn_cast<NameLoc>(loc)) {
-    std::string inner = formatLocation(name.getChildLoc());
-    return (inner.empty() ? "" : inner + ":") + name.getName().str();
-  }
-  if (auto fused = dyn_cast<FusedLoc>(loc)) {
-    std::string joined;
-    for (Location part : fused.getLocations()) {
-      std::string text = formatLocation(part);
-      if (!text.empty())
-        joined += (joined.empty() ? "" : ", ") + text;
-    }
-    return joined;
-  }
-  if (isa<UnknownLoc>(loc))
-    return "";
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  os << loc;
-  return text;
-}
 
 namespace {
 

@@ -17,6 +17,7 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/driver/PlanBuilder.h"
 
+#include "compiler/ir/Locations.h"
 #include "compiler/ir/OctetOps.h"
 #include "runtime/StepRecipe.h"
 
@@ -43,6 +44,7 @@ using octet::rt::ScalarId;
 using octet::rt::Storage;
 using octet::rt::TensorId;
 namespace rt = octet::rt;
+using octet::joinNodeNames;
 
 namespace {
 
@@ -54,25 +56,6 @@ bool isPerColumnVector(Type type, int64_t n) {
       !ranked.getElementType().isF32() || ranked.getShape().back() != n)
     return false;
   return llvm::all_of(ranked.getShape().drop_back(), [](int64_t d) { return d == 1; });
-}
-
-/// The ONNX node name(s) a location names; "" when it has none.
-std::string locationName(Location loc) {
-  if (auto name = dyn_cast<NameLoc>(loc))
-    return name.getName().str();
-  if (auto fused = dyn_cast<FusedLoc>(loc)) {
-    std::string joined;
-    for (Location part : fused.getLocations()) {
-      std::string name = locationName(part);
-      if (name.empty())
-        continue;
-      joined += (joined.empty() ? "" : "+") + name;
-    }
-    return joined;
-  }
-  if (auto callSite = dyn_cast<CallSiteLoc>(loc))
-    return locationName(callSite.getCallee());
-  return "";
 }
 
 std::optional<DType> dtypeOf(Type element) {
@@ -642,7 +625,7 @@ FailureOr<TensorId> PlanWalker::tensorFor(Operation *op, Value v) {
   std::vector<ScalarId> shape;
   for (int64_t d : type.getShape())
     shape.push_back(constant(d));
-  std::string name = locationName(constantOp.getLoc());
+  std::string name = joinNodeNames(constantOp.getLoc(), "+");
   if (auto resource = dyn_cast<DenseResourceElementsAttr>(constantOp.getValue()))
     name = resource.getRawHandle().getKey().str();
   TensorId t = newTensor(name.empty() ? "constant" : name, *dtypeOf(type.getElementType()), shape,
@@ -662,7 +645,7 @@ FailureOr<TensorId> PlanWalker::resultTensor(Operation *op, Value result,
     return op->emitError() << "element type " << type.getElementType()
                            << " is not supported by the FP32 runtime",
            failure();
-  std::string name = locationName(op->getLoc());
+  std::string name = joinNodeNames(op->getLoc(), "+");
   if (name.empty())
     name = op->getName().getStringRef().str();
   TensorId t;
@@ -781,7 +764,7 @@ FailureOr<std::vector<ScalarId>> PlanWalker::resultShape(Operation *op, Value re
                           octet::ModOp, octet::WhereOp>(op) ||
                       name == "octet.fused";
   if (broadcasting) {
-    std::string where = locationName(op->getLoc());
+    std::string where = joinNodeNames(op->getLoc(), "+");
     rule =
         broadcastShape(operands, rank, (where.empty() ? "" : where + " ") + "(" + name.str() + ")");
   } else if (isa<octet::ReshapeOp, octet::ExpandOp>(op)) {
@@ -911,7 +894,7 @@ LogicalResult PlanWalker::addStep(Operation *op, const rt::StepRecipe::Call &cal
     return op->emitError() << "cannot build the " << kind << " step"
                            << (error.empty() ? std::string() : ": " + error),
            failure();
-  std::string name = locationName(op->getLoc());
+  std::string name = joinNodeNames(op->getLoc(), "+");
   step->location = name.empty() ? op->getName().getStringRef().str() : name;
   plan_->steps.push_back(std::move(step));
   return success();
@@ -925,7 +908,7 @@ LogicalResult PlanWalker::visitIndexOp(Operation *op) {
   for (Value v : op->getOperands())
     if (!isa<RankedTensorType>(v.getType()) && !scalars_.count(v))
       return op->emitError() << "index operand has no scalar in the plan", failure();
-  std::string what = locationName(op->getLoc());
+  std::string what = joinNodeNames(op->getLoc(), "+");
   if (what.empty())
     what = op->getName().getStringRef().str();
   ScalarId id = -1;
@@ -1022,7 +1005,7 @@ LogicalResult PlanWalker::visitViewOp(Operation *op) {
   if (failed(input) || failed(shape))
     return failure();
   rt::TensorInfo in = plan_->tensors[*input];
-  std::string name = locationName(op->getLoc());
+  std::string name = joinNodeNames(op->getLoc(), "+");
   if (name.empty())
     name = op->getName().getStringRef().str();
   int64_t slot = slotOf(op);
@@ -1744,7 +1727,7 @@ LogicalResult PlanWalker::setUpInputs() {
         if (auto res = dyn_cast<DenseResourceElementsAttr>(constantOp.getValue()))
           table = res.getRawHandle().getKey().str();
         if (table.empty())
-          table = locationName(user->getLoc());
+          table = joinNodeNames(user->getLoc(), "+");
       }
       if (all && rows >= 0) {
         io.checkRange = true;

@@ -7,6 +7,7 @@
 // point no pattern matches any more, so this never rewrites anything.
 //
 //===----------------------------------------------------------------------===//
+#include "compiler/ir/Locations.h"
 #include "compiler/passes/FusionReport.h"
 #include "compiler/passes/Passes.h"
 #include "compiler/passes/ScalarOps.h"
@@ -25,17 +26,6 @@ using namespace octet;
 namespace {
 
 using Kind = FusionReport::BlockKind;
-
-/// The ONNX node names in `loc` (the importer's NameLocs), comma-separated.
-void appendNodeNames(Location loc, std::string &names) {
-  if (auto name = dyn_cast<NameLoc>(loc)) {
-    names += (names.empty() ? "" : ", ") + ("'" + name.getName().str() + "'");
-    return;
-  }
-  if (auto fused = dyn_cast<FusedLoc>(loc))
-    for (Location part : fused.getLocations())
-      appendNodeNames(part, names);
-}
 
 
 /// Records the reason of the last failed match.
@@ -137,10 +127,13 @@ bool isCubicTanh(TanhOp tanh) {
 } // namespace
 
 std::string octet::nodeNames(ArrayRef<Operation *> ops) {
-  std::string names;
+  llvm::SmallVector<StringRef> found;
   for (Operation *op : ops)
     if (op)
-      appendNodeNames(op->getLoc(), names);
+      collectNodeNames(op->getLoc(), found);
+  std::string names;
+  for (StringRef name : found)
+    names += (names.empty() ? "'" : ", '") + name.str() + "'";
   return names.empty() ? "an unnamed node" : "node " + names;
 }
 

@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/interp/Interpreter.h"
+#include "compiler/ir/Locations.h"
 #include "compiler/passes/Passes.h"
 #include "frontends/onnx/Importer.h"
 
@@ -182,22 +183,6 @@ static std::string pipelineText(StringRef text) {
   return "func.func(" + llvm::join(passes, ",") + ")";
 }
 
-/// `file:line:col` for .mlir ops, `file:node` for imported ONNX nodes.
-static std::string formatLocation(Location loc) {
-  if (auto file = dyn_cast<FileLineColLoc>(loc))
-    return file.getLine() ? (file.getFilename().str() + ":" + std::to_string(file.getLine()) + ":" +
-                             std::to_string(file.getColumn()))
-                          : file.getFilename().str();
-  if (auto name = dyn_cast<NameLoc>(loc))
-    return formatLocation(name.getChildLoc()) + ":" + name.getName().str();
-  if (auto fused = dyn_cast<FusedLoc>(loc); fused && !fused.getLocations().empty())
-    return formatLocation(fused.getLocations().front());
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  os << loc;
-  return text;
-}
-
 static StringRef nameOf(func::FuncOp func, unsigned i, bool result) {
   auto attr = result ? func.getResultAttrOfType<StringAttr>(i, "octet.name")
                      : func.getArgAttrOfType<StringAttr>(i, "octet.name");
@@ -218,9 +203,9 @@ int main(int argc, char **argv) {
     const char *severity = diag.getSeverity() == DiagnosticSeverity::Error     ? "error"
                            : diag.getSeverity() == DiagnosticSeverity::Warning ? "warning"
                                                                                : "note";
-    llvm::errs() << formatLocation(diag.getLocation()) << ": " << severity << ": " << diag << "\n";
+    llvm::errs() << octet::formatLocation(diag.getLocation()) << ": " << severity << ": " << diag << "\n";
     for (const Diagnostic &note : diag.getNotes())
-      llvm::errs() << formatLocation(note.getLocation()) << ": note: " << note << "\n";
+      llvm::errs() << octet::formatLocation(note.getLocation()) << ": note: " << note << "\n";
     return success();
   });
   OwningOpRef<ModuleOp> module = loadModel(ctx);

@@ -13,6 +13,7 @@
 #include "compiler/driver/Compile.h"
 #include "compiler/driver/Samples.h"
 #include "compiler/driver/TensorFiles.h"
+#include "compiler/ir/Locations.h"
 #include "compiler/passes/Passes.h"
 #include "frontends/onnx/Importer.h"
 #include "runtime/AotLoader.h"
@@ -305,19 +306,6 @@ static bool memoryBudget(uint64_t &bytes) {
   return true;
 }
 
-/// `file` or `file:node` for the importer's locations (a node's NameLoc
-/// wraps the model's FileLineColLoc).
-static std::string formatLocation(mlir::Location loc) {
-  if (auto file = llvm::dyn_cast<mlir::FileLineColLoc>(loc))
-    return file.getFilename().str();
-  if (auto name = llvm::dyn_cast<mlir::NameLoc>(loc))
-    return formatLocation(name.getChildLoc()) + ":" + name.getName().str();
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  os << loc;
-  return text;
-}
-
 /// Prints diagnostics as `error: <loc>: message`.
 static void printDiagnostics(mlir::MLIRContext &ctx) {
   ctx.getDiagEngine().registerHandler([](mlir::Diagnostic &diag) {
@@ -334,10 +322,10 @@ static void printDiagnostics(mlir::MLIRContext &ctx) {
       }
       return "error";
     };
-    llvm::errs() << severity(diag.getSeverity()) << ": " << formatLocation(diag.getLocation())
+    llvm::errs() << severity(diag.getSeverity()) << ": " << octet::formatLocation(diag.getLocation())
                  << ": " << diag << "\n";
     for (const mlir::Diagnostic &note : diag.getNotes())
-      llvm::errs() << "note: " << formatLocation(note.getLocation()) << ": " << note << "\n";
+      llvm::errs() << "note: " << octet::formatLocation(note.getLocation()) << ": " << note << "\n";
     return mlir::success();
   });
 }
