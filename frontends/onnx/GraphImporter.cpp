@@ -296,33 +296,48 @@ static bool cancelAtoms(SmallVectorImpl<Value> &dividend, ArrayRef<Value> diviso
 
 OpFoldResult GraphImporter::indexOp(IndexOp op, OpFoldResult lhs, OpFoldResult rhs, Location loc) {
   auto a = getConstantIntValue(lhs), b = getConstantIntValue(rhs);
-  if (a && b && !(op == IndexOp::Div && *b == 0)) {
+  // Constants fold unless the result overflows or divides by zero (a hostile
+  // model's sizes): those stay run-time arithmetic, which the runtime checks.
+  int64_t folded = 0;
+  if (a && b) {
+    bool ok = true;
     switch (op) {
     case IndexOp::Add:
-      return builder.getIndexAttr(*a + *b);
+      ok = !__builtin_add_overflow(*a, *b, &folded);
+      break;
     case IndexOp::Sub:
-      return builder.getIndexAttr(*a - *b);
+      ok = !__builtin_sub_overflow(*a, *b, &folded);
+      break;
     case IndexOp::Mul:
-      return builder.getIndexAttr(*a * *b);
-    case IndexOp::Div:
-      return builder.getIndexAttr(*a / *b); // ONNX integer Div truncates, as C++ does
+      ok = !__builtin_mul_overflow(*a, *b, &folded);
+      break;
+    case IndexOp::Div: // ONNX integer Div truncates, as C++ does
+      ok = *b != 0 && !(*a == INT64_MIN && *b == -1);
+      folded = ok ? *a / *b : 0;
+      break;
     case IndexOp::Max:
-      return builder.getIndexAttr(std::max(*a, *b));
+      folded = std::max(*a, *b);
+      break;
     case IndexOp::Min:
-      return builder.getIndexAttr(std::min(*a, *b));
+      folded = std::min(*a, *b);
+      break;
     }
+    if (ok)
+      return builder.getIndexAttr(folded);
   }
   if (op == IndexOp::Mul) {
     IndexProduct x = productOf(lhs), y = productOf(rhs);
-    x.coefficient *= y.coefficient;
-    llvm::append_range(x.atoms, y.atoms);
-    return buildProduct(std::move(x), loc);
+    if (!__builtin_mul_overflow(x.coefficient, y.coefficient, &x.coefficient)) {
+      llvm::append_range(x.atoms, y.atoms);
+      return buildProduct(std::move(x), loc);
+    }
   }
   if (op == IndexOp::Div) {
     // c·X / (d·Y) is exactly (c/d)·(X/Y) when d divides c and Y's atoms are
     // among X's: both sides are the same product of the same run-time sizes.
     IndexProduct x = productOf(lhs), y = productOf(rhs);
-    if (y.coefficient != 0 && x.coefficient % y.coefficient == 0 && cancelAtoms(x.atoms, y.atoms)) {
+    if (y.coefficient != 0 && !(x.coefficient == INT64_MIN && y.coefficient == -1) &&
+        x.coefficient % y.coefficient == 0 && cancelAtoms(x.atoms, y.atoms)) {
       x.coefficient /= y.coefficient;
       return buildProduct(std::move(x), loc);
     }
@@ -341,8 +356,8 @@ OpFoldResult GraphImporter::indexOp(IndexOp op, OpFoldResult lhs, OpFoldResult r
     return arith::AddIOp::create(builder, loc, x, y).getResult();
   case IndexOp::Sub:
     return arith::SubIOp::create(builder, loc, x, y).getResult();
-  case IndexOp::Mul:
-    break;
+  case IndexOp::Mul: // only when the product's coefficient would overflow
+    return arith::MulIOp::create(builder, loc, x, y).getResult();
   case IndexOp::Div:
     return arith::DivSIOp::create(builder, loc, x, y).getResult();
   case IndexOp::Max:
@@ -350,7 +365,7 @@ OpFoldResult GraphImporter::indexOp(IndexOp op, OpFoldResult lhs, OpFoldResult r
   case IndexOp::Min:
     return arith::MinSIOp::create(builder, loc, x, y).getResult();
   }
-  llvm_unreachable("products are built above");
+  llvm_unreachable("every IndexOp is handled above");
 }
 
 OpFoldResult GraphImporter::dim(Value tensor, int64_t d, Location loc) {

@@ -39,7 +39,8 @@ TARGETS = {
 # What every target links after its own: the runtime and kernels (in dependency order).
 RUNTIME = ["runtime/libOctetAotLoader.a", "runtime/libOctetRuntime.a",
            "compiler/codegen/libOctetX86Kernels.a", "compiler/codegen/libOctetWeightPacking.a",
-           "runtime/libOctetElementwiseProgram.a", "compiler/codegen/onednn/libOctetOneDnnKernels.a"]
+           "runtime/libOctetElementwiseProgram.a", "runtime/libOctetTokenLayout.a",
+           "compiler/codegen/onednn/libOctetOneDnnKernels.a"]
 SYSTEM = ["-ldnnl", "-lgomp", "-lpthread", "-ldl", "-lm"]
 
 
@@ -93,12 +94,21 @@ def main():
             instrument = ["-fsanitize=fuzzer-no-link"] if source != harness else ["-fsanitize=fuzzer-no-link"]
             obj = os.path.join(out, target + "." + source.replace("/", "_") + ".o")
             jobs.append((obj, [args.clang] + flags + ["-O1", "-g", "-w"] + instrument + SANITIZE +
-                        ["-c", os.path.join(SRC, source), "-o", obj]))
+                        ["-MD", "-MF", obj + ".d", "-c", os.path.join(SRC, source), "-o", obj]))
+
+    def up_to_date(obj):
+        """The object is newer than its source and every header it included (its depfile):
+        a changed class layout in a header must rebuild the harness too."""
+        if not os.path.exists(obj) or not os.path.exists(obj + ".d"):
+            return False
+        with open(obj + ".d") as f:
+            deps = f.read().replace("\\\n", " ").split(":", 1)[-1].split()
+        built = os.path.getmtime(obj)
+        return all(os.path.exists(d) and os.path.getmtime(d) <= built for d in deps)
 
     def compile_one(job):
         obj, command = job
-        src = command[command.index("-c") + 1]
-        if os.path.exists(obj) and os.path.getmtime(obj) >= os.path.getmtime(src):
+        if up_to_date(obj):
             return None
         proc = subprocess.run(command, capture_output=True, text=True)
         return None if proc.returncode == 0 else f"{' '.join(command)}\n{proc.stderr[-3000:]}"
