@@ -501,7 +501,7 @@ std::string tensorWhere(const Plan &plan, TensorId t) {
 // ---- The run -----------------------------------------------------------------
 
 bool run(const Plan &plan, const RunTensor *inputs, size_t numInputs, RunTensor *outputs,
-         size_t numOutputs, Failure &f, RunProfile *profile) {
+         size_t numOutputs, Failure &f, RunProfile *profile, const StepObserver *observer) {
   if (numOutputs != plan.outputs.size()) {
     f = {RunError::InvalidArgument, "expected " + std::to_string(plan.outputs.size()) +
                                         " outputs, got " + std::to_string(numOutputs)};
@@ -721,6 +721,13 @@ bool run(const Plan &plan, const RunTensor *inputs, size_t numInputs, RunTensor 
   }
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const Step &step = *plan.steps[i];
+    if (observer && *observer) {
+      Status observed = (*observer)(i, ctx);
+      if (!observed.ok()) {
+        f = {RunError::Runtime, observed.message()};
+        return false;
+      }
+    }
     Status status;
     const auto start =
         profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
@@ -921,14 +928,15 @@ Status validatePlan(const Plan &plan) {
 }
 
 Status execute(const Plan &plan, const RunTensor *inputs, size_t numInputs, RunTensor *outputs,
-               size_t numOutputs, RunError *error, RunProfile *profile) {
+               size_t numOutputs, RunError *error, RunProfile *profile,
+               const StepObserver *observer) {
   Failure failure;
   bool ok = false;
   try {
     if (plan.firstRunCheck && !plan.firstRunCheck->result().empty())
       failure = {RunError::Runtime, plan.firstRunCheck->result()};
     else
-      ok = run(plan, inputs, numInputs, outputs, numOutputs, failure, profile);
+      ok = run(plan, inputs, numInputs, outputs, numOutputs, failure, profile, observer);
   } catch (const std::bad_alloc &) {
     failure = {RunError::Runtime, "out of memory"};
   } catch (const std::exception &e) {

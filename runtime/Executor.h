@@ -19,6 +19,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 namespace octet::rt {
@@ -63,20 +64,31 @@ struct RunProfile {
   std::vector<Work> stepWork;
 };
 
+/// Called by execute() just before each step runs, with the step's index and
+/// the run's context: the step's inputs are computed and their addresses and
+/// shapes resolved, so the observer can read them (and any tensor still live).
+/// A non-OK Status stops the run with that message, unchanged. Calibration
+/// folds every GEMM input's ranges this way as a batch runs
+/// (compiler/driver/Calibrate.cpp) rather than returning each one as an
+/// output. Not timed in a RunProfile; no observer costs one null test per step.
+using StepObserver = std::function<Status(size_t step, const ExecContext &ctx)>;
+
 /// Checks every id a Plan holds; the error names the entry at fault.
 Status validatePlan(const Plan &plan);
 
 /// One run of a validated Plan. On failure, outputs that execute() allocated
 /// are freed again (data reset to nullptr); `error` (optional) gets the category.
-/// `profile` (optional) gets each step's wall time.
+/// `profile` (optional) gets each step's wall time; `observer` (optional) is
+/// called before each step.
 Status execute(const Plan &plan, const RunTensor *inputs, size_t numInputs, RunTensor *outputs,
-               size_t numOutputs, RunError *error = nullptr, RunProfile *profile = nullptr);
+               size_t numOutputs, RunError *error = nullptr, RunProfile *profile = nullptr,
+               const StepObserver *observer = nullptr);
 
 inline Status execute(const Plan &plan, const std::vector<RunTensor> &inputs,
                       std::vector<RunTensor> &outputs, RunError *error = nullptr,
-                      RunProfile *profile = nullptr) {
+                      RunProfile *profile = nullptr, const StepObserver *observer = nullptr) {
   return execute(plan, inputs.data(), inputs.size(), outputs.data(), outputs.size(), error,
-                 profile);
+                 profile, observer);
 }
 
 } // namespace octet::rt

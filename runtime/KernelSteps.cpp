@@ -18,6 +18,7 @@
 #include "compiler/codegen/x86/ProgramEpilogue.h"
 #include "compiler/codegen/x86/QuantizeKernels.h"
 
+#include <malloc.h>
 #include <omp.h>
 
 #include <algorithm>
@@ -263,6 +264,70 @@ static StepPtr buildLinear(const LinearSpec &spec, GemmProvider provider,
   return step;
 }
 
+/// The linear step of a spec whose providers are resolved.
+static StepPtr buildResolvedLinear(const LinearSpec &resolved, std::optional<GemmChoiceRecord> record,
+                                   const KernelOptions &options, std::string &error) {
+  const std::string at = "linear";
+  return buildGemmStep(resolved.provider, resolved.k, std::move(record), options,
+                       [&](GemmProvider p, std::string &error) -> StepPtr {
+                         if (std::string why = whyNotProvider(resolved, options, p); !why.empty()) {
+                           error = at + ": provider " + gemmProviderName(p) + ": " + why;
+                           return nullptr;
+                         }
+                         return buildLinear(resolved, p, options, error);
+                       },
+                       error);
+}
+
+/// Hands the heap's free pages back to the system. glibc raises its mmap
+/// threshold to the size of the largest block freed so far, so after the
+/// first transient packed weight the others come from the heap, and the
+/// holes they leave stay resident (BERT-base calibration: +160 MiB).
+static void releaseFreedHeap() {
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
+}
+
+namespace {
+
+/// KernelOptions::packWeightsPerRun: the linear step is built (kernel code,
+/// packed weight) at each run and dropped after it, its memory handed back.
+/// Each run builds its own, so concurrent runs stay safe.
+class PerRunLinearStep : public Step {
+public:
+  PerRunLinearStep(const LinearSpec &spec, const KernelOptions &options, std::string kind)
+      : spec_(spec), options_(options), kind_(std::move(kind)) {
+    inputs = {spec.input};
+    inputs.insert(inputs.end(), spec.extras.begin(), spec.extras.end());
+    outputs = {spec.output};
+  }
+  std::string kind() const override { return kind_; }
+  Status run(const ExecContext &ctx) const override {
+    std::string error;
+    StepPtr step = buildResolvedLinear(spec_, std::nullopt, options_, error);
+    if (!step)
+      return Status::error(where(*this) + ": " + error);
+    step->location = location;
+    Status status = step->run(ctx);
+    step.reset();
+    releaseFreedHeap();
+    return status;
+  }
+  Work work(const ExecContext &ctx) const override {
+    std::string error;
+    StepPtr step = buildResolvedLinear(spec_, std::nullopt, options_, error);
+    return step ? step->work(ctx) : Step::work(ctx);
+  }
+
+private:
+  LinearSpec spec_;
+  KernelOptions options_; ///< packWeightsPerRun off, no choice log
+  std::string kind_;
+};
+
+} // namespace
+
 StepPtr makeLinear(const LinearSpec &spec, const KernelOptions &options, std::string &error) {
   const std::string at = "linear";
   if ((!spec.weight && !spec.bf16Weight) || spec.k <= 0 || spec.n <= 0) {
@@ -285,15 +350,23 @@ StepPtr makeLinear(const LinearSpec &spec, const KernelOptions &options, std::st
     if (!error.empty())
       return nullptr;
   }
-  return buildGemmStep(resolved.provider, spec.k, std::move(record), options,
-                       [&](GemmProvider p, std::string &error) -> StepPtr {
-                         if (std::string why = whyNotProvider(resolved, options, p); !why.empty()) {
-                           error = at + ": provider " + gemmProviderName(p) + ": " + why;
-                           return nullptr;
-                         }
-                         return buildLinear(resolved, p, options, error);
-                       },
-                       error);
+  if (!options.packWeightsPerRun)
+    return buildResolvedLinear(resolved, std::move(record), options, error);
+  // Built once here, so that errors are the factory's and kind() is known.
+  KernelOptions perRun = options;
+  perRun.packWeightsPerRun = false;
+  perRun.choices = nullptr;
+  StepPtr once = buildResolvedLinear(resolved, std::nullopt, perRun, error);
+  if (!once)
+    return nullptr;
+  auto step = std::make_unique<PerRunLinearStep>(resolved, perRun, once->kind());
+  once.reset();
+  releaseFreedHeap();
+  if (record && options.choices) {
+    record->step = step.get();
+    options.choices->records.push_back(std::move(*record));
+  }
+  return step;
 }
 
 // ---- makeLayerNorm ---------------------------------------------------------------

@@ -144,6 +144,13 @@ struct KernelOptions {
   /// rounded to bf16, f32 sums - where the target has AVX512-BF16; an error
   /// where it does not (docs/kernel-selection.md). Off: f32, the default.
   bool linearBf16 = false;
+  /// makeLinear keeps only the f32 weight's pointer (it must outlive the step)
+  /// and builds the provider's kernel and packed or reordered weight at each
+  /// run, freeing them after it: no second copy of the weights lives beside
+  /// the caller's. For a Plan run a few times while its weights are alive
+  /// elsewhere (calibration's instrumented Plan, compiler/driver/Calibrate.cpp);
+  /// the same kernels, so the same results. Off: built once (the default).
+  bool packWeightsPerRun = false;
   /// Not owned, may be null: receives one record per GEMM whose provider a
   /// factory resolved (--print-kernel-choices). Also caches timings per shape.
   GemmChoiceLog *choices = nullptr;

@@ -1,11 +1,13 @@
 //===- Calibrate.h - observe GEMM inputs, write octet.calib -----*- C++ -*-===//
 //
 // Calibration is a driver step, not a pass (DESIGN.md): on the IR after the
-// recognition pipeline, it clones the module, returns every octet.linear /
-// octet.fused_linear `input` as an extra result, finishes the FP32 pipeline
-// on the clone, builds its Plan, runs it over the samples and writes what it
-// saw as `octet.calib` (docs/int8.md) onto the original module's linears.
-// docs/calibration.md says what is measured and how.
+// recognition pipeline, it clones the module, finishes the FP32 pipeline on
+// the clone, builds its Plan (weights borrowed from the module, GEMMs packing
+// theirs at each run), runs it over the samples while an executor observer
+// folds every octet.linear / octet.fused_linear `input` into its statistics
+// just before the linear's step, and writes what it saw as `octet.calib`
+// (docs/int8.md) onto the original module's linears. docs/calibration.md says
+// what is measured and how.
 //
 //===----------------------------------------------------------------------===//
 #ifndef OCTET_COMPILER_DRIVER_CALIBRATE_H
