@@ -11,6 +11,7 @@
 #include "runtime/AotLoader.h"
 #include "runtime/CApiInternal.h"
 #include "runtime/Executor.h"
+#include "runtime/Options.h"
 #include "runtime/Profile.h"
 
 #include <omp.h>
@@ -56,16 +57,6 @@ bool toDType(const octet_dtype &dtype, DType &result) {
 }
 
 octet_dtype fromDType(DType dtype) { return octet_dtype(int(dtype) + 1); }
-
-/// The whole of `text` as a finite double (no trailing characters).
-bool parseNumber(const std::string &text, double &value) {
-  if (text.empty() || std::isspace(static_cast<unsigned char>(text[0])))
-    return false;
-  char *end = nullptr;
-  errno = 0;
-  value = std::strtod(text.c_str(), &end);
-  return errno == 0 && end == text.c_str() + text.size() && std::isfinite(value);
-}
 
 octet_status ioInfo(const octet_model *model, int32_t index, octet_tensor_info *info, bool input) {
   const char *kind = input ? "input" : "output";
@@ -164,116 +155,15 @@ octet_status octet_options_set(octet_options *options, const char *key, const ch
                                                               : "value") +
                                                     " is null");
     std::string k(key), v(value);
-    auto badValue = [&](const char *allowed) {
-      return fail(OCTET_ERROR_INVALID_ARGUMENT,
-                  "option '" + k + "': invalid value '" + v + "' (expected " + allowed + ")");
-    };
-    if (k == "gemm") {
-      using Gemm = octet::rt::KernelOptions::Gemm;
-      if (v == "auto")
-        options->gemm = Gemm::Auto;
-      else if (v == "jit")
-        options->gemm = Gemm::Jit;
-      else if (v == "onednn")
-        options->gemm = Gemm::OneDnn;
-      else
-        return badValue("auto, jit or onednn");
-    } else if (k == "isa") {
-      if (v == "host")
-        options->allowAvx512 = true;
-      else if (v == "avx2")
-        options->allowAvx512 = false;
-      else
-        return badValue("host or avx2");
-    } else if (k == "target") {
-      octet::rt::KernelOptions kernels;
-      std::string why;
-      if (!kernels.setTarget(v, why))
-        return fail(OCTET_ERROR_INVALID_ARGUMENT, "option 'target': " + why);
-      options->target = v;
-    } else if (k == "autotune") {
-      if (v == "0" || v == "1")
-        options->autotune = v == "1";
-      else
-        return badValue("0 or 1");
-    } else if (k == "attention") {
-      if (v == "f32" || v == "bf16")
-        options->attentionBf16 = v == "bf16", options->attentionGiven = true;
-      else
-        return badValue("f32 or bf16");
-    } else if (k == "precision") {
-      if (v == "f32" || v == "bf16")
-        options->linearBf16 = v == "bf16";
-      else
-        return badValue("f32 or bf16");
-    } else if (k == "print_ir_after_all") {
-      if (v == "0" || v == "1")
-        options->printIrAfterAll = v == "1";
-      else
-        return badValue("0 or 1");
-    } else if (k == "profile") {
-      if (v == "0" || v == "1")
-        options->profile = v == "1";
-      else
-        return badValue("0 or 1");
-    } else if (k == "int8") {
-      using Int8 = octet::CompileOptions::Int8;
-      if (v == "none")
-        options->int8 = Int8::None;
-      else if (v == "static")
-        options->int8 = Int8::Static;
-      else if (v == "dynamic")
-        options->int8 = Int8::Dynamic;
-      else
-        return badValue("none, static or dynamic");
-    } else if (k == "calibration_samples") {
-      if (v.empty())
-        return badValue("a directory of input sets or generate:N[xB][xS]");
-      options->calibrationSamples = v;
-    } else if (k == "calibration_percentile") {
-      double p;
-      if (!parseNumber(v, p) || !(p == 0 || (p > 50 && p <= 100)))
-        return badValue("a number in (50, 100], e.g. 99.99, or 0 for min/max");
-      options->calibrationPercentile = p;
-    } else if (k == "smoothquant") {
-      if (v == "on" || v == "off")
-        options->smoothquant = v == "on";
-      else
-        return badValue("on or off");
-    } else if (k == "pack_tokens") {
-      if (v == "on" || v == "off")
-        options->packTokens = v == "on";
-      else
-        return badValue("on or off");
-    } else if (k == "smoothquant_alpha") {
-      double a;
-      if (!parseNumber(v, a) || !(a >= 0 && a <= 1))
-        return badValue("a number in [0, 1]");
-      options->smoothquantAlpha = a;
-    } else if (k == "calibration_progress") {
-      if (v == "0" || v == "1")
-        options->calibrationProgress = v == "1";
-      else
-        return badValue("0 or 1");
-    } else if (k == "external_data_dir") {
-      options->externalDataDir = v; // checked when a model reads external data
-    } else if (k == "memory_budget") {
-      unsigned long long bytes = 0;
-      char *end = nullptr;
-      errno = 0;
-      if (v.empty() || !std::isdigit(static_cast<unsigned char>(v[0])))
-        return badValue("a number of bytes, 0 for this host's memory");
-      bytes = std::strtoull(v.c_str(), &end, 10);
-      if (errno != 0 || *end != '\0')
-        return badValue("a number of bytes, 0 for this host's memory");
-      options->memoryBudget = bytes;
-    } else {
-      return fail(OCTET_ERROR_INVALID_ARGUMENT,
-                  "unknown option '" + k +
-                      "' (known: gemm, isa, target, autotune, attention, precision, print_ir_after_all, "
-                      "profile, int8, "
-                      "calibration_samples, calibration_percentile, calibration_progress, "
-                      "smoothquant, smoothquant_alpha, pack_tokens, external_data_dir, memory_budget)");
+    // One vocabulary for the C API and octetc (runtime/Options.h).
+    if (octet::rt::OptionError error; !octet::rt::setOption(*options, k, v, error)) {
+      if (error.unknownKey)
+        return fail(OCTET_ERROR_INVALID_ARGUMENT, "unknown option '" + k + "' (known: " +
+                                                      octet::rt::kOptionKeys + ")");
+      if (!error.reason.empty())
+        return fail(OCTET_ERROR_INVALID_ARGUMENT, "option '" + k + "': " + error.reason);
+      return fail(OCTET_ERROR_INVALID_ARGUMENT, "option '" + k + "': invalid value '" + v +
+                                                    "' (expected " + error.expected + ")");
     }
     if (k != "profile")
       options->compileKeys.push_back(k);

@@ -11,9 +11,9 @@
 #ifndef OCTET_RUNTIME_CAPIINTERNAL_H
 #define OCTET_RUNTIME_CAPIINTERNAL_H
 
-#include "compiler/driver/Compile.h" // CompileOptions::Int8 only (header-only enum)
 #include "octet/octet.h"
 #include "runtime/Executor.h" // RunProfile
+#include "runtime/Options.h"
 #include "runtime/Plan.h"
 
 #include <exception>
@@ -23,29 +23,16 @@
 #include <string>
 #include <vector>
 
-namespace octet::rt {
+namespace octet {
+struct CompileOptions; // attachProgress only: CApi.cpp and CApiAot.cpp see no compiler header
+namespace rt {
 struct AotImageDescriptor;
 }
+} // namespace octet
 
-struct octet_options {
-  octet::rt::KernelOptions::Gemm gemm = octet::rt::KernelOptions::Gemm::Auto;
-  bool allowAvx512 = true;
-  std::string target = "host"; ///< KernelOptions::setTarget's name (checked when set)
-  bool autotune = false;
-  bool attentionBf16 = false;
-  bool linearBf16 = false; ///< precision=bf16 (KernelOptions::linearBf16)
-  bool attentionGiven = false; ///< `attention` was set; else it follows `precision`
-  bool printIrAfterAll = false;
-  bool profile = false;
-  octet::CompileOptions::Int8 int8 = octet::CompileOptions::Int8::None;
-  std::string calibrationSamples; ///< empty: octet::kDefaultCalibrationSamples
-  double calibrationPercentile = 0;
-  bool smoothquant = true;
-  bool packTokens = true; ///< octet::CompileOptions::packTokens
-  double smoothquantAlpha = 0.7;
-  bool calibrationProgress = false;
-  std::string externalDataDir; ///< empty: the model's folder; bytes: external data refused
-  uint64_t memoryBudget = 0;   ///< bytes the model's constants may claim; 0: host memory
+/// The option settings (runtime/Options.h, set by octet_options_set) and what
+/// only the C API has.
+struct octet_options : octet::rt::OptionSettings {
   /// octet_options_set_progress: compile progress to a callback (CApiTools.cpp).
   octet_progress_fn progress = nullptr;
   void *progressUser = nullptr;

@@ -9,6 +9,7 @@
 
 #include "compiler/codegen/aot/AotLinker.h"
 #include "compiler/driver/Compile.h"
+#include "compiler/driver/CompileSettings.h"
 #include "runtime/CApiInternal.h"
 
 #include <cctype>
@@ -35,27 +36,9 @@ octet_status compileFailureStatus(const std::string &message) {
 }
 
 octet::CompileOptions toCompileOptions(const octet_options *options) {
-  octet::CompileOptions result;
   if (!options)
-    return result;
-  result.kernels.gemm = options->gemm;
-  result.kernels.allowAvx512 = options->allowAvx512;
-  std::string unknown; // the name was checked when the option was set
-  result.kernels.setTarget(options->target, unknown);
-  result.kernels.autotune = options->autotune;
-  // precision=bf16 takes attention's matmuls to bf16 too unless `attention` says otherwise
-  // (docs/kernel-selection.md, "bf16 linears").
-  result.kernels.attentionBf16 =
-      options->attentionGiven ? options->attentionBf16 : options->linearBf16;
-  result.kernels.linearBf16 = options->linearBf16;
-  result.int8 = options->int8;
-  result.calibrationSamples = options->calibrationSamples;
-  result.calibrationPercentile = options->calibrationPercentile;
-  result.smoothquant = options->smoothquant;
-  result.packTokens = options->packTokens;
-  result.smoothquantAlpha = options->smoothquantAlpha;
-  result.externalDataDir = options->externalDataDir;
-  result.memoryBudget = options->memoryBudget;
+    return octet::CompileOptions();
+  octet::CompileOptions result = octet::compileOptionsFrom(*options);
   if (options->calibrationProgress)
     result.progress = [](const std::string &line) { std::fprintf(stderr, "%s\n", line.c_str()); };
   octet::capi::attachProgress(*options, result); // a callback replaces the stderr lines

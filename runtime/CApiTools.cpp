@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include "octet/octet.h"
 
+#include "compiler/driver/Compile.h" // CompileOptions::progress (header only)
 #include "runtime/CApiInternal.h"
 #include "runtime/Ceilings.h"
 
