@@ -18,8 +18,8 @@
 
 #include <cctype>
 #include <cerrno>
-#include <cmath>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -29,12 +29,12 @@
 #include <string>
 #include <vector>
 
+using octet::capi::fail;
+using octet::capi::guarded;
 using octet::rt::DType;
 using octet::rt::Plan;
 using octet::rt::RunError;
 using octet::rt::RunTensor;
-using octet::capi::fail;
-using octet::capi::guarded;
 
 namespace {
 
@@ -158,8 +158,8 @@ octet_status octet_options_set(octet_options *options, const char *key, const ch
     // One vocabulary for the C API and octetc (runtime/Options.h).
     if (octet::rt::OptionError error; !octet::rt::setOption(*options, k, v, error)) {
       if (error.unknownKey)
-        return fail(OCTET_ERROR_INVALID_ARGUMENT, "unknown option '" + k + "' (known: " +
-                                                      octet::rt::kOptionKeys + ")");
+        return fail(OCTET_ERROR_INVALID_ARGUMENT,
+                    "unknown option '" + k + "' (known: " + octet::rt::kOptionKeys + ")");
       if (!error.reason.empty())
         return fail(OCTET_ERROR_INVALID_ARGUMENT, "option '" + k + "': " + error.reason);
       return fail(OCTET_ERROR_INVALID_ARGUMENT, "option '" + k + "': invalid value '" + v +
@@ -256,13 +256,13 @@ octet_status octet_run(const octet_model *model, const octet_tensor *inputs, int
     // The counts are the caller's claims about its arrays: check them against
     // the model before reading an element or allocating for them.
     if (size_t(num_inputs) != plan.inputs.size())
-      return fail(OCTET_ERROR_INVALID_ARGUMENT,
-                  "octet_run: expected " + std::to_string(plan.inputs.size()) + " inputs, got " +
-                      std::to_string(num_inputs));
+      return fail(OCTET_ERROR_INVALID_ARGUMENT, "octet_run: expected " +
+                                                    std::to_string(plan.inputs.size()) +
+                                                    " inputs, got " + std::to_string(num_inputs));
     if (size_t(num_outputs) != plan.outputs.size())
-      return fail(OCTET_ERROR_INVALID_ARGUMENT,
-                  "octet_run: expected " + std::to_string(plan.outputs.size()) +
-                      " outputs, got " + std::to_string(num_outputs));
+      return fail(OCTET_ERROR_INVALID_ARGUMENT, "octet_run: expected " +
+                                                    std::to_string(plan.outputs.size()) +
+                                                    " outputs, got " + std::to_string(num_outputs));
 
     std::vector<RunTensor> runInputs(static_cast<size_t>(num_inputs));
     std::vector<RunTensor> runOutputs(static_cast<size_t>(num_outputs));

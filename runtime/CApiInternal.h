@@ -93,8 +93,8 @@ void attachProgress(const octet_options &options, CompileOptions &compile);
 /// Copies `text` and its NUL into `buffer` (`size` bytes), setting *needed (when
 /// not null) to the bytes required; a buffer too small is
 /// OCTET_ERROR_OUTPUT_TOO_SMALL, "<what> needs N bytes, the buffer holds M".
-octet_status copyOut(const std::string &text, const std::string &what, char *buffer,
-                     size_t size, size_t *needed);
+octet_status copyOut(const std::string &text, const std::string &what, char *buffer, size_t size,
+                     size_t *needed);
 
 } // namespace capi
 } // namespace octet

@@ -75,6 +75,22 @@ octet_status modelFromCompile(octet::rt::Status status, std::unique_ptr<Plan> pl
   return made;
 }
 
+/// The JIT entry points' common path: checks the options, runs `compileFn`
+/// (compileOnnxFile or compileOnnxBytes) with the fusion report attached, and
+/// wraps the plan into *model.
+template <typename CompileFn>
+octet_status compileModel(const octet_options *options, const char *at, octet_model **model,
+                          CompileFn &&compileFn) {
+  octet::CompileOptions compile = toCompileOptions(options);
+  if (octet_status bad = checkCompileOptions(compile, at))
+    return bad;
+  octet::FusionReport fusion;
+  compile.fusionReport = &fusion;
+  std::unique_ptr<Plan> plan;
+  octet::rt::Status status = compileFn(compile, plan);
+  return modelFromCompile(std::move(status), std::move(plan), options, fusion, model);
+}
+
 } // namespace
 
 const octet::rt::AotImageDescriptor *octet::capi::embeddedAotImage() { return nullptr; }
@@ -89,14 +105,10 @@ octet_status octet_model_create_from_file(const char *onnx_path, const octet_opt
     *model = nullptr;
     if (!onnx_path)
       return fail(OCTET_ERROR_INVALID_ARGUMENT, "octet_model_create_from_file: path is null");
-    std::unique_ptr<Plan> plan;
-    octet::CompileOptions compile = toCompileOptions(options);
-    if (octet_status bad = checkCompileOptions(compile, "octet_model_create_from_file: "))
-      return bad;
-    octet::FusionReport fusion;
-    compile.fusionReport = &fusion;
-    octet::rt::Status status = octet::compileOnnxFile(onnx_path, compile, plan);
-    return modelFromCompile(std::move(status), std::move(plan), options, fusion, model);
+    return compileModel(options, "octet_model_create_from_file: ", model,
+                        [&](const octet::CompileOptions &compile, std::unique_ptr<Plan> &plan) {
+                          return octet::compileOnnxFile(onnx_path, compile, plan);
+                        });
   });
 }
 
@@ -110,14 +122,10 @@ octet_status octet_model_create_from_bytes(const void *onnx_bytes, size_t size,
       return fail(OCTET_ERROR_INVALID_ARGUMENT, "octet_model_create_from_bytes: bytes is null");
     if (size == 0)
       return fail(OCTET_ERROR_INVALID_MODEL, "octet_model_create_from_bytes: the model is empty");
-    std::unique_ptr<Plan> plan;
-    octet::CompileOptions compile = toCompileOptions(options);
-    if (octet_status bad = checkCompileOptions(compile, "octet_model_create_from_bytes: "))
-      return bad;
-    octet::FusionReport fusion;
-    compile.fusionReport = &fusion;
-    octet::rt::Status status = octet::compileOnnxBytes(onnx_bytes, size, compile, plan);
-    return modelFromCompile(std::move(status), std::move(plan), options, fusion, model);
+    return compileModel(options, "octet_model_create_from_bytes: ", model,
+                        [&](const octet::CompileOptions &compile, std::unique_ptr<Plan> &plan) {
+                          return octet::compileOnnxBytes(onnx_bytes, size, compile, plan);
+                        });
   });
 }
 
@@ -171,8 +179,7 @@ octet_status octet_compile_to_so(const char *onnx_path, const octet_options *opt
     octet::aot::LinkOptions link;
     link.oneDnn = octet::rt::planUsesOneDnn(*plan);
     report("link");
-    if (octet::rt::Status linked = octet::aot::linkSharedObject(image, so_path, link);
-        !linked.ok())
+    if (octet::rt::Status linked = octet::aot::linkSharedObject(image, so_path, link); !linked.ok())
       return fail(OCTET_ERROR_RUNTIME, at + linked.message());
     return OCTET_OK;
   });

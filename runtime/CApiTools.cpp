@@ -51,8 +51,8 @@ void octet::capi::attachProgress(const octet_options &options, CompileOptions &c
   };
 }
 
-octet_status octet::capi::copyOut(const std::string &text, const std::string &what,
-                                  char *buffer, size_t size, size_t *needed) {
+octet_status octet::capi::copyOut(const std::string &text, const std::string &what, char *buffer,
+                                  size_t size, size_t *needed) {
   if (needed)
     *needed = text.size() + 1;
   if (size < text.size() + 1)

@@ -50,3 +50,12 @@ std::string octet::joinNodeNames(Location loc, llvm::StringRef separator) {
   collectNodeNames(loc, names);
   return llvm::join(names, separator);
 }
+
+const char *octet::severityName(DiagnosticSeverity severity) {
+  static const char *const names[] = {"note", "warning", "error", "remark"};
+  static_assert(int(DiagnosticSeverity::Note) == 0 && int(DiagnosticSeverity::Warning) == 1 &&
+                    int(DiagnosticSeverity::Error) == 2 && int(DiagnosticSeverity::Remark) == 3,
+                "names[] follows mlir::DiagnosticSeverity's order");
+  unsigned index = unsigned(severity);
+  return index < 4 ? names[index] : "error";
+}

@@ -3,13 +3,14 @@
 // The importer gives every op NameLoc(node name, FileLineColLoc(model file));
 // passes fuse them (FusedLoc) when ops merge. Every message that names where
 // something is (driver and tool diagnostics, calibration, PlanBuilder's step
-// names, the fusion report) reads locations through these two functions, so
-// they print the same thing everywhere.
+// names, the fusion report) reads locations through these functions, so they
+// print the same thing everywhere.
 //
 //===----------------------------------------------------------------------===//
 #ifndef OCTET_IR_LOCATIONS_H
 #define OCTET_IR_LOCATIONS_H
 
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Location.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
@@ -30,6 +31,9 @@ void collectNodeNames(mlir::Location loc, llvm::SmallVectorImpl<llvm::StringRef>
 
 /// Those node names joined by `separator`; "" when there are none.
 std::string joinNodeNames(mlir::Location loc, llvm::StringRef separator);
+
+/// "error", "warning", "note" or "remark", as the tools print a diagnostic.
+const char *severityName(mlir::DiagnosticSeverity severity);
 
 } // namespace octet
 

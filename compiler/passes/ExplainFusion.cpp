@@ -27,7 +27,6 @@ namespace {
 
 using Kind = FusionReport::BlockKind;
 
-
 /// Records the reason of the last failed match.
 struct ReasonRecorder : RewriterBase::Listener {
   std::string reason;

@@ -33,13 +33,16 @@ namespace cl = llvm::cl;
 
 static cl::opt<std::string> modelPath(cl::Positional, cl::Required,
                                       cl::desc("<model.mlir|.mlirbc|.onnx|.onnxtxt>"));
-static cl::list<std::string> inputArgs("input", cl::desc("NAME=FILE.npy for the argument named NAME"),
+static cl::list<std::string> inputArgs("input",
+                                       cl::desc("NAME=FILE.npy for the argument named NAME"),
                                        cl::value_desc("name=file"));
-static cl::opt<std::string> outputDir("output-dir", cl::desc("Where <name>.npy outputs go"), cl::init("."));
-static cl::opt<std::string> pipeline(
-    "pipeline", cl::desc("Passes to run first: \"octet-cleanup,octet-recognize\" (or a full "
-                         "builtin.module(...) pipeline)"),
-    cl::init(""));
+static cl::opt<std::string> outputDir("output-dir", cl::desc("Where <name>.npy outputs go"),
+                                      cl::init("."));
+static cl::opt<std::string>
+    pipeline("pipeline",
+             cl::desc("Passes to run first: \"octet-cleanup,octet-recognize\" (or a full "
+                      "builtin.module(...) pipeline)"),
+             cl::init(""));
 
 //===----------------------------------------------------------------------===//
 // NumPy .npy (format 1.0-3.0 read, 1.0 written): little-endian, C order.
@@ -62,7 +65,8 @@ static std::string npyDescr(Type type) {
     unsigned bytes = intType.getWidth() / 8;
     if (intType.getWidth() % 8 || bytes > 8 || !llvm::isPowerOf2_32(bytes))
       return "";
-    return std::string(bytes == 1 ? "|" : "<") + (intType.isUnsigned() ? "u" : "i") + std::to_string(bytes);
+    return std::string(bytes == 1 ? "|" : "<") + (intType.isUnsigned() ? "u" : "i") +
+           std::to_string(bytes);
   }
   return "";
 }
@@ -78,7 +82,8 @@ static LogicalResult writeNpy(StringRef path, const octet::HostTensor &t) {
   for (int64_t d : t.shape)
     dims.push_back(std::to_string(d));
   std::string shape = llvm::join(dims, ", ") + (dims.size() == 1 ? "," : "");
-  std::string header = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': (" + shape + "), }";
+  std::string header =
+      "{'descr': '" + descr + "', 'fortran_order': False, 'shape': (" + shape + "), }";
   // Pad with spaces so that the data starts on a 64-byte boundary; end with \n.
   size_t total = 10 + header.size() + 1;
   header.append((64 - total % 64) % 64, ' ');
@@ -200,10 +205,8 @@ int main(int argc, char **argv) {
   octet::registerOctetDialects(registry);
   MLIRContext ctx(registry);
   ctx.getDiagEngine().registerHandler([](Diagnostic &diag) {
-    const char *severity = diag.getSeverity() == DiagnosticSeverity::Error     ? "error"
-                           : diag.getSeverity() == DiagnosticSeverity::Warning ? "warning"
-                                                                               : "note";
-    llvm::errs() << octet::formatLocation(diag.getLocation()) << ": " << severity << ": " << diag << "\n";
+    llvm::errs() << octet::formatLocation(diag.getLocation()) << ": "
+                 << octet::severityName(diag.getSeverity()) << ": " << diag << "\n";
     for (const Diagnostic &note : diag.getNotes())
       llvm::errs() << octet::formatLocation(note.getLocation()) << ": note: " << note << "\n";
     return success();

@@ -39,20 +39,7 @@ bool memoryBudget(uint64_t &bytes) {
 /// Prints diagnostics as `error: <loc>: message`.
 void printDiagnostics(mlir::MLIRContext &ctx) {
   ctx.getDiagEngine().registerHandler([](mlir::Diagnostic &diag) {
-    auto severity = [](mlir::DiagnosticSeverity s) {
-      switch (s) {
-      case mlir::DiagnosticSeverity::Error:
-        return "error";
-      case mlir::DiagnosticSeverity::Warning:
-        return "warning";
-      case mlir::DiagnosticSeverity::Note:
-        return "note";
-      case mlir::DiagnosticSeverity::Remark:
-        return "remark";
-      }
-      return "error";
-    };
-    llvm::errs() << severity(diag.getSeverity()) << ": "
+    llvm::errs() << octet::severityName(diag.getSeverity()) << ": "
                  << octet::formatLocation(diag.getLocation()) << ": " << diag << "\n";
     for (const mlir::Diagnostic &note : diag.getNotes())
       llvm::errs() << "note: " << octet::formatLocation(note.getLocation()) << ": " << note << "\n";
