@@ -17,10 +17,19 @@ int gemmF32PanelWidth(int64_t n) { return gemm_blocking::panelWidth(n); }
 PackedWeights packB(const float *b, int64_t k, int64_t n, WeightLayout layout) {
   const int64_t nr = gemmF32PanelWidth(n);
   PackedWeights packed(roundUp(n, nr) * k, 0.0f);
+  if (layout == WeightLayout::KN) {
+    // Row by row: each [K, N] row is read once, in order, as whole panel rows
+    // (calibration packs at every run: KernelOptions::packWeightsPerRun).
+    for (int64_t kk = 0; kk < k; ++kk)
+      for (int64_t col = 0; col < n; col += nr)
+        std::copy(b + kk * n + col, b + kk * n + std::min(n, col + nr),
+                  packed.data() + (col / nr) * k * nr + kk * nr);
+    return packed;
+  }
   for (int64_t col = 0; col < n; ++col) {
     float *dst = packed.data() + (col / nr) * k * nr + col % nr;
     for (int64_t kk = 0; kk < k; ++kk)
-      dst[kk * nr] = layout == WeightLayout::KN ? b[kk * n + col] : b[col * k + kk];
+      dst[kk * nr] = b[col * k + kk];
   }
   return packed;
 }
