@@ -238,8 +238,8 @@ rt::Status octet::calibrateModule(ModuleOp module, const CompileOptions &options
   SmallVector<Operation *> cloneLinears = linearsOf(cloneMain);
   MLIRContext *ctx = module.getContext();
   for (auto [i, op] : llvm::enumerate(cloneLinears))
-    op->setLoc(FusedLoc::get(
-        ctx, {NameLoc::get(StringAttr::get(ctx, calibrationTag(i))), op->getLoc()}));
+    op->setLoc(
+        FusedLoc::get(ctx, {NameLoc::get(StringAttr::get(ctx, calibrationTag(i))), op->getLoc()}));
   PassManager pm(ctx, ModuleOp::getOperationName());
   OpPassManager &fn = pm.nest<func::FuncOp>();
   fn.addPass(createOctetFuseElementwise());
@@ -350,9 +350,8 @@ rt::Status octet::calibrateModule(ModuleOp module, const CompileOptions &options
     NamedAttrList entries;
     if (auto old = op->getAttrOfType<DictionaryAttr>("octet.calib"))
       entries.append(old.getValue());
-    entries.set("input_absmax",
-                DenseElementsAttr::get(RankedTensorType::get({obs.k}, f32),
-                                       ArrayRef<float>(obs.absMax)));
+    entries.set("input_absmax", DenseElementsAttr::get(RankedTensorType::get({obs.k}, f32),
+                                                       ArrayRef<float>(obs.absMax)));
     entries.set("input_min", FloatAttr::get(f32, lo));
     entries.set("input_max", FloatAttr::get(f32, hi));
     auto channels = RankedTensorType::get({obs.k}, f32);

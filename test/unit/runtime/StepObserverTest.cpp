@@ -40,8 +40,7 @@ TEST(StepObserver, SeesEachStepsInputsBeforeItRuns) {
   const StepObserver observer = [&](size_t step, const ExecContext &ctx) {
     const TensorId in = r.plan->steps[step]->inputs.at(0);
     const float *data = ctx.data<float>(in);
-    seen.push_back({step, std::vector<float>(data, data + ctx.numElements(in)),
-                    r.y[0]});
+    seen.push_back({step, std::vector<float>(data, data + ctx.numElements(in)), r.y[0]});
     return Status();
   };
   Status status = execute(*r.plan, r.inputs, r.outputs, nullptr, nullptr, &observer);
