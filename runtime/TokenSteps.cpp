@@ -105,13 +105,15 @@ Status checkRows(const Step &step, const ExecContext &ctx, TensorId in, TensorId
   return {};
 }
 
-class PackTokensStep final : public Step {
+/// pack_tokens (padded [batch, seq, …] → rows) and unpack_tokens (rows →
+/// padded, 0 at padding): one row move, in either direction.
+class TokenRowsStep final : public Step {
 public:
-  PackTokensStep(TensorId in, TensorId layout, TensorId out) {
+  TokenRowsStep(bool unpack, TensorId in, TensorId layout, TensorId out) : unpack_(unpack) {
     inputs = {in, layout};
     outputs = {out};
   }
-  std::string kind() const override { return "pack_tokens"; }
+  std::string kind() const override { return unpack_ ? "unpack_tokens" : "pack_tokens"; }
 
   Status run(const ExecContext &ctx) const override {
     TokenLayoutView layout(nullptr);
@@ -121,73 +123,38 @@ public:
       return s;
     if (Status s = checkRows(*this, ctx, in, out, rowBytes); !s.ok())
       return s;
+    const TensorId padded = unpack_ ? out : in, packed = unpack_ ? in : out;
     const int64_t positions = layout.batch() * layout.seq();
-    if (ctx.dim(in, 0) * ctx.dim(in, 1) != positions)
-      return fail(*this, "input " + shapeString(ctx.shape(in)) + " is not the layout's [" +
+    if (ctx.dim(padded, 0) != layout.batch() || ctx.dim(padded, 1) != layout.seq())
+      return fail(*this, shapeString(ctx.shape(padded)) + " is not the layout's [" +
                              std::to_string(layout.batch()) + ", " + std::to_string(layout.seq()) +
-                             "]");
+                             ", ...]");
+    const int64_t rows = layout.mode() == TokenMode::Packed ? layout.rows() : positions;
+    if (ctx.dim(packed, 0) * ctx.dim(packed, 1) != rows)
+      return fail(*this, shapeString(ctx.shape(packed)) + " does not hold the layout's " +
+                             std::to_string(rows) + " rows");
     const char *src = ctx.data<char>(in);
     char *dst = ctx.data<char>(out);
-    if (layout.mode() != TokenMode::Packed) {
-      if (ctx.dim(out, 0) * ctx.dim(out, 1) != positions)
-        return fail(*this, "output " + shapeString(ctx.shape(out)) + " is not the input's");
+    // Rows stay in place unless packed, or unpacked with padding to zero.
+    if (layout.mode() == TokenMode::Padded || (!unpack_ && layout.mode() != TokenMode::Packed)) {
       if (positions)
         std::memcpy(dst, src, size_t(positions) * rowBytes);
       return {};
     }
-    if (ctx.dim(out, 0) != 1 || ctx.dim(out, 1) != layout.rows())
-      return fail(*this, "output " + shapeString(ctx.shape(out)) + " is not [1, " +
-                             std::to_string(layout.rows()) + "] rows");
-    const int64_t *rowOf = layout.rowOf();
-    for (int64_t p = 0; p < positions; ++p)
-      if (rowOf[p] >= 0 && rowOf[p] < layout.rows())
-        std::memcpy(dst + rowOf[p] * rowBytes, src + p * rowBytes, rowBytes);
-    return {};
-  }
-};
-
-class UnpackTokensStep final : public Step {
-public:
-  UnpackTokensStep(TensorId in, TensorId layout, TensorId out) {
-    inputs = {in, layout};
-    outputs = {out};
-  }
-  std::string kind() const override { return "unpack_tokens"; }
-
-  Status run(const ExecContext &ctx) const override {
-    TokenLayoutView layout(nullptr);
-    size_t rowBytes = 0;
-    TensorId in = inputs[0], out = outputs[0];
-    if (Status s = readLayout(*this, ctx, inputs[1], layout); !s.ok())
-      return s;
-    if (Status s = checkRows(*this, ctx, in, out, rowBytes); !s.ok())
-      return s;
-    const int64_t positions = layout.batch() * layout.seq();
-    if (ctx.dim(out, 0) != layout.batch() || ctx.dim(out, 1) != layout.seq())
-      return fail(*this, "output " + shapeString(ctx.shape(out)) + " is not the layout's [" +
-                             std::to_string(layout.batch()) + ", " + std::to_string(layout.seq()) +
-                             "]");
-    const int64_t rows = ctx.dim(in, 0) * ctx.dim(in, 1);
-    if (rows != (layout.mode() == TokenMode::Packed ? layout.rows() : positions))
-      return fail(*this, "input " + shapeString(ctx.shape(in)) + " does not hold the layout's " +
-                             std::to_string(layout.rows()) + " rows");
-    const char *src = ctx.data<char>(in);
-    char *dst = ctx.data<char>(out);
-    if (layout.mode() == TokenMode::Padded) {
-      if (positions)
-        std::memcpy(dst, src, size_t(positions) * rowBytes);
-      return {};
-    }
-    // Packed and KeyPadding: real rows where rowOf says, 0 at padding.
     const int64_t *rowOf = layout.rowOf();
     for (int64_t p = 0; p < positions; ++p) {
-      if (rowOf[p] >= 0 && rowOf[p] < rows)
-        std::memcpy(dst + p * rowBytes, src + rowOf[p] * rowBytes, rowBytes);
-      else
+      const int64_t r = rowOf[p];
+      if (r >= 0 && r < rows)
+        std::memcpy(dst + (unpack_ ? p : r) * rowBytes, src + (unpack_ ? r : p) * rowBytes,
+                    rowBytes);
+      else if (unpack_)
         std::memset(dst + p * rowBytes, 0, rowBytes);
     }
     return {};
   }
+
+private:
+  bool unpack_;
 };
 
 } // namespace
@@ -197,10 +164,10 @@ StepPtr makeTokenLayout(std::vector<TensorId> masks, ScalarId batch, ScalarId se
   return std::make_unique<TokenLayoutStep>(std::move(masks), batch, seq, out);
 }
 StepPtr makePackTokens(TensorId in, TensorId layout, TensorId out) {
-  return std::make_unique<PackTokensStep>(in, layout, out);
+  return std::make_unique<TokenRowsStep>(/*unpack=*/false, in, layout, out);
 }
 StepPtr makeUnpackTokens(TensorId in, TensorId layout, TensorId out) {
-  return std::make_unique<UnpackTokensStep>(in, layout, out);
+  return std::make_unique<TokenRowsStep>(/*unpack=*/true, in, layout, out);
 }
 
 } // namespace octet::rt

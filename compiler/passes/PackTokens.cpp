@@ -60,7 +60,7 @@ public:
     auto it = invariant_.find(v);
     if (it != invariant_.end())
       return it->second;
-    invariant_[v] = false; // cycles cannot occur in SSA; this guards recursion depth only
+    invariant_[v] = false; // provisional while its operands are visited
     Operation *op = v.getDefiningOp();
     bool result = llvm::all_of(op->getOperands(), [&](Value o) { return isInvariant(o); });
     invariant_[v] = result;
