@@ -24,7 +24,6 @@
 #include <vector>
 
 namespace octet {
-struct CompileOptions; // attachProgress only: CApi.cpp and CApiAot.cpp see no compiler header
 namespace rt {
 struct AotImageDescriptor;
 }
@@ -85,10 +84,6 @@ octet_status modelFromPlan(std::unique_ptr<rt::Plan> plan, const octet_options *
 
 /// The image of the model.so this code is linked into; null in liboctet.so.
 const rt::AotImageDescriptor *embeddedAotImage();
-
-/// Sends `compile`'s progress to the callback of octet_options_set_progress,
-/// if one is set (CApiTools.cpp).
-void attachProgress(const octet_options &options, CompileOptions &compile);
 
 /// Copies `text` and its NUL into `buffer` (`size` bytes), setting *needed (when
 /// not null) to the bytes required; a buffer too small is

@@ -1,14 +1,14 @@
 //===- CApiTools.cpp - C API entry points for bindings --------------------===//
 //
 // What the Python package (python/octet, docs/python.md) needs beyond the
-// core API: compile progress reported to a callback instead of stderr, and
-// the machine's ceilings as JSON. Shared by liboctet.so and every model.so
-// (OctetCApiCore), like CApi.cpp; octet_compile_to_so is in CApiJit.cpp.
+// core API: the progress callback's option and the machine's ceilings as
+// JSON. Shared by liboctet.so and every model.so (OctetCApiCore), like
+// CApi.cpp; the compile side (octet_compile_to_so, the progress lines read
+// back into counts) is liboctet's JIT entry, compiler/driver/CApiJit.cpp.
 //
 //===----------------------------------------------------------------------===//
 #include "octet/octet.h"
 
-#include "compiler/driver/Compile.h" // CompileOptions::progress (header only)
 #include "runtime/CApiInternal.h"
 #include "runtime/Ceilings.h"
 
@@ -18,38 +18,6 @@
 
 using octet::capi::fail;
 using octet::capi::guarded;
-
-void octet::capi::attachProgress(const octet_options &options, CompileOptions &compile) {
-  if (!options.progress)
-    return;
-  octet_progress_fn callback = options.progress;
-  void *user = options.progressUser;
-  // Calibration reports lines ("calibrate: batch 3/16 (1.2 s)"); the counts
-  // are read back from them so a binding can draw a bar.
-  compile.progress = [callback, user](const std::string &line) {
-    int64_t done = 0, total = -1;
-    if (size_t at = line.find("batch "); at != std::string::npos) {
-      const char *text = line.c_str() + at + 6;
-      char *slash = nullptr, *end = nullptr;
-      long long d = std::strtoll(text, &slash, 10);
-      if (slash != text && *slash == '/') {
-        long long t = std::strtoll(slash + 1, &end, 10);
-        if (end != slash + 1 && t > 0) {
-          done = d;
-          total = t;
-        }
-      }
-    } else if (size_t at = line.find(" batch(es)"); at != std::string::npos) {
-      // "calibrate: 24 linear(s), 16 batch(es) from '...'": the start.
-      size_t begin = line.rfind(' ', at - 1);
-      if (begin != std::string::npos)
-        total = std::strtoll(line.c_str() + begin + 1, nullptr, 10);
-      if (total <= 0)
-        total = -1;
-    }
-    callback(user, line.c_str(), done, total);
-  };
-}
 
 octet_status octet::capi::copyOut(const std::string &text, const std::string &what, char *buffer,
                                   size_t size, size_t *needed) {

@@ -18,7 +18,7 @@
 #ifndef OCTET_RUNTIME_CEILINGS_H
 #define OCTET_RUNTIME_CEILINGS_H
 
-#include "runtime/Status.h"
+#include "compiler/codegen/Status.h"
 
 #include <cstdint>
 #include <functional>

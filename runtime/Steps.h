@@ -22,8 +22,8 @@
 #define OCTET_RUNTIME_STEPS_H
 
 #include "compiler/codegen/PackedWeights.h"
-#include "compiler/codegen/x86/CpuFeatures.h"
-#include "runtime/ElementwiseProgram.h"
+#include "compiler/codegen/CpuFeatures.h"
+#include "compiler/codegen/ElementwiseProgram.h"
 #include "runtime/Plan.h"
 
 #include <array>

@@ -11,7 +11,7 @@
 #ifndef OCTET_COMPILER_DRIVER_PLANBUILDER_H
 #define OCTET_COMPILER_DRIVER_PLANBUILDER_H
 
-#include "runtime/ElementwiseProgram.h"
+#include "compiler/codegen/ElementwiseProgram.h"
 #include "runtime/Plan.h"
 #include "runtime/Steps.h"
 

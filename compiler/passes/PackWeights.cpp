@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/codegen/PackedWeights.h"
-#include "compiler/codegen/x86/GemmBlocking.h"
+#include "compiler/codegen/GemmBlocking.h"
 #include "compiler/passes/Passes.h"
 
 #include "mlir/IR/BuiltinAttributes.h"

@@ -2,7 +2,7 @@
 #ifndef OCTET_COMPILER_PASSES_PASSES_H
 #define OCTET_COMPILER_PASSES_PASSES_H
 
-#include "compiler/codegen/x86/CpuFeatures.h"
+#include "compiler/codegen/CpuFeatures.h"
 #include "compiler/passes/FusionReport.h"
 #include "compiler/ir/OctetOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"

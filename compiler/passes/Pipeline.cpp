@@ -1,6 +1,6 @@
 //===- Pipeline.cpp - the standard pass pipelines -------------------------===//
 #include "compiler/passes/Passes.h"
-#include "compiler/codegen/x86/KernelGenerator.h"
+#include "compiler/codegen/CpuFeatures.h"
 
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassOptions.h"

@@ -38,9 +38,8 @@ TARGETS = {
 }
 # What every target links after its own: the runtime and kernels (in dependency order).
 RUNTIME = ["runtime/libOctetAotLoader.a", "runtime/libOctetRuntime.a",
-           "compiler/codegen/libOctetX86Kernels.a", "compiler/codegen/libOctetWeightPacking.a",
-           "runtime/libOctetElementwiseProgram.a", "runtime/libOctetTokenLayout.a",
-           "compiler/codegen/onednn/libOctetOneDnnKernels.a"]
+           "compiler/codegen/libOctetX86Kernels.a", "runtime/libOctetTokenLayout.a",
+           "compiler/codegen/onednn/libOctetOneDnnKernels.a", "compiler/codegen/libOctetCommon.a"]
 SYSTEM = ["-ldnnl", "-lgomp", "-lpthread", "-ldl", "-lm"]
 
 

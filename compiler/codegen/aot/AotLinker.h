@@ -16,8 +16,8 @@
 #ifndef OCTET_COMPILER_CODEGEN_AOT_AOTLINKER_H
 #define OCTET_COMPILER_CODEGEN_AOT_AOTLINKER_H
 
+#include "compiler/codegen/Status.h"
 #include "runtime/PlanImage.h"
-#include "runtime/Status.h"
 
 #include <cstdint>
 #include <string>

@@ -8,7 +8,7 @@
 #ifndef OCTET_COMPILER_CODEGEN_ONEDNN_DNNLCOMMON_H
 #define OCTET_COMPILER_CODEGEN_ONEDNN_DNNLCOMMON_H
 
-#include "runtime/Plan.h"
+#include "compiler/codegen/Status.h"
 
 #include <oneapi/dnnl/dnnl.hpp>
 

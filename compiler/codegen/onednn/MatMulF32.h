@@ -33,8 +33,8 @@
 #ifndef OCTET_COMPILER_CODEGEN_ONEDNN_MATMULF32_H
 #define OCTET_COMPILER_CODEGEN_ONEDNN_MATMULF32_H
 
+#include "compiler/codegen/Status.h"
 #include "compiler/codegen/WeightLayout.h"
-#include "runtime/Status.h"
 
 #include <cstdint>
 #include <memory>

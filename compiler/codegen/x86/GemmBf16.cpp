@@ -1,6 +1,6 @@
 //===- GemmBf16.cpp -------------------------------------------------------===//
 #include "compiler/codegen/x86/GemmBf16.h"
-#include "compiler/codegen/x86/GemmBlocking.h"
+#include "compiler/codegen/GemmBlocking.h"
 
 #include <omp.h>
 

@@ -1,6 +1,6 @@
 //===- GemmF32.cpp --------------------------------------------------------===//
 #include "compiler/codegen/x86/GemmF32.h"
-#include "compiler/codegen/x86/GemmBlocking.h"
+#include "compiler/codegen/GemmBlocking.h"
 
 #include <algorithm>
 #include <cassert>

@@ -1,6 +1,6 @@
 //===- GemmU8S8.cpp -------------------------------------------------------===//
 #include "compiler/codegen/x86/GemmU8S8.h"
-#include "compiler/codegen/x86/GemmBlocking.h"
+#include "compiler/codegen/GemmBlocking.h"
 
 #include <algorithm>
 #include <cmath>

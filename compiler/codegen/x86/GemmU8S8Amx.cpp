@@ -1,6 +1,6 @@
 //===- GemmU8S8Amx.cpp ----------------------------------------------------===//
 #include "compiler/codegen/x86/GemmU8S8Amx.h"
-#include "compiler/codegen/x86/GemmBlocking.h"
+#include "compiler/codegen/GemmBlocking.h"
 
 #include <omp.h>
 

@@ -9,7 +9,7 @@
 #ifndef OCTET_COMPILER_CODEGEN_X86_KERNELGENERATOR_H
 #define OCTET_COMPILER_CODEGEN_X86_KERNELGENERATOR_H
 
-#include "compiler/codegen/x86/CpuFeatures.h"
+#include "compiler/codegen/CpuFeatures.h"
 
 #include <xbyak/xbyak.h>
 

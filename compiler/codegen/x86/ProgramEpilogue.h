@@ -28,9 +28,9 @@
 #ifndef OCTET_COMPILER_CODEGEN_X86_PROGRAMEPILOGUE_H
 #define OCTET_COMPILER_CODEGEN_X86_PROGRAMEPILOGUE_H
 
+#include "compiler/codegen/ElementwiseProgram.h"
 #include "compiler/codegen/x86/GemmF32Avx512.h"
 #include "compiler/codegen/x86/VectorMath.h"
-#include "runtime/ElementwiseProgram.h"
 
 #include <functional>
 #include <memory>

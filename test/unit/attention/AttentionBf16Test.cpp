@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/codegen/x86/AttentionBf16Kernels.h"
-#include "compiler/codegen/x86/CpuFeatures.h"
+#include "compiler/codegen/CpuFeatures.h"
 
 #include <gtest/gtest.h>
 

@@ -10,7 +10,7 @@
 //    permission); elsewhere skipped with the reason.
 //
 //===----------------------------------------------------------------------===//
-#include "compiler/codegen/x86/GemmBlocking.h"
+#include "compiler/codegen/GemmBlocking.h"
 #include "compiler/codegen/x86/GemmU8S8Amx.h"
 #include "compiler/codegen/x86/ProgramEpilogue.h"
 #include "test/unit/TestData.h"

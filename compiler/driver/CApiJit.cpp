@@ -2,7 +2,8 @@
 //
 // octet_model_create_from_file / _bytes and octet_calibrate: the JIT compiler
 // (compiler/driver) behind the shared C API of CApi.cpp. An AOT model.so links
-// CApiAot.cpp instead.
+// CApiAot.cpp instead (runtime/). This is liboctet's JIT entry, above the
+// runtime (docs/architecture.md).
 //
 //===----------------------------------------------------------------------===//
 #include "octet/octet.h"
@@ -14,6 +15,7 @@
 
 #include <cctype>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 using octet::capi::fail;
@@ -35,13 +37,47 @@ octet_status compileFailureStatus(const std::string &message) {
   return OCTET_ERROR_INVALID_MODEL;
 }
 
+/// Sends `compile`'s progress to the callback of octet_options_set_progress,
+/// if one is set.
+void attachProgress(const octet_options &options, octet::CompileOptions &compile) {
+  if (!options.progress)
+    return;
+  octet_progress_fn callback = options.progress;
+  void *user = options.progressUser;
+  // Calibration reports lines ("calibrate: batch 3/16 (1.2 s)"); the counts
+  // are read back from them so a binding can draw a bar.
+  compile.progress = [callback, user](const std::string &line) {
+    int64_t done = 0, total = -1;
+    if (size_t at = line.find("batch "); at != std::string::npos) {
+      const char *text = line.c_str() + at + 6;
+      char *slash = nullptr, *end = nullptr;
+      long long d = std::strtoll(text, &slash, 10);
+      if (slash != text && *slash == '/') {
+        long long t = std::strtoll(slash + 1, &end, 10);
+        if (end != slash + 1 && t > 0) {
+          done = d;
+          total = t;
+        }
+      }
+    } else if (size_t at = line.find(" batch(es)"); at != std::string::npos) {
+      // "calibrate: 24 linear(s), 16 batch(es) from '...'": the start.
+      size_t begin = line.rfind(' ', at - 1);
+      if (begin != std::string::npos)
+        total = std::strtoll(line.c_str() + begin + 1, nullptr, 10);
+      if (total <= 0)
+        total = -1;
+    }
+    callback(user, line.c_str(), done, total);
+  };
+}
+
 octet::CompileOptions toCompileOptions(const octet_options *options) {
   if (!options)
     return octet::CompileOptions();
   octet::CompileOptions result = octet::compileOptionsFrom(*options);
   if (options->calibrationProgress)
     result.progress = [](const std::string &line) { std::fprintf(stderr, "%s\n", line.c_str()); };
-  octet::capi::attachProgress(*options, result); // a callback replaces the stderr lines
+  attachProgress(*options, result); // a callback replaces the stderr lines
   if (options->printIrAfterAll)
     result.irAfterPass = [](const std::string &pass, const std::string &ir) {
       std::fprintf(stderr, "// -----// IR Dump After %s //----- //\n%s\n", pass.c_str(),

@@ -1,5 +1,5 @@
 //===- CpuFeatures.cpp ----------------------------------------------------===//
-#include "compiler/codegen/x86/CpuFeatures.h"
+#include "compiler/codegen/CpuFeatures.h"
 
 #include <algorithm>
 #include <cstdio>

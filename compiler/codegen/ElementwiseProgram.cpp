@@ -1,5 +1,5 @@
 //===- ElementwiseProgram.cpp - scalar meaning, checks and listing --------===//
-#include "runtime/ElementwiseProgram.h"
+#include "compiler/codegen/ElementwiseProgram.h"
 
 #include <algorithm>
 #include <cmath>

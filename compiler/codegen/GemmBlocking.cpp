@@ -1,5 +1,5 @@
 //===- GemmBlocking.cpp ---------------------------------------------------===//
-#include "compiler/codegen/x86/GemmBlocking.h"
+#include "compiler/codegen/GemmBlocking.h"
 
 #include <omp.h>
 #include <unistd.h>
