@@ -19,7 +19,6 @@
 #ifndef OCTET_RUNTIME_PLAN_H
 #define OCTET_RUNTIME_PLAN_H
 
-#include "compiler/codegen/ScalarArithmetic.h"
 #include "compiler/codegen/Status.h"
 
 #include <cstddef>
@@ -27,7 +26,6 @@
 #include <functional>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -76,47 +74,6 @@ struct Scalar {
   /// For the checking kinds (and division by zero): what is computed, for the error.
   std::string what;
 };
-
-/// The integer operation of an arithmetic kind (Add .. MaxS), none for the others: the
-/// one semantics (compiler/codegen/ScalarArithmetic.h) that the Plan builder's folding
-/// and the executor's evaluation share.
-inline std::optional<IntBinaryOp> intBinaryOpOf(Scalar::Kind kind) {
-  switch (kind) {
-  case Scalar::Kind::Add:
-    return IntBinaryOp::Add;
-  case Scalar::Kind::Sub:
-    return IntBinaryOp::Sub;
-  case Scalar::Kind::Mul:
-    return IntBinaryOp::Mul;
-  case Scalar::Kind::DivS:
-    return IntBinaryOp::DivS;
-  case Scalar::Kind::FloorDivS:
-    return IntBinaryOp::FloorDivS;
-  case Scalar::Kind::CeilDivS:
-    return IntBinaryOp::CeilDivS;
-  case Scalar::Kind::RemS:
-    return IntBinaryOp::RemS;
-  case Scalar::Kind::MinS:
-    return IntBinaryOp::MinS;
-  case Scalar::Kind::MaxS:
-    return IntBinaryOp::MaxS;
-  default:
-    return std::nullopt;
-  }
-}
-
-/// Scalar::Predicate as ScalarArithmetic's predicate (the same order; the Plan image
-/// stores the number, so neither may be reordered).
-inline IntPredicate intPredicateOf(Scalar::Predicate predicate) {
-  using P = Scalar::Predicate;
-  static_assert(uint8_t(P::Eq) == uint8_t(IntPredicate::Eq) &&
-                uint8_t(P::Ne) == uint8_t(IntPredicate::Ne) &&
-                uint8_t(P::Lt) == uint8_t(IntPredicate::Lt) &&
-                uint8_t(P::Le) == uint8_t(IntPredicate::Le) &&
-                uint8_t(P::Gt) == uint8_t(IntPredicate::Gt) &&
-                uint8_t(P::Ge) == uint8_t(IntPredicate::Ge));
-  return IntPredicate(uint8_t(predicate));
-}
 
 /// The largest size a Scalar::Kind::InputElement may read: a shape entry
 /// beyond it is an input error, not an allocation attempt.
