@@ -1,4 +1,4 @@
-//===- gemm_u8s8_amx.cpp - AMX GemmU8S8AmxDriver vs the VNNI GemmU8S8 -----===//
+//===- gemm_u8s8_amx.cpp - AMX Int8GemmDriver vs the VNNI GemmU8S8 -----===//
 //
 // The AMX INT8 GEMM on BERT-base shapes (K x N = 768x2304 QKV, 768x768
 // attention out, 768x3072 FFN in, 3072x768 FFN out; M = 128, 1024) with the
@@ -12,8 +12,8 @@
 //
 //===----------------------------------------------------------------------===//
 #include "bench/BertGemmData.h"
-#include "compiler/codegen/x86/GemmU8S8.h"
-#include "compiler/codegen/x86/GemmU8S8Amx.h"
+#include "compiler/codegen/x86/Int8GemmDriver.h"
+#include "compiler/codegen/x86/Int8GemmKernelAmx.h"
 #include "compiler/codegen/x86/ProgramEpilogue.h"
 #include "runtime/Ceilings.h"
 
@@ -57,12 +57,13 @@ int main(int argc, char **argv) {
   std::printf("%5s %5s %5s %-18s | %8s %7s %5s | %8s %7s | %s\n", "M", "K", "N", "epilogue",
               "amx ms", "GOPS", "peak", "vnni ms", "GOPS", "amx/vnni time");
   std::mt19937 gen(1);
-  const std::unique_ptr<x86::ProgramEpilogue> gelu = bench::bertGeluEpilogue(x86::GeluAccuracy::ForRequantize);
+  const std::unique_ptr<x86::ProgramEpilogue> gelu =
+      bench::bertGeluEpilogue(x86::GeluAccuracy::ForRequantize);
   for (int64_t m : {128, 1024})
     for (auto [k, n] : bench::kBertGemmKN) {
       bench::BertGemmData data(m, k, n, gen);
       auto &[a, c, w, bias, residual, wScale] = data;
-      x86::GemmU8S8Params p;
+      x86::Int8GemmParams p;
       p.aZeroPoint = 128;
       p.xScale = 0.02f;
       p.wScale = wScale;
@@ -78,10 +79,12 @@ int main(int argc, char **argv) {
         p.residual = true;
         name = "bias+residual f32";
       }
-      const x86::PackedU8S8Amx packedAmx = x86::packU8S8Amx(w.data(), k, n, WeightLayout::KN);
-      const x86::PackedU8S8 packedVnni = x86::packU8S8(w.data(), k, n, WeightLayout::KN);
-      const x86::GemmU8S8AmxDriver amx(packedAmx, p);
-      const x86::GemmU8S8 vnni(packedVnni, p);
+      const x86::PackedInt8 packedAmx =
+          x86::packInt8(octet::PackIsa::Amx, w.data(), k, n, WeightLayout::KN);
+      const x86::PackedInt8 packedVnni =
+          x86::packInt8(octet::PackIsa::Avx512Vnni, w.data(), k, n, WeightLayout::KN);
+      const x86::Int8GemmDriver amx(packedAmx, p);
+      const x86::Int8GemmDriver vnni(packedVnni, p);
       const float *res = p.residual ? residual.data() : nullptr;
       auto runAmx = [&] { amx.run(a.data(), m, k, c.data(), n, res, n); };
       auto runVnni = [&] { vnni.run(a.data(), m, k, c.data(), n, res, n); };
@@ -95,8 +98,7 @@ int main(int argc, char **argv) {
       const double ops = 2.0 * m * n * k;
       std::printf("%5ld %5ld %5ld %-18s | %8.3f %7.1f %4.0f%% | %8.3f %7.1f | %.2f\n", long(m),
                   long(k), long(n), name.c_str(), ta * 1e3, ops / ta / 1e9,
-                  peak > 0 ? 100 * ops / ta / 1e9 / peak : 0.0, tv * 1e3, ops / tv / 1e9,
-                  ta / tv);
+                  peak > 0 ? 100 * ops / ta / 1e9 / peak : 0.0, tv * 1e3, ops / tv / 1e9, ta / tv);
       std::fflush(stdout);
     }
   return 0;

@@ -1,6 +1,6 @@
 //===- gemm_u8s8_epilogue.cpp - cost of a fused GELU in the VNNI GEMM -----===//
 //
-// GemmU8S8 on BERT-base's FFN-in shape (M = 128, K = 768, N = 3072; a_zp
+// Int8GemmDriver on BERT-base's FFN-in shape (M = 128, K = 768, N = 3072; a_zp
 // 128, per-channel scales, bias), one thread:
 //  - "bias":            the bare GEMM, f32 result;
 //  - "bias+gelu fused": GELU (erf) in the kernel's epilogue (ProgramEpilogue);
@@ -14,7 +14,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/codegen/x86/ElementwiseKernel.h"
-#include "compiler/codegen/x86/GemmU8S8.h"
+#include "compiler/codegen/x86/Int8GemmDriver.h"
 #include "compiler/codegen/x86/ProgramEpilogue.h"
 #include "compiler/codegen/x86/QuantizeKernels.h"
 
@@ -53,7 +53,7 @@ double best(int reps, const std::function<void()> &f) {
 int main(int argc, char **argv) {
   const int reps = argc > 1 ? std::atoi(argv[1]) : 30;
   const int64_t m = argc > 2 ? std::atoll(argv[2]) : 128, k = 768, n = 3072;
-  if (!x86::GemmU8S8::hostSupported()) {
+  if (!x86::Int8GemmDriver::hostSupported()) {
     std::printf("host lacks AVX-512 VNNI\n");
     return 0;
   }
@@ -67,7 +67,8 @@ int main(int argc, char **argv) {
   for (auto &v : b)
     v = int8_t(s8(gen));
   std::vector<float> ws(n, 1e-4f), bias(n, 0.1f);
-  const x86::PackedU8S8 packed = x86::packU8S8(b.data(), k, n, WeightLayout::KN);
+  const x86::PackedInt8 packed =
+      x86::packInt8(octet::PackIsa::Avx512Vnni, b.data(), k, n, WeightLayout::KN);
 
   rt::ElementwiseProgram gelu;
   gelu.numInputs = 1;
@@ -78,7 +79,7 @@ int main(int argc, char **argv) {
   x86::QuantizeKernel requant(x86::QuantOutput::U8);
 
   auto make = [&](bool withGelu, x86::QuantOutput out) {
-    x86::GemmU8S8Params p;
+    x86::Int8GemmParams p;
     p.aZeroPoint = 128;
     p.xScale = 0.02f;
     p.wScale = ws;
@@ -87,7 +88,7 @@ int main(int argc, char **argv) {
     p.output = out;
     p.outScale = 0.05f;
     p.outZeroPoint = 10;
-    return std::make_unique<x86::GemmU8S8>(packed, p);
+    return std::make_unique<x86::Int8GemmDriver>(packed, p);
   };
   auto plain = make(false, x86::QuantOutput::F32), withGelu = make(true, x86::QuantOutput::F32);
   auto plainU8 = make(false, x86::QuantOutput::U8), geluU8 = make(true, x86::QuantOutput::U8);

@@ -1,4 +1,4 @@
-//===- gemm_u8s8_providers.cpp - JIT GemmU8S8 vs oneDNN MatMulU8S8 --------===//
+//===- gemm_u8s8_providers.cpp - JIT Int8GemmDriver vs oneDNN MatMulU8S8 --------===//
 //
 // The two INT8 GEMM providers on BERT-base shapes (K x N = 768x2304 QKV,
 // 768x768 attention out, 768x3072 FFN in, 3072x768 FFN out; M = 128, 1024),
@@ -19,7 +19,7 @@
 //===----------------------------------------------------------------------===//
 #include "bench/BertGemmData.h"
 #include "compiler/codegen/onednn/MatMulU8S8.h"
-#include "compiler/codegen/x86/GemmU8S8.h"
+#include "compiler/codegen/x86/Int8GemmDriver.h"
 #include "compiler/codegen/x86/ProgramEpilogue.h"
 #include "runtime/Ceilings.h"
 
@@ -52,8 +52,7 @@ double seconds(const std::function<void()> &f, bool cpuTime) {
 }
 
 /// Best times of `a` and `b`, run alternately `reps` times after warm-up.
-std::pair<double, double> bestOfAlternating(int reps, bool cpuTime,
-                                            const std::function<void()> &a,
+std::pair<double, double> bestOfAlternating(int reps, bool cpuTime, const std::function<void()> &a,
                                             const std::function<void()> &b) {
   for (int i = 0; i < 2; ++i)
     a(), b();
@@ -70,7 +69,7 @@ std::pair<double, double> bestOfAlternating(int reps, bool cpuTime,
 int main(int argc, char **argv) {
   const int reps = argc > 1 ? std::atoi(argv[1]) : 20;
   const bool cpuTime = argc > 2 && std::string(argv[2]) == "cpu";
-  if (!x86::GemmU8S8::hostSupported()) {
+  if (!x86::Int8GemmDriver::hostSupported()) {
     std::printf("host lacks AVX-512 VNNI: no JIT INT8 GEMM to compare with\n");
     return 0;
   }
@@ -87,8 +86,7 @@ int main(int argc, char **argv) {
   std::printf("times: best of %d, %s\n", reps,
               cpuTime ? "1 thread: thread CPU time, 2 threads: wall" : "wall");
   std::printf("%5s %5s %5s %2s %-22s | %8s %6s %4s | %8s %6s %4s | %s\n", "M", "K", "N", "t",
-              "epilogue", "jit ms", "GOPS", "peak", "dnnl ms", "GOPS", "peak",
-              "jit/onednn time");
+              "epilogue", "jit ms", "GOPS", "peak", "dnnl ms", "GOPS", "peak", "jit/onednn time");
 
   std::mt19937 gen(1);
   const std::unique_ptr<x86::ProgramEpilogue> gelu = bench::bertGeluEpilogue();
@@ -97,10 +95,11 @@ int main(int argc, char **argv) {
     for (auto [k, n] : bench::kBertGemmKN) {
       bench::BertGemmData data(m, k, n, gen);
       auto &[a, c, w, bias, residual, wScale] = data;
-      const x86::PackedU8S8 packed = x86::packU8S8(w.data(), k, n, WeightLayout::KN);
+      const x86::PackedInt8 packed =
+          x86::packInt8(octet::PackIsa::Avx512Vnni, w.data(), k, n, WeightLayout::KN);
       const bool ffnIn = n == 3072, residualBlock = n == 768;
       for (bool bert : {false, true}) {
-        x86::GemmU8S8Params jp;
+        x86::Int8GemmParams jp;
         jp.aZeroPoint = 128;
         jp.xScale = 0.02f;
         jp.wScale = wScale;
@@ -125,7 +124,7 @@ int main(int argc, char **argv) {
         } else if (bert) {
           continue; // QKV: "bert" is "bias f32"
         }
-        const x86::GemmU8S8 jit(packed, jp);
+        const x86::Int8GemmDriver jit(packed, jp);
         std::unique_ptr<onednn::MatMulU8S8> dnn;
         if (onednn::Status s =
                 onednn::MatMulU8S8::create(n, k, w.data(), WeightLayout::KN, dp, dnn);
@@ -145,10 +144,11 @@ int main(int argc, char **argv) {
           omp_set_num_threads(t);
           auto [tj, td] = bestOfAlternating(reps, cpuTime && t == 1, runJit, runDnn);
           const double gj = ops / tj / 1e9, gd = ops / td / 1e9;
-          std::printf("%5ld %5ld %5ld %2d %-22s | %8.3f %6.1f %3.0f%% | %8.3f %6.1f %3.0f%% | %.2f\n",
-                      long(m), long(k), long(n), t, name.c_str(), tj * 1e3, gj,
-                      peak[t] > 0 ? 100 * gj / peak[t] : 0.0, td * 1e3, gd,
-                      peak[t] > 0 ? 100 * gd / peak[t] : 0.0, tj / td);
+          std::printf(
+              "%5ld %5ld %5ld %2d %-22s | %8.3f %6.1f %3.0f%% | %8.3f %6.1f %3.0f%% | %.2f\n",
+              long(m), long(k), long(n), t, name.c_str(), tj * 1e3, gj,
+              peak[t] > 0 ? 100 * gj / peak[t] : 0.0, td * 1e3, gd,
+              peak[t] > 0 ? 100 * gd / peak[t] : 0.0, tj / td);
           std::fflush(stdout);
         }
       }

@@ -4,7 +4,7 @@
 //    loads, no dependency chain shorter than the unit's latency), timed on one
 //    thread and on OpenMP's team (each thread its own loop). One zmm
 //    vpdpbusd = 16 lanes x 4 u8*s8 MACs = 128 int8 ops (2 per MAC).
-// 2. GemmU8S8 on BERT-base shapes (M = 128, 1024; K x N = 768x768,
+// 2. Int8GemmDriver on BERT-base shapes (M = 128, 1024; K x N = 768x768,
 //    768x2304, 768x3072, 3072x768), a_zp 128, bias, f32 and u8 outputs, one
 //    thread and the team: GOPS of the best run and the fraction of the
 //    matching peak.
@@ -14,7 +14,7 @@
 // GEMM times stay wall-clock (its threads wait for each other).
 //
 //===----------------------------------------------------------------------===//
-#include "compiler/codegen/x86/GemmU8S8.h"
+#include "compiler/codegen/x86/Int8GemmDriver.h"
 
 #include <omp.h>
 
@@ -109,7 +109,7 @@ double bestSeconds(int reps, const std::function<void()> &f, bool cpuTime) {
 int main(int argc, char **argv) {
   const int reps = argc > 1 ? std::atoi(argv[1]) : 20;
   threadCpuTime = argc > 2 && std::string(argv[2]) == "cpu";
-  if (!GemmU8S8::hostSupported()) {
+  if (!Int8GemmDriver::hostSupported()) {
     std::printf("host lacks AVX-512 VNNI: nothing to measure\n");
     return 0;
   }
@@ -135,9 +135,10 @@ int main(int argc, char **argv) {
         x = uint8_t(u8(gen));
       for (int8_t &x : w)
         x = int8_t(s8(gen));
-      PackedU8S8 packed = packU8S8(w.data(), k, n, octet::WeightLayout::KN);
+      PackedInt8 packed =
+          packInt8(octet::PackIsa::Avx512Vnni, w.data(), k, n, octet::WeightLayout::KN);
       for (QuantOutput out : {QuantOutput::F32, QuantOutput::U8}) {
-        GemmU8S8Params params;
+        Int8GemmParams params;
         params.aZeroPoint = 128;
         params.xScale = 0.02f;
         params.wScale.assign(n, 0.01f);
@@ -145,7 +146,7 @@ int main(int argc, char **argv) {
         params.output = out;
         params.outScale = 0.05f;
         params.outZeroPoint = 128;
-        GemmU8S8 gemm(packed, params);
+        Int8GemmDriver gemm(packed, params);
         const double ops = 2.0 * m * n * k;
         auto run = [&] { gemm.run(a.data(), m, k, c.data(), n); };
         omp_set_num_threads(1);

@@ -5,7 +5,7 @@
 #include "compiler/codegen/onednn/MatMulU8S8.h"
 #include "compiler/codegen/x86/AmxSupport.h"
 #include "compiler/codegen/x86/GemmBf16.h"
-#include "compiler/codegen/x86/GemmU8S8.h"
+#include "compiler/codegen/x86/Int8GemmDriver.h"
 
 #include <algorithm>
 #include <chrono>
@@ -152,7 +152,8 @@ std::string whyNotRunnableHere(GemmProvider provider) {
   case GemmProvider::JitF32:
     return host.supports(x86::Isa::Avx512) ? "" : "this CPU lacks AVX-512";
   case GemmProvider::JitVnni:
-    return x86::GemmU8S8::hostSupported() ? "" : "this CPU lacks AVX-512 VNNI";
+    return x86::Int8GemmDriver::hostSupported(PackIsa::Avx512Vnni) ? ""
+                                                                   : "this CPU lacks AVX-512 VNNI";
   case GemmProvider::JitAmx: {
     std::string why;
     return x86::amxUsable(&why) ? "" : why;

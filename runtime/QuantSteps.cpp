@@ -2,10 +2,10 @@
 //
 // makeQuantize / makeDequantize (ONNX QuantizeLinear / DequantizeLinear, per
 // tensor or per axis), makeQuantizePerRow (dynamic per-token u8) and
-// makeQLinear (octet.qlinear: GemmU8S8 on AVX-512 VNNI, GemmU8S8AmxDriver on
-// AMX or oneDNN's int8 matmul, per M bucket as runtime/KernelSelection.h
-// resolves it, else a compiled C++ loop with exact int32 sums that evaluates
-// the epilogue per element).
+// makeQLinear (octet.qlinear: one Int8Gemm provider, the JIT Int8GemmDriver
+// over the AVX-512 VNNI or AMX micro-kernels or oneDNN's int8 matmul, per M
+// bucket as runtime/KernelSelection.h resolves it, else a compiled C++ loop
+// with exact int32 sums that evaluates the epilogue per element).
 // Per-tensor quantize and quantize_per_row run the AVX-512 kernels of
 // x86/QuantizeKernels.h, with the same formulas in C++ elsewhere.
 // docs/int8-gemm.md describes the qlinear step's epilogue split.
@@ -15,10 +15,8 @@
 #include "runtime/KernelSelection.h"
 #include "runtime/Steps.h"
 
-#include "compiler/codegen/x86/AmxSupport.h"
 #include "compiler/codegen/onednn/MatMulU8S8.h"
-#include "compiler/codegen/x86/GemmU8S8.h"
-#include "compiler/codegen/x86/GemmU8S8Amx.h"
+#include "compiler/codegen/x86/Int8GemmDriver.h"
 #include "compiler/codegen/x86/ProgramEpilogue.h"
 #include "compiler/codegen/x86/QuantizeKernels.h"
 
@@ -360,12 +358,12 @@ public:
           outType_ == DType::U8 ? x86::QuantOutput::U8 : x86::QuantOutput::S8);
   }
 
-  /// The JIT GEMMs' parameters, with the split above applied.
-  x86::GemmU8S8Params jitParams(const KernelOptions &options, int32_t xZp, float outScale,
+  /// The JIT driver's parameters, with the split above applied.
+  x86::Int8GemmParams jitParams(const KernelOptions &options, int32_t xZp, float outScale,
                                 int32_t outZp) {
     const x86::QuantOutput output = splitEpilogueFor(Provider::Jit, options);
     requantizeAfter(output, options, outScale, outZp);
-    x86::GemmU8S8Params p;
+    x86::Int8GemmParams p;
     p.aZeroPoint = xZp;
     // A run-time per-tensor scale takes the per-row path (the same formula,
     // one value repeated): the GEMM cannot know it at construction.
@@ -381,45 +379,26 @@ public:
     return p;
   }
 
-  /// False when octet-pack-weights packed the spec's weight in `layout` (the
-  /// kernel uses it in place); else packs it into `owned` with `pack` and
-  /// returns true.
-  template <typename Packed, typename Pack>
-  bool packedHere(const PackedWeightLayout &layout, Packed &owned, Pack pack) const {
+  /// The JIT driver over `isa`'s micro-kernels (AVX-512 VNNI or AMX-INT8): a
+  /// weight octet-pack-weights packed for them is used in place; any other is
+  /// packed here. The code is generated here on any CPU; it runs only where
+  /// the host supports it (the driver's run() says why not).
+  void useJit(PackIsa isa, const KernelOptions &options, int32_t xZp, float outScale,
+              int32_t outZp) {
+    const int nr = x86::int8GemmPanelWidth(isa, spec_.n);
+    const PackedWeightLayout layout = packedWeightLayout(isa, spec_.k, spec_.n, nr);
     const std::optional<PackedWeightLayout> &p = spec_.packed;
-    if (p && p->isa == layout.isa && p->nr == layout.nr)
-      return false;
-    std::vector<int8_t> plain;
-    WeightLayout from;
-    const int8_t *w = plainWeight(plain, from);
-    owned = pack(w, spec_.k, spec_.n, from);
-    return true;
-  }
-
-  /// GemmU8S8 (AVX-512 VNNI): a weight octet-pack-weights packed for it is
-  /// used in place; any other is packed here.
-  void useVnni(const KernelOptions &options, int32_t xZp, float outScale, int32_t outZp) {
-    const int nr = x86::gemmU8S8PanelWidth(spec_.n);
-    const PackedWeightLayout layout =
-        packedWeightLayout(PackIsa::Avx512Vnni, spec_.k, spec_.n, nr);
-    x86::PackedU8S8View view;
-    if (packedHere(layout, ownedVnni_, x86::packU8S8))
-      view = ownedVnni_;
-    else
-      view = {spec_.n, spec_.k, nr, spec_.weight, layout.bytes(), spec_.colsum};
-    gemm_ = std::make_unique<x86::GemmU8S8>(view, jitParams(options, xZp, outScale, outZp));
-  }
-
-  /// GemmU8S8AmxDriver (AMX-INT8), weights as for useVnni. Its code is
-  /// generated here on any CPU; it runs only where x86::amxUsable().
-  void useAmx(const KernelOptions &options, int32_t xZp, float outScale, int32_t outZp) {
-    const PackedWeightLayout layout = packedWeightLayout(PackIsa::Amx, spec_.k, spec_.n, 0);
-    x86::PackedU8S8AmxView view;
-    if (packedHere(layout, ownedAmx_, x86::packU8S8Amx))
-      view = ownedAmx_;
-    else
-      view = {spec_.n, spec_.k, spec_.weight, layout.bytes(), spec_.colsum};
-    amx_ = std::make_unique<x86::GemmU8S8AmxDriver>(view, jitParams(options, xZp, outScale, outZp));
+    x86::PackedInt8View view;
+    if (p && p->isa == layout.isa && p->nr == layout.nr) {
+      view = {isa, spec_.n, spec_.k, nr, spec_.weight, layout.bytes(), spec_.colsum};
+    } else {
+      std::vector<int8_t> plain;
+      WeightLayout from;
+      const int8_t *w = plainWeight(plain, from);
+      owned_ = x86::packInt8(isa, w, spec_.k, spec_.n, from);
+      view = owned_;
+    }
+    gemm_ = std::make_unique<x86::Int8GemmDriver>(view, jitParams(options, xZp, outScale, outZp));
   }
 
   /// The exact loop: it keeps its own [N, K] copy of the weight.
@@ -456,21 +435,20 @@ public:
     std::vector<int8_t> plain; // oneDNN reorders the weight into its own copy
     WeightLayout from;
     const int8_t *w = plainWeight(plain, from);
-    onednn::Status s = onednn::MatMulU8S8::create(spec_.n, spec_.k, w, from, p, onednn_);
+    std::unique_ptr<onednn::MatMulU8S8> matmul;
+    onednn::Status s = onednn::MatMulU8S8::create(spec_.n, spec_.k, w, from, p, matmul);
     if (!s.ok())
       return s.message();
+    gemm_ = std::make_unique<onednn::Int8GemmOneDnn>(std::move(matmul));
     requantizeAfter(output, options, outScale, outZp);
     return "";
   }
 
   std::string kind() const override {
-    std::string k = gemm_     ? "qgemm.jit_vnni"
-                    : amx_    ? "qgemm.jit_amx"
-                    : onednn_ ? "qgemm.onednn"
-                              : "qgemm.reference";
+    std::string k = std::string("qgemm.") + (gemm_ ? gemm_->name() : "reference");
     if (spec_.xScalePerRow)
       k += "+rowscale";
-    if (!gemm_ && !amx_ && !onednn_)
+    if (!gemm_)
       return isIdentity(epilogue_) ? k : k + "+epilogue";
     if (residual_ >= 0)
       k += "+residual";
@@ -533,11 +511,8 @@ private:
   std::unique_ptr<x86::QuantizeKernel> requant_; ///< the scratch's requantize (AVX-512)
   float outScale_ = 1;
   int32_t outZp_ = 0;
-  x86::PackedU8S8 ownedVnni_;   ///< packed here (empty when the spec's is used in place)
-  x86::PackedU8S8Amx ownedAmx_; ///< packed here (empty when the spec's is used in place)
-  std::unique_ptr<x86::GemmU8S8> gemm_;
-  std::unique_ptr<x86::GemmU8S8AmxDriver> amx_;
-  std::unique_ptr<onednn::MatMulU8S8> onednn_;
+  x86::PackedInt8 owned_; ///< the JIT driver's weight packed here (empty when used in place)
+  std::unique_ptr<Int8Gemm> gemm_; ///< the provider; null: the reference loop
 };
 
 Status QLinearStep::run(const ExecContext &ctx) const {
@@ -579,7 +554,7 @@ Status QLinearStep::run(const ExecContext &ctx) const {
     return Status::error(at + ": the input scale must have one element, got " +
                          shapeString(ctx.shape(spec_.xScale)));
   }
-  if (!gemm_ && !amx_ && !onednn_)
+  if (!gemm_)
     return runReference(ctx, a, av.ld, m, xScale, c, cv.ld);
 
   std::vector<float> rowScales;
@@ -603,20 +578,12 @@ Status QLinearStep::run(const ExecContext &ctx) const {
     scratch.resize(size_t(m * n));
   void *gemmOut = scratch_ ? scratch.data() : c;
   const int64_t gemmLd = scratch_ ? n : cv.ld;
-  if (gemm_ || amx_) {
-    // Both throw, never fault, where this CPU cannot run them (a plan built
-    // for another target).
-    try {
-      if (gemm_)
-        gemm_->run(a, m, av.ld, gemmOut, gemmLd, residual, ldr, xScale, columns.data());
-      else
-        amx_->run(a, m, av.ld, gemmOut, gemmLd, residual, ldr, xScale, columns.data());
-    } catch (const std::exception &e) {
-      return Status::error(at + ": " + e.what());
-    }
-  } else if (onednn::Status s = onednn_->run(a, m, av.ld, gemmOut, gemmLd, residual, ldr);
-             !s.ok()) {
-    return Status::error(at + ": " + s.message());
+  // Every provider throws, never faults, where this CPU cannot run it (a plan
+  // built for another target) or it fails.
+  try {
+    gemm_->run(a, m, av.ld, gemmOut, gemmLd, residual, ldr, xScale, columns.data());
+  } catch (const std::exception &e) {
+    return Status::error(at + ": " + e.what());
   }
   if (post_)
     if (Status s = post_->apply(ctx, at, scratch_ ? scratch.data() : nullptr); !s.ok())
@@ -749,9 +716,9 @@ static StepPtr buildQLinear(const QLinearSpec &spec, DType outType, GemmProvider
                             const KernelOptions &options, std::string &error) {
   const std::string at = "qlinear";
   auto step = std::make_unique<QLinearStep>(spec, outType);
-  // The JIT GEMMs and oneDNN take the activation's zero point (column-sum
+  // The JIT driver and oneDNN take the activation's zero point (column-sum
   // compensation) and the output's scale and zero point at construction
-  // (plan-time constants: whyNotProvider checked). The JIT GEMMs also take a
+  // (plan-time constants: whyNotProvider checked). The JIT driver also takes a
   // run-time activation scale (per row, or per tensor through the per-row
   // path); oneDNN 2.6 takes only a constant per-tensor one (MatMulU8S8.h).
   int32_t outZp = 0;
@@ -763,10 +730,10 @@ static StepPtr buildQLinear(const QLinearSpec &spec, DType outType, GemmProvider
   try {
     switch (provider) {
     case GemmProvider::JitVnni:
-      step->useVnni(options, *spec.xZeroPointConst, outScale, outZp);
+      step->useJit(PackIsa::Avx512Vnni, options, *spec.xZeroPointConst, outScale, outZp);
       break;
     case GemmProvider::JitAmx:
-      step->useAmx(options, *spec.xZeroPointConst, outScale, outZp);
+      step->useJit(PackIsa::Amx, options, *spec.xZeroPointConst, outScale, outZp);
       break;
     case GemmProvider::OneDnn:
       if (std::string why = step->useOneDnn(options, *spec.xZeroPointConst, outScale, outZp);

@@ -23,8 +23,8 @@
 #include "compiler/codegen/x86/AttentionBf16Kernels.h"
 #include "compiler/codegen/x86/FusedKernels.h"
 #include "compiler/codegen/x86/GemmF32Avx512.h"
-#include "compiler/codegen/x86/GemmU8S8Amx.h"
-#include "compiler/codegen/x86/GemmU8S8Vnni.h"
+#include "compiler/codegen/x86/Int8GemmKernelAmx.h"
+#include "compiler/codegen/x86/Int8GemmKernelVnni.h"
 #include "runtime/Ceilings.h"
 
 #include "llvm/Support/CommandLine.h"
@@ -127,22 +127,22 @@ static std::unique_ptr<KernelGenerator> makeKernel() {
     return std::make_unique<GemmF32Avx512>(config);
   }
   case Kernel::GemmU8S8: {
-    GemmU8S8VnniConfig config;
-    config.mr = mr, config.nr = nr, config.columns = columns ? int(columns) : int(nr);
+    Int8GemmKernelConfig config;
+    config.rows = mr, config.nr = nr, config.columns = columns ? int(columns) : int(nr);
     config.kTailBytes = kTail, config.epilogue.compensation = compensation;
     config.epilogue.bias = bias, config.epilogue.residual = residual;
     config.epilogue.output = output;
     config.epilogue.outScale = outScale, config.epilogue.outZeroPoint = outZeroPoint;
-    return std::make_unique<GemmU8S8Vnni>(config); // throws on a shape it rejects
+    return std::make_unique<Int8GemmKernelVnni>(config); // throws on a shape it rejects
   }
   case Kernel::GemmU8S8Amx: {
-    GemmU8S8AmxConfig config;
-    config.rows = mr, config.columns = columns ? int(columns) : kAmxPanel;
+    Int8GemmKernelConfig config;
+    config.rows = mr, config.nr = kAmxPanel, config.columns = columns ? int(columns) : kAmxPanel;
     config.kTailBytes = kTail;
     config.epilogue.compensation = compensation, config.epilogue.bias = bias;
     config.epilogue.residual = residual, config.epilogue.output = output;
     config.epilogue.outScale = outScale, config.epilogue.outZeroPoint = outZeroPoint;
-    return std::make_unique<GemmU8S8Amx>(config); // throws on a shape it rejects
+    return std::make_unique<Int8GemmKernelAmx>(config); // throws on a shape it rejects
   }
   case Kernel::CeilingTdpbusd:
     return octet::rt::makeAmxPeakLoop();

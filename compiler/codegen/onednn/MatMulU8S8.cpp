@@ -83,7 +83,7 @@ Status checkParams(int64_t n, int64_t k, const int8_t *weights, const MatMulU8S8
       return fail("a residual with a " + std::string(u8s8OutputName(p.output)) +
                   " output: oneDNN 2.6's sum post-op reads the residual from C in C's type, "
                   "and a binary post-op cannot take a tensor with run-time M; use the f32 "
-                  "output (or GemmU8S8)");
+                  "output (or the JIT Int8GemmDriver)");
   }
   if (!oneDnnHasInt8Vnni()) {
     const auto [lo, hi] = std::minmax_element(weights, weights + n * k);
@@ -148,7 +148,7 @@ Status MatMulU8S8::create(int64_t n, int64_t k, const int8_t *weights, WeightLay
     const bool quantized = p.output != U8S8Output::F32;
     const bool perChannel = p.wScale.size() != 1;
 
-    // scale[n] = x_scale * w_scale[n] in f32, rounded once (as GemmU8S8).
+    // scale[n] = x_scale * w_scale[n] in f32, rounded once (as the JIT driver).
     std::vector<float> scale(perChannel ? size_t(n) : 1);
     for (size_t j = 0; j < scale.size(); ++j)
       scale[j] = p.xScale * p.wScale[j];

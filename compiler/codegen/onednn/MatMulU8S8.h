@@ -1,7 +1,8 @@
 //===- MatMulU8S8.h - INT8 GEMM provider on oneDNN 2.6 matmul -----*- C++ -*-===//
 //
-// The other INT8 GEMM provider next to x86::GemmU8S8 (docs/int8-gemm.md), with
-// the same formula and shape contract:
+// The other INT8 GEMM provider next to the JIT x86::Int8GemmDriver
+// (docs/int8-gemm.md), with the same formula and shape contract, behind the
+// same interface (Int8GemmOneDnn below, compiler/codegen/Int8Gemm.h):
 //
 //   C[M, N] = out( gelu( x_scale * w_scale[n] * sum_k (A[m, k] - a_zp) * B[k, n]
 //                        + bias[n] + residual[m, n] ) )
@@ -16,7 +17,7 @@
 // How the formula maps onto oneDNN 2.6 (its int8 matmul computes
 // dst = post_ops(output_scale[n] * (acc + bias[n])) + dst_zp):
 //  - a_zp: a constant src zero point; w_scale: output scales, mask 0 or
-//    1 << 1 (per N), x_scale * w_scale[n] rounded to f32 once, as GemmU8S8.
+//    1 << 1 (per N), x_scale * w_scale[n] rounded to f32 once, as the JIT driver.
 //  - bias: oneDNN adds bias BEFORE the output scale (2.x semantics), so the
 //    bias argument holds bias[n] / (x_scale * w_scale[n]) (f32). A per-channel
 //    binary_add post-op would add it after, but 2.6 runs that only in the
@@ -31,8 +32,8 @@
 //  - Per-row (dynamic, per-token) x_scale: NOT expressible. 2.6's matmul
 //    takes output scales only per tensor or per N (masks covering M are
 //    rejected, and M is a run-time dim), so a per-row scale would need an
-//    s32 output and a second pass over C: such a qlinear stays on GemmU8S8
-//    (preferOneDnnU8S8 below says so).
+//    s32 output and a second pass over C: such a qlinear stays on the JIT
+//    driver (preferOneDnnU8S8 below says so).
 //  - Hosts without VNNI: oneDNN's u8 x s8 kernels there use vpmaddubsw, whose
 //    s16 pair sums saturate (255 * 127 * 2 > 32767): silently wrong results.
 //    create() then accepts only weights in [-64, 63], where no pair can
@@ -48,10 +49,12 @@
 #ifndef OCTET_COMPILER_CODEGEN_ONEDNN_MATMULU8S8_H
 #define OCTET_COMPILER_CODEGEN_ONEDNN_MATMULU8S8_H
 
+#include "compiler/codegen/Int8Gemm.h"
 #include "compiler/codegen/onednn/MatMulF32.h"
 
 #include <cstdint>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -79,7 +82,7 @@ struct MatMulU8S8Params {
 
 class MatMulU8S8 {
 public:
-  /// Largest K whose s32 sums cannot overflow: K * 255 * 128 < 2^31 (as GemmU8S8).
+  /// Largest K whose s32 sums cannot overflow: K * 255 * 128 < 2^31 (as the JIT driver).
   static constexpr int64_t kMaxK = (int64_t(1) << 31) / (255 * 128) - 1;
 
   /// `weights`: B in `layout` (K*N int8, densely packed), copied (reordered
@@ -118,14 +121,34 @@ private:
   std::unique_ptr<Impl> impl_;
 };
 
+/// A MatMulU8S8 as the qlinear step's Int8Gemm. The activation scale is the
+/// constant per-tensor one given at creation and oneDNN fuses no per-column
+/// program inputs, so run()'s xScale and columns are not read; a failed run
+/// throws std::runtime_error with oneDNN's message (Int8Gemm's contract).
+class Int8GemmOneDnn final : public Int8Gemm {
+public:
+  explicit Int8GemmOneDnn(std::unique_ptr<MatMulU8S8> matmul) : matmul_(std::move(matmul)) {}
+  void run(const uint8_t *a, int64_t m, int64_t lda, void *c, int64_t ldc,
+           const float *residual = nullptr, int64_t ldr = 0, const float * /*xScale*/ = nullptr,
+           const float *const * /*columns*/ = nullptr) const override {
+    if (Status s = matmul_->run(a, m, lda, c, ldc, residual, ldr); !s.ok())
+      throw std::runtime_error(s.message());
+  }
+  const char *name() const override { return "onednn"; }
+  const MatMulU8S8 &matmul() const { return *matmul_; }
+
+private:
+  std::unique_ptr<MatMulU8S8> matmul_;
+};
+
 /// Whether oneDNN 2.6 on this host can run the INT8 GEMM at full speed and
 /// exactly: its effective ISA has VNNI (avx512_core_vnni and up, or avx2_vnni).
 bool oneDnnHasInt8Vnni();
 
 /// The INT8 provider rule (docs/kernel-selection.md, "INT8 GEMM"): true when a
-/// qlinear should run on MatMulU8S8 rather than x86::GemmU8S8. M is unknown at
+/// qlinear should run on MatMulU8S8 rather than x86::Int8GemmDriver. M is unknown at
 /// plan time, and the measured answer does not depend on K or N:
-///  - `jitAvailable` (x86::GemmU8S8::hostSupported() and AVX-512 allowed): the
+///  - `jitAvailable` (x86::Int8GemmDriver::hostSupported() and AVX-512 allowed): the
 ///    JIT GEMM, always. Measured on Zen 4 (one thread, BERT-base shapes), it is
 ///    1.4-2.3x faster than oneDNN 2.6's gemm:jit at M = 128 and within +-10 %
 ///    at M = 1024; and it fuses any epilogue program and a residual with no
@@ -133,7 +156,7 @@ bool oneDnnHasInt8Vnni();
 ///  - otherwise oneDNN (AVX2-VNNI hosts, or no VNNI: then MatMulU8S8::create
 ///    accepts only 7-bit weights and says so), unless
 ///  - `perRowInputScale`: dynamic per-token x_scale, which oneDNN 2.6 cannot
-///    express: false (GemmU8S8 or nothing).
+///    express: false (the JIT driver or nothing).
 /// An epilogue program beyond bias / residual / GELU does not change the
 /// choice: on oneDNN it runs as a post-pass, as for FP32.
 bool preferOneDnnU8S8(bool jitAvailable, bool perRowInputScale = false);

@@ -24,7 +24,7 @@
 #ifndef OCTET_COMPILER_CODEGEN_X86_QUANTIZEKERNELS_H
 #define OCTET_COMPILER_CODEGEN_X86_QUANTIZEKERNELS_H
 
-#include "compiler/codegen/x86/GemmU8S8Vnni.h"
+#include "compiler/codegen/x86/Int8GemmKernel.h"
 #include "compiler/codegen/x86/KernelGenerator.h"
 
 #include <cstdint>

@@ -13,7 +13,7 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/codegen/PackedWeights.h"
 #include "compiler/codegen/x86/AmxSupport.h"
-#include "compiler/codegen/x86/GemmU8S8.h"
+#include "compiler/codegen/x86/Int8GemmDriver.h"
 #include "runtime/KernelSelection.h"
 #include "test/unit/PlanTestUtil.h"
 
@@ -285,7 +285,7 @@ TEST(GemmAutotune, TimesWhatRunsHereAndCachesPerShape) {
   for (const GemmCandidate &c : r.candidates) {
     const bool runnable = c.provider == GemmProvider::OneDnn ||
                           (c.provider == GemmProvider::JitVnni &&
-                           octet::x86::GemmU8S8::hostSupported()) ||
+                           octet::x86::Int8GemmDriver::hostSupported()) ||
                           (c.provider == GemmProvider::JitAmx && octet::x86::amxUsable());
     for (int b = 0; b < kGemmBuckets; ++b)
       EXPECT_EQ(c.times[b].timed, runnable) << gemmProviderName(c.provider) << " " << c.note;
@@ -314,7 +314,7 @@ TEST(GemmAutotune, TimesWhatRunsHereAndCachesPerShape) {
 // ---- The qlinear step ----------------------------------------------------------------
 
 TEST(QLinearProviders, OneProviderPerBucket) {
-  if (!octet::x86::GemmU8S8::hostSupported())
+  if (!octet::x86::Int8GemmDriver::hostSupported())
     GTEST_SKIP() << "host lacks AVX-512 VNNI";
   for (int64_t m : {5, 100, 300}) {
     QCase q(m, 70, 33);
@@ -336,7 +336,7 @@ TEST(QLinearProviders, OneProviderPerBucket) {
 void checkPackedInPlace(octet::PackIsa isa, GemmProvider provider, bool inPlace) {
   QCase q(9, 130, 50);
   const octet::PackedWeightLayout layout =
-      octet::packedWeightLayout(isa, q.k, q.n, octet::x86::gemmU8S8PanelWidth(q.n));
+      octet::packedWeightLayout(isa, q.k, q.n, octet::x86::int8GemmPanelWidth(octet::PackIsa::Avx512Vnni, q.n));
   std::vector<int8_t> packed(size_t(layout.bytes()));
   std::vector<int32_t> colsum(size_t(q.n));
   octet::packWeight(layout, q.w.data(), octet::WeightLayout::KN, packed.data(), colsum.data());
@@ -365,7 +365,7 @@ void checkPackedInPlace(octet::PackIsa isa, GemmProvider provider, bool inPlace)
 }
 
 TEST(QLinearProviders, CompileTimePackedWeightUsedInPlace) {
-  if (!octet::x86::GemmU8S8::hostSupported())
+  if (!octet::x86::Int8GemmDriver::hostSupported())
     GTEST_SKIP() << "host lacks AVX-512 VNNI";
   checkPackedInPlace(octet::PackIsa::Avx512Vnni, GemmProvider::JitVnni, true);
   // Another kernel's layout is repacked (a copy); the reference keeps its own.

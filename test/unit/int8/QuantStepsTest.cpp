@@ -15,7 +15,7 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/codegen/onednn/MatMulU8S8.h"
 #include "compiler/codegen/x86/AmxSupport.h"
-#include "compiler/codegen/x86/GemmU8S8.h"
+#include "compiler/codegen/x86/Int8GemmDriver.h"
 #include "compiler/codegen/x86/QuantizeKernels.h"
 #include "runtime/Steps.h"
 #include "test/unit/PlanTestUtil.h"
@@ -475,7 +475,7 @@ void runQLinear(const QProblem &p, const Form &form, DType outType, bool perRow,
 }
 
 TEST(QLinearStep, EveryEpilogueFormMatchesTheFormula) {
-  const bool vnniHost = octet::x86::GemmU8S8::hostSupported();
+  const bool vnniHost = octet::x86::Int8GemmDriver::hostSupported();
   std::string amxWhy;
   const bool amxHost = octet::x86::amxUsable(&amxWhy);
   // Odd shapes: M tails (M = 2·9 = 18 > MR), an N tail, a K tail and K blocks.
@@ -497,7 +497,7 @@ TEST(QLinearStep, EveryEpilogueFormMatchesTheFormula) {
 }
 
 TEST(QLinearStep, PerRowAndRunTimeScales) {
-  const bool vnniHost = octet::x86::GemmU8S8::hostSupported();
+  const bool vnniHost = octet::x86::Int8GemmDriver::hostSupported();
   const bool amxHost = octet::x86::amxUsable();
   QProblem p(2, 11, 45, 70, 3);
   const std::vector<Form> all = forms();
@@ -572,7 +572,7 @@ TEST(QLinearStep, ForcedOneDnnMatchesTheFormulaOrRefuses) {
 
 // A per-column extra that is not what the plan declared is an error at run time.
 TEST(QLinearStep, PerColumnExtraOfTheWrongShapeIsAnError) {
-  if (!octet::x86::GemmU8S8::hostSupported())
+  if (!octet::x86::Int8GemmDriver::hostSupported())
     GTEST_SKIP() << "host lacks AVX-512 VNNI: the fused per-column path does not exist";
   SmallQLinear q;
   Harness &h = q.h;

@@ -1,17 +1,18 @@
-//===- GemmU8S8AmxTest.cpp - AMX GEMM: layout, emulated blocking, real runs --===//
+//===- Int8GemmAmxTest.cpp - the INT8 driver on AMX: layout, emulated tiles, real runs -===//
 //
 // What runs where:
 //  - packing, the tile emulator's rules, CpuFeatures targets: any host;
 //  - the driver with tiles emulated in C++ and the generated AVX-512 epilogue
 //    (runEmulated): AVX-512 hosts. Exact against an int64 reference with unit
-//    scales; bit-identical to the VNNI GemmU8S8 (same epilogue code and
+//    scales; bit-identical to the driver on VNNI kernels (same epilogue code and
 //    formula, exact s32 sums) for every epilogue, where VNNI exists;
 //  - the real AMX kernel: only where amxUsable() (CPU + arch_prctl
 //    permission); elsewhere skipped with the reason.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/codegen/GemmBlocking.h"
-#include "compiler/codegen/x86/GemmU8S8Amx.h"
+#include "compiler/codegen/x86/Int8GemmDriver.h"
+#include "compiler/codegen/x86/Int8GemmKernelAmx.h"
 #include "compiler/codegen/x86/ProgramEpilogue.h"
 #include "test/unit/TestData.h"
 #include "test/unit/ThreadCount.h"
@@ -70,7 +71,7 @@ struct Data {
 // Packing, checked by walking the packed bytes in storage order and naming
 // each one's (k, n) from the nesting [panel][K chunk][column tile][K group]
 // [column][byte], independently of amxPackedOffset.
-TEST(GemmU8S8Amx, PackLayoutPaddingAndColumnSums) {
+TEST(Int8GemmAmx, PackLayoutPaddingAndColumnSums) {
   for (int64_t k : {1, 5, 63, 64, 65, 130})
     for (int64_t n : {1, 17, 32, 33, 70}) {
       Data d(1, n, k, unsigned(k * 100 + n));
@@ -79,8 +80,8 @@ TEST(GemmU8S8Amx, PackLayoutPaddingAndColumnSums) {
         for (int64_t j = 0; j < n; ++j)
           bNK[j * k + kk] = d.b[kk * n + j];
       for (WeightLayout layout : {WeightLayout::KN, WeightLayout::NK}) {
-        PackedU8S8Amx p =
-            packU8S8Amx(layout == WeightLayout::KN ? d.b.data() : bNK.data(), k, n, layout);
+        PackedInt8 p = packInt8(octet::PackIsa::Amx,
+                                layout == WeightLayout::KN ? d.b.data() : bNK.data(), k, n, layout);
         ASSERT_EQ(reinterpret_cast<uintptr_t>(p.data.data()) % 64, 0u);
         const int64_t panels = (n + 31) / 32, chunks = (k + 63) / 64;
         ASSERT_EQ(int64_t(p.data.size()), panels * chunks * 2048);
@@ -110,7 +111,7 @@ TEST(GemmU8S8Amx, PackLayoutPaddingAndColumnSums) {
     }
 }
 
-TEST(GemmU8S8Amx, EmulatedTdpbusdMatchesScalarDot) {
+TEST(Int8GemmAmx, EmulatedTdpbusdMatchesScalarDot) {
   AmxGemmTiles tiles(16, 32);
   AmxTileEmulator amx;
   amx.ldtilecfg(tiles.config().bytes());
@@ -141,7 +142,7 @@ TEST(GemmU8S8Amx, EmulatedTdpbusdMatchesScalarDot) {
 
 // The emulator raises what the CPU raises (#UD), so a kernel call with a
 // stale or wrong configuration fails the tests instead of passing by luck.
-TEST(GemmU8S8Amx, EmulatorRejectsWhatTheCpuRejects) {
+TEST(Int8GemmAmx, EmulatorRejectsWhatTheCpuRejects) {
   AmxTileEmulator amx;
   EXPECT_NE(errorOf([&] { amx.tilezero(0); }).find("no tile configuration"), std::string::npos);
   AmxTileConfig bad;
@@ -160,8 +161,8 @@ TEST(GemmU8S8Amx, EmulatorRejectsWhatTheCpuRejects) {
   EXPECT_FALSE(AmxGemmTiles(20, 32).config() == AmxGemmTiles(32, 32).config());
 }
 
-GemmU8S8Params unitParams(int32_t zp) {
-  GemmU8S8Params p;
+Int8GemmParams unitParams(int32_t zp) {
+  Int8GemmParams p;
   p.aZeroPoint = zp;
   p.wScale = {1.0f};
   return p;
@@ -169,15 +170,15 @@ GemmU8S8Params unitParams(int32_t zp) {
 
 // The blocking (M blocks, panels, K chunks, staged K tail, M-tail configs)
 // against the exact integer reference: unit scales, f32 out = s32 sum.
-class GemmU8S8AmxShapes : public ::testing::TestWithParam<std::tuple<int64_t, int64_t, int64_t>> {};
+class Int8GemmAmxShapes : public ::testing::TestWithParam<std::tuple<int64_t, int64_t, int64_t>> {};
 
-TEST_P(GemmU8S8AmxShapes, EmulatedMatchesIntegerReference) {
+TEST_P(Int8GemmAmxShapes, EmulatedMatchesIntegerReference) {
   SKIP_WITHOUT_AVX512();
   auto [m, n, k] = GetParam();
   Data d(m, n, k, unsigned(m * 7 + n * 3 + k));
-  PackedU8S8Amx packed = packU8S8Amx(d.b.data(), k, n, WeightLayout::KN);
+  PackedInt8 packed = packInt8(octet::PackIsa::Amx, d.b.data(), k, n, WeightLayout::KN);
   for (int32_t zp : {0, 128}) {
-    GemmU8S8AmxDriver gemm(packed, unitParams(zp));
+    Int8GemmDriver gemm(packed, unitParams(zp));
     const int64_t ldc = n + 3;
     std::vector<float> c(m * ldc + 16, -7.5f);
     // 3 and 5 threads: threadGrid's 2-D splits and idle threads.
@@ -203,7 +204,7 @@ TEST_P(GemmU8S8AmxShapes, EmulatedMatchesIntegerReference) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(OddShapes, GemmU8S8AmxShapes,
+INSTANTIATE_TEST_SUITE_P(OddShapes, Int8GemmAmxShapes,
                          ::testing::Combine(::testing::Values(1, 7, 16, 17, 33, 70),
                                             ::testing::Values(1, 15, 16, 17, 32, 33, 100),
                                             ::testing::Values(1, 3, 4, 63, 64, 65, 130, 770)),
@@ -220,12 +221,12 @@ std::unique_ptr<ProgramEpilogue> geluEpilogue(GeluAccuracy accuracy = GeluAccura
   return e;
 }
 
-// Every epilogue: the AMX driver's output equals the VNNI GemmU8S8's bit for
+// Every epilogue: the driver's output on AMX kernels equals that on VNNI bit for
 // bit (the same epilogue code on exact s32 sums; VNNI is tested against the
-// reference formula in GemmU8S8Test).
-TEST(GemmU8S8Amx, EmulatedEqualsVnniForEveryEpilogue) {
-  if (!GemmU8S8::hostSupported())
-    GTEST_SKIP() << "the VNNI GemmU8S8 to compare with needs AVX-512 VNNI; host has: "
+// reference formula in Int8GemmVnniTest).
+TEST(Int8GemmAmx, EmulatedEqualsVnniForEveryEpilogue) {
+  if (!Int8GemmDriver::hostSupported())
+    GTEST_SKIP() << "the VNNI Int8GemmDriver to compare with needs AVX-512 VNNI; host has: "
                  << CpuFeatures::host().describe();
   const int64_t m = 45, n = 70, k = 197, ldr = n + 2;
   Data d(m, n, k, 11);
@@ -239,10 +240,10 @@ TEST(GemmU8S8Amx, EmulatedEqualsVnniForEveryEpilogue) {
   // u8/s8 outputs take the fast GELU, as QLinearStep asks.
   std::unique_ptr<ProgramEpilogue> gelu = geluEpilogue(),
                                    fastGelu = geluEpilogue(GeluAccuracy::ForRequantize);
-  PackedU8S8Amx amxPacked = packU8S8Amx(d.b.data(), k, n, WeightLayout::KN);
-  PackedU8S8 vnniPacked = packU8S8(d.b.data(), k, n, WeightLayout::KN);
+  PackedInt8 amxPacked = packInt8(octet::PackIsa::Amx, d.b.data(), k, n, WeightLayout::KN);
+  PackedInt8 vnniPacked = packInt8(octet::PackIsa::Avx512Vnni, d.b.data(), k, n, WeightLayout::KN);
   for (int combo = 0; combo < 24; ++combo) {
-    GemmU8S8Params p;
+    Int8GemmParams p;
     p.aZeroPoint = combo % 3 == 0 ? 0 : combo % 3 == 1 ? 128 : 37;
     p.xScale = 1.0f / (64.0f * 64.0f * 14.0f);
     p.wScale = wScale;
@@ -257,9 +258,10 @@ TEST(GemmU8S8Amx, EmulatedEqualsVnniForEveryEpilogue) {
     const int64_t ldc = n + 1;
     std::vector<uint8_t> amxC(m * ldc * bytes, 0xa5), vnniC(m * ldc * bytes, 0xa5);
     ThreadCount scope(2);
-    GemmU8S8AmxDriver(amxPacked, p)
+    Int8GemmDriver(amxPacked, p)
         .runEmulated(d.a.data(), m, d.lda, amxC.data(), ldc, residual.data(), ldr);
-    GemmU8S8(vnniPacked, p).run(d.a.data(), m, d.lda, vnniC.data(), ldc, residual.data(), ldr);
+    Int8GemmDriver(vnniPacked, p)
+        .run(d.a.data(), m, d.lda, vnniC.data(), ldc, residual.data(), ldr);
     ASSERT_EQ(amxC, vnniC) << "combination " << combo << ": zp " << p.aZeroPoint
                            << (p.bias ? " +bias" : "") << (p.residual ? " +residual" : "")
                            << (p.elementwise ? " +gelu" : "") << " out "
@@ -269,9 +271,9 @@ TEST(GemmU8S8Amx, EmulatedEqualsVnniForEveryEpilogue) {
 
 // Per-row x scales and per-column program inputs (gelu(acc) * in1, u8 out as
 // in the INT8 FFN-in): the shared epilogue gives the same bytes on both kernels.
-TEST(GemmU8S8Amx, EmulatedEqualsVnniWithRowScalesAndColumnInputs) {
-  if (!GemmU8S8::hostSupported())
-    GTEST_SKIP() << "the VNNI GemmU8S8 to compare with needs AVX-512 VNNI; host has: "
+TEST(Int8GemmAmx, EmulatedEqualsVnniWithRowScalesAndColumnInputs) {
+  if (!Int8GemmDriver::hostSupported())
+    GTEST_SKIP() << "the VNNI Int8GemmDriver to compare with needs AVX-512 VNNI; host has: "
                  << CpuFeatures::host().describe();
   const int64_t m = 37, n = 83, k = 130;
   Data d(m, n, k, 13);
@@ -285,17 +287,17 @@ TEST(GemmU8S8Amx, EmulatedEqualsVnniWithRowScalesAndColumnInputs) {
   using Op = octet::rt::ElementwiseProgram::Op;
   octet::rt::ElementwiseProgram program;
   program.numInputs = 2;
-  program.instrs = {{Op::Input, 0, -1, 0}, {Op::GeluErf, 0, -1, 0}, {Op::Input, 1, -1, 0},
-                    {Op::Mul, 1, 2, 0}};
+  program.instrs = {
+      {Op::Input, 0, -1, 0}, {Op::GeluErf, 0, -1, 0}, {Op::Input, 1, -1, 0}, {Op::Mul, 1, 2, 0}};
   std::string error;
   auto epilogue =
       ProgramEpilogue::create(program, error, {false, true}, GeluAccuracy::ForRequantize);
   ASSERT_TRUE(epilogue) << error;
   const float *columns[] = {inv.data()};
-  PackedU8S8Amx amxPacked = packU8S8Amx(d.b.data(), k, n, WeightLayout::KN);
-  PackedU8S8 vnniPacked = packU8S8(d.b.data(), k, n, WeightLayout::KN);
+  PackedInt8 amxPacked = packInt8(octet::PackIsa::Amx, d.b.data(), k, n, WeightLayout::KN);
+  PackedInt8 vnniPacked = packInt8(octet::PackIsa::Avx512Vnni, d.b.data(), k, n, WeightLayout::KN);
   for (int combo = 0; combo < 4; ++combo) {
-    GemmU8S8Params p;
+    Int8GemmParams p;
     p.aZeroPoint = 128;
     p.xScalePerRow = combo & 1;
     p.xScale = xs[0];
@@ -307,15 +309,16 @@ TEST(GemmU8S8Amx, EmulatedEqualsVnniWithRowScalesAndColumnInputs) {
     const int64_t ldc = n + 1;
     std::vector<uint8_t> amxC(m * ldc, 0xa5), vnniC(m * ldc, 0xa5);
     ThreadCount scope(2);
-    GemmU8S8AmxDriver(amxPacked, p)
+    Int8GemmDriver(amxPacked, p)
         .runEmulated(d.a.data(), m, d.lda, amxC.data(), ldc, nullptr, 0, xs.data(), columns);
-    GemmU8S8(vnniPacked, p)
+    Int8GemmDriver(vnniPacked, p)
         .run(d.a.data(), m, d.lda, vnniC.data(), ldc, nullptr, 0, xs.data(), columns);
     ASSERT_EQ(amxC, vnniC) << "combination " << combo;
     if (combo & 1) {
       EXPECT_NE(errorOf([&] {
-                  GemmU8S8AmxDriver(amxPacked, p).runEmulated(d.a.data(), m, d.lda, amxC.data(),
-                                                              ldc, nullptr, 0, nullptr, columns);
+                  Int8GemmDriver(amxPacked, p)
+                      .runEmulated(d.a.data(), m, d.lda, amxC.data(), ldc, nullptr, 0, nullptr,
+                                   columns);
                 }).find("per-row"),
                 std::string::npos);
     }
@@ -324,7 +327,7 @@ TEST(GemmU8S8Amx, EmulatedEqualsVnniWithRowScalesAndColumnInputs) {
 
 // The team split: every thread busy where the work allows, the least work
 // on the busiest thread, then the fewest bytes read per thread.
-TEST(GemmU8S8Amx, ThreadGridSplitsByWorkThenBytes) {
+TEST(Int8GemmAmx, ThreadGridSplitsByWorkThenBytes) {
   // panels x blocks per thread of a K = 768 GEMM with `threads` threads.
   auto grid = [](int64_t threads, int64_t panels, int64_t blocks) {
     auto g = octet::x86::gemm_blocking::threadGrid(threads, panels, blocks, 12 * 2048, 32 * 768);
@@ -347,12 +350,12 @@ TEST(GemmU8S8Amx, ThreadGridSplitsByWorkThenBytes) {
 
 // Called from inside a parallel region (nesting off: a team of one while
 // omp_get_max_threads() still says 2), the driver still computes every block.
-TEST(GemmU8S8Amx, NestedRegionComputesEverything) {
+TEST(Int8GemmAmx, NestedRegionComputesEverything) {
   SKIP_WITHOUT_AVX512();
   const int64_t m = 70, n = 100, k = 130;
   Data d(m, n, k, 3);
-  PackedU8S8Amx packed = packU8S8Amx(d.b.data(), k, n, WeightLayout::KN);
-  GemmU8S8AmxDriver gemm(packed, unitParams(0));
+  PackedInt8 packed = packInt8(octet::PackIsa::Amx, d.b.data(), k, n, WeightLayout::KN);
+  Int8GemmDriver gemm(packed, unitParams(0));
   ThreadCount scope(2);
   const int savedLevels = omp_get_max_active_levels();
   omp_set_max_active_levels(1);
@@ -368,13 +371,13 @@ TEST(GemmU8S8Amx, NestedRegionComputesEverything) {
 
 // Whatever the team and shape, the grid's ranges cover every (panel, M
 // block) pair exactly once.
-TEST(GemmU8S8Amx, ThreadGridCoversEveryPairOnce) {
+TEST(Int8GemmAmx, ThreadGridCoversEveryPairOnce) {
   for (int64_t threads = 1; threads <= 9; ++threads)
     for (int64_t panels : {1, 2, 3, 7, 24, 72, 97})
       for (int64_t blocks : {1, 2, 4, 5, 32, 33})
         for (int64_t panelBytes : {1024, 24576}) {
-          auto grid = octet::x86::gemm_blocking::threadGrid(threads, panels, blocks, panelBytes,
-                                                            24576);
+          auto grid =
+              octet::x86::gemm_blocking::threadGrid(threads, panels, blocks, panelBytes, 24576);
           ASSERT_LE(grid.panelThreads * grid.rowThreads, threads);
           std::vector<int> seen(panels * blocks, 0);
           for (int64_t t = 0; t < threads; ++t) {
@@ -393,15 +396,15 @@ TEST(GemmU8S8Amx, ThreadGridCoversEveryPairOnce) {
 // ldtilecfg only when a thread's configuration changes; one tilerelease per
 // thread. M = 70: row blocks 32, 32, 6 (a second configuration); N = 100:
 // 4 panels (the last 4 columns wide, same configuration), one L2 chunk.
-TEST(GemmU8S8Amx, ConfigurationReissuedOnlyWhenItChanges) {
+TEST(Int8GemmAmx, ConfigurationReissuedOnlyWhenItChanges) {
   SKIP_WITHOUT_AVX512();
   Data d(70, 100, 100);
-  PackedU8S8Amx packed = packU8S8Amx(d.b.data(), 100, 100, WeightLayout::KN);
-  GemmU8S8AmxDriver gemm(packed, unitParams(0));
+  PackedInt8 packed = packInt8(octet::PackIsa::Amx, d.b.data(), 100, 100, WeightLayout::KN);
+  Int8GemmDriver gemm(packed, unitParams(0));
   std::vector<float> c(70 * 100);
   {
     ThreadCount scope(1); // block 0 x panels 0-3, block 1 x 0-3, block 2 (6 rows) x 0-3
-    AmxRunStats s = gemm.runEmulated(d.a.data(), 70, d.lda, c.data(), 100);
+    Int8GemmRunStats s = gemm.runEmulated(d.a.data(), 70, d.lda, c.data(), 100);
     EXPECT_EQ(s.calls, 12);
     EXPECT_EQ(s.configLoads, 2);
     EXPECT_EQ(s.releases, 1);
@@ -413,7 +416,7 @@ TEST(GemmU8S8Amx, ConfigurationReissuedOnlyWhenItChanges) {
     // threadGrid: 2 panels x 3 blocks per thread (panels split: A is read by
     // both, B halved), each thread loads both configurations.
     ThreadCount scope(2);
-    AmxRunStats s = gemm.runEmulated(d.a.data(), 70, d.lda, c.data(), 100);
+    Int8GemmRunStats s = gemm.runEmulated(d.a.data(), 70, d.lda, c.data(), 100);
     EXPECT_EQ(s.calls, 12);
     EXPECT_EQ(s.configLoads, 4);
     EXPECT_EQ(s.releases, 2);
@@ -422,7 +425,7 @@ TEST(GemmU8S8Amx, ConfigurationReissuedOnlyWhenItChanges) {
 
 // A rows are read for exactly K bytes (the K tail is staged): the last row
 // ends where an unreadable page starts.
-TEST(GemmU8S8Amx, KTailNeverReadsPastTheRow) {
+TEST(Int8GemmAmx, KTailNeverReadsPastTheRow) {
   SKIP_WITHOUT_AVX512();
   const long page = sysconf(_SC_PAGESIZE);
   for (int64_t k : {1, 5, 63, 65, 130}) {
@@ -435,8 +438,8 @@ TEST(GemmU8S8Amx, KTailNeverReadsPastTheRow) {
     uint8_t *a = end - m * k;
     for (int64_t i = 0; i < m; ++i)
       std::memcpy(a + i * k, &d.a[i * d.lda], k);
-    PackedU8S8Amx packed = packU8S8Amx(d.b.data(), k, n, WeightLayout::KN);
-    GemmU8S8AmxDriver gemm(packed, unitParams(0));
+    PackedInt8 packed = packInt8(octet::PackIsa::Amx, d.b.data(), k, n, WeightLayout::KN);
+    Int8GemmDriver gemm(packed, unitParams(0));
     std::vector<float> c(m * n);
     gemm.runEmulated(a, m, k, c.data(), n);
     for (int64_t i = 0; i < m; ++i)
@@ -449,7 +452,7 @@ TEST(GemmU8S8Amx, KTailNeverReadsPastTheRow) {
 // The real kernel, where the CPU has AMX and Linux grants the tile state:
 // bit-identical to the emulated run (which the tests above tie to the
 // reference), on shapes with every tail.
-TEST(GemmU8S8Amx, RealKernelEqualsEmulation) {
+TEST(Int8GemmAmx, RealKernelEqualsEmulation) {
   std::string why;
   if (!amxUsable(&why))
     GTEST_SKIP() << "AMX kernel not run: " << why;
@@ -459,19 +462,19 @@ TEST(GemmU8S8Amx, RealKernelEqualsEmulation) {
                          {128, 768, 768},
                          {33, 16, 3072}}) {
     Data d(m, n, k, unsigned(m + n + k));
-    PackedU8S8Amx packed = packU8S8Amx(d.b.data(), k, n, WeightLayout::KN);
+    PackedInt8 packed = packInt8(octet::PackIsa::Amx, d.b.data(), k, n, WeightLayout::KN);
     std::unique_ptr<ProgramEpilogue> gelu = geluEpilogue(),
                                      fastGelu = geluEpilogue(GeluAccuracy::ForRequantize);
     std::vector<float> bias(n, 0.25f), residual(m * n, -0.5f);
     for (int combo = 0; combo < 5; ++combo) {
-      GemmU8S8Params p = unitParams(combo % 2 ? 128 : 0);
+      Int8GemmParams p = unitParams(combo % 2 ? 128 : 0);
       p.xScale = 1e-4f;
       p.bias = combo & 2 ? bias.data() : nullptr;
       p.residual = combo & 2;
       p.elementwise = combo == 3 ? gelu.get() : combo == 4 ? fastGelu.get() : nullptr;
       p.output = combo == 1 || combo == 4 ? QuantOutput::U8 : QuantOutput::F32;
       p.outScale = 0.05f, p.outZeroPoint = combo == 1 || combo == 4 ? 10 : 0;
-      GemmU8S8AmxDriver gemm(packed, p);
+      Int8GemmDriver gemm(packed, p);
       const int bytes = p.output == QuantOutput::F32 ? 4 : 1;
       std::vector<uint8_t> real(m * n * bytes), emulated(m * n * bytes);
       for (int threads : {1, 2}) {
@@ -485,38 +488,40 @@ TEST(GemmU8S8Amx, RealKernelEqualsEmulation) {
   }
 }
 
-TEST(GemmU8S8Amx, RejectsBadShapesAndParameters) {
+TEST(Int8GemmAmx, RejectsBadShapesAndParameters) {
   std::vector<int8_t> b(64 * 16, 1);
-  EXPECT_NE(errorOf([&] { packU8S8Amx(b.data(), 0, 16, WeightLayout::KN); }).find("K must be"),
-            std::string::npos);
-  EXPECT_NE(errorOf([&] { packU8S8Amx(nullptr, 64, 16, WeightLayout::KN); }).find("null"),
-            std::string::npos);
-  PackedU8S8Amx packed = packU8S8Amx(b.data(), 64, 16, WeightLayout::KN);
-  PackedU8S8Amx truncated = packed;
-  truncated.data.resize(100);
   EXPECT_NE(errorOf([&] {
-              GemmU8S8AmxDriver g(truncated, unitParams(0));
-            }).find("not packU8S8Amx's layout"),
+              packInt8(octet::PackIsa::Amx, b.data(), 0, 16, WeightLayout::KN);
+            }).find("K must be"),
             std::string::npos);
-  EXPECT_NE(errorOf([&] { GemmU8S8AmxDriver g(packed, unitParams(256)); }).find("zero point"),
+  EXPECT_NE(errorOf([&] {
+              packInt8(octet::PackIsa::Amx, nullptr, 64, 16, WeightLayout::KN);
+            }).find("null"),
             std::string::npos);
-  GemmU8S8Params threeScales = unitParams(0);
+  PackedInt8 packed = packInt8(octet::PackIsa::Amx, b.data(), 64, 16, WeightLayout::KN);
+  PackedInt8 truncated = packed;
+  truncated.data.resize(100);
+  EXPECT_NE(errorOf([&] { Int8GemmDriver g(truncated, unitParams(0)); }).find("not the amx layout"),
+            std::string::npos);
+  EXPECT_NE(errorOf([&] { Int8GemmDriver g(packed, unitParams(256)); }).find("zero point"),
+            std::string::npos);
+  Int8GemmParams threeScales = unitParams(0);
   threeScales.wScale = {1, 2, 3};
-  EXPECT_NE(errorOf([&] { GemmU8S8AmxDriver g(packed, threeScales); }).find("weight scales"),
+  EXPECT_NE(errorOf([&] { Int8GemmDriver g(packed, threeScales); }).find("weight scales"),
             std::string::npos);
-  GemmU8S8Params badOut = unitParams(0);
+  Int8GemmParams badOut = unitParams(0);
   badOut.output = QuantOutput::U8, badOut.outZeroPoint = -1;
-  EXPECT_NE(errorOf([&] { GemmU8S8AmxDriver g(packed, badOut); }).find("zero point"),
+  EXPECT_NE(errorOf([&] { Int8GemmDriver g(packed, badOut); }).find("zero point"),
             std::string::npos);
-  GemmU8S8AmxConfig config;
+  Int8GemmKernelConfig config;
   config.rows = 0;
-  EXPECT_NE(errorOf([&] { GemmU8S8Amx g(config); }).find("rows must be"), std::string::npos);
+  EXPECT_NE(errorOf([&] { Int8GemmKernelAmx g(config); }).find("rows must be"), std::string::npos);
   config.rows = 4, config.columns = 33;
-  EXPECT_NE(errorOf([&] { GemmU8S8Amx g(config); }).find("columns"), std::string::npos);
+  EXPECT_NE(errorOf([&] { Int8GemmKernelAmx g(config); }).find("columns"), std::string::npos);
 
-  GemmU8S8Params withResidual = unitParams(0);
+  Int8GemmParams withResidual = unitParams(0);
   withResidual.residual = true;
-  GemmU8S8AmxDriver gemm(packed, withResidual);
+  Int8GemmDriver gemm(packed, withResidual);
   std::vector<uint8_t> a(4 * 64);
   std::vector<float> c(4 * 16), r(4 * 16);
   EXPECT_NE(

@@ -1,5 +1,5 @@
-//===- GemmU8S8Epilogue.cpp -----------------------------------------------===//
-#include "compiler/codegen/x86/GemmU8S8Epilogue.h"
+//===- Int8GemmKernel.cpp -------------------------------------------------===//
+#include "compiler/codegen/x86/Int8GemmKernel.h"
 
 #include <cmath>
 #include <cstring>
@@ -32,7 +32,7 @@ const char *quantOutputName(QuantOutput output) {
   return "unknown";
 }
 
-std::string checkGemmU8S8Epilogue(const GemmU8S8EpilogueConfig &c) {
+std::string checkInt8Epilogue(const Int8EpilogueConfig &c) {
   const int columns = c.elementwise ? c.elementwise->columnInputCount() : 0;
   if (columns > 0 && c.columnStride < 64)
     return "the elementwise program reads " + std::to_string(columns) +
@@ -51,7 +51,7 @@ std::string checkGemmU8S8Epilogue(const GemmU8S8EpilogueConfig &c) {
   return "";
 }
 
-std::string gemmU8S8EpilogueSuffix(const GemmU8S8EpilogueConfig &c) {
+std::string int8EpilogueSuffix(const Int8EpilogueConfig &c) {
   const int columns = c.elementwise ? c.elementwise->columnInputCount() : 0;
   return std::string(c.compensation ? "_comp" : "") + (c.xScalePerRow ? "_rowscale" : "") +
          gemmEpilogueSuffix(c.bias, c.residual, c.elementwise != nullptr) +
@@ -60,15 +60,16 @@ std::string gemmU8S8EpilogueSuffix(const GemmU8S8EpilogueConfig &c) {
          quantOutputName(c.output);
 }
 
-GemmU8S8EpilogueAvx512::GemmU8S8EpilogueAvx512(std::string name, Isa isa, size_t maxCodeBytes,
-                                               int mr, int nr, int columns,
-                                               const GemmU8S8EpilogueConfig &epilogue)
-    : GemmTileAvx512(std::move(name), isa, maxCodeBytes, mr, nr, columns), epilogue_(epilogue) {}
+Int8GemmKernel::Int8GemmKernel(std::string name, Isa isa, size_t maxCodeBytes, int tileRows,
+                               int tileColumns, int validColumns,
+                               const Int8GemmKernelConfig &config)
+    : GemmTileAvx512(std::move(name), isa, maxCodeBytes, tileRows, tileColumns, validColumns),
+      config_(config), epilogue_(config.epilogue) {}
 
 // A power of two has an exact reciprocal. After a fast GELU (error ~4e-5 per
 // unit) the reciprocal's extra rounding (~6e-8 relative) is noise, and vdivps
 // would cost about as much as that whole GELU.
-bool GemmU8S8EpilogueAvx512::multipliesByReciprocal() const {
+bool Int8GemmKernel::multipliesByReciprocal() const {
   const float s = epilogue_.outScale;
   if (epilogue_.output == QuantOutput::F32)
     return false;
@@ -76,12 +77,10 @@ bool GemmU8S8EpilogueAvx512::multipliesByReciprocal() const {
   return exact || (epilogue_.elementwise && epilogue_.elementwise->requantizedOutputOnly());
 }
 
-Address GemmU8S8EpilogueAvx512::constant(int index) const {
-  return ptr_b[rip + ownConstants_ + 4 * index];
-}
+Address Int8GemmKernel::constant(int index) const { return ptr_b[rip + ownConstants_ + 4 * index]; }
 
-void GemmU8S8EpilogueAvx512::emitU8S8Epilogue(const ColumnPointer &column,
-                                              const std::function<void()> &pointAtResidualRows) {
+void Int8GemmKernel::emitU8S8Epilogue(const ColumnPointer &column,
+                                      const std::function<void()> &pointAtResidualRows) {
   const int v = vectors();
   if (epilogue_.compensation) {
     const Reg64 comp = column(ColumnArray::Comp);
@@ -147,7 +146,7 @@ void GemmU8S8EpilogueAvx512::emitU8S8Epilogue(const ColumnPointer &column,
   }
 }
 
-void GemmU8S8EpilogueAvx512::emitU8S8Store(const std::function<void()> &pointAtOutputRows) {
+void Int8GemmKernel::emitU8S8Store(const std::function<void()> &pointAtOutputRows) {
   pointAtOutputRows();
   forEachRow([&](int i) {
     for (int j = 0; j < vectors(); ++j) {
@@ -171,7 +170,7 @@ void GemmU8S8EpilogueAvx512::emitU8S8Store(const std::function<void()> &pointAtO
   });
 }
 
-void GemmU8S8EpilogueAvx512::emitU8S8Constants() {
+void Int8GemmKernel::emitU8S8Constants() {
   if (epilogue_.elementwise)
     emitElementwiseConstants(*epilogue_.elementwise);
   align(64);

@@ -1,5 +1,6 @@
-//===- GemmU8S8Vnni.cpp ---------------------------------------------------===//
-#include "compiler/codegen/x86/GemmU8S8Vnni.h"
+//===- Int8GemmKernelVnni.cpp ---------------------------------------------===//
+#include "compiler/codegen/x86/Int8GemmKernelVnni.h"
+#include "compiler/codegen/GemmBlocking.h"
 
 #include <algorithm>
 #include <cmath>
@@ -11,56 +12,76 @@ namespace octet::x86 {
 using namespace Xbyak;
 
 namespace {
-std::string kernelName(const GemmU8S8VnniConfig &c) {
-  std::string name = "gemm_u8s8_vnni_m" + std::to_string(c.mr) + "n" + std::to_string(c.nr) + "c" +
-                     std::to_string(c.columns);
+// The names are part of an AOT image's kernel table: keep them.
+std::string kernelName(const Int8GemmKernelConfig &c) {
+  std::string name = "gemm_u8s8_vnni_m" + std::to_string(c.rows) + "n" + std::to_string(c.nr) +
+                     "c" + std::to_string(c.columns);
   if (c.kTailBytes)
     name += "_ktail" + std::to_string(c.kTailBytes);
-  return name + gemmU8S8EpilogueSuffix(c.epilogue);
+  return name + int8EpilogueSuffix(c.epilogue);
 }
 
+std::string whyNotVnni() {
+  if (CpuFeatures::host().supports(Isa::Avx512Vnni))
+    return "";
+  return "it lacks AVX-512 VNNI (host has: " + CpuFeatures::host().describe() + ")";
+}
 } // namespace
 
-/// Where GemmU8S8Args holds the pointer to `array`.
-size_t GemmU8S8Vnni::argsOffset(ColumnArray array) {
+const Int8GemmKernelFamily &Int8GemmKernelVnni::family() {
+  static const Int8GemmKernelFamily vnni{
+      "jit_vnni",
+      PackIsa::Avx512Vnni,
+      Int8GemmSchedule::RegisterTile,
+      4,
+      gemm_blocking::panelWidth,
+      GemmTileAvx512::maxRows,
+      whyNotVnni,
+      [](const Int8GemmKernelConfig &config) -> std::unique_ptr<Int8GemmKernel> {
+        return std::make_unique<Int8GemmKernelVnni>(config);
+      }};
+  return vnni;
+}
+
+/// Where Int8GemmVnniArgs holds the pointer to `array`.
+size_t Int8GemmKernelVnni::argsOffset(ColumnArray array) {
   switch (array) {
   case ColumnArray::Comp:
-    return offsetof(GemmU8S8Args, comp);
+    return offsetof(Int8GemmVnniArgs, comp);
   case ColumnArray::Scale:
-    return offsetof(GemmU8S8Args, scale);
+    return offsetof(Int8GemmVnniArgs, scale);
   case ColumnArray::Bias:
-    return offsetof(GemmU8S8Args, bias);
+    return offsetof(Int8GemmVnniArgs, bias);
   case ColumnArray::RowScales:
-    return offsetof(GemmU8S8Args, xScale);
+    return offsetof(Int8GemmVnniArgs, xScale);
   case ColumnArray::Inputs:
     break;
   }
-  return offsetof(GemmU8S8Args, columns);
+  return offsetof(Int8GemmVnniArgs, columns);
 }
 
-GemmU8S8Vnni::GemmU8S8Vnni(const GemmU8S8VnniConfig &config)
-    : GemmU8S8EpilogueAvx512(kernelName(config), Isa::Avx512Vnni, 48 * 1024, config.mr,
-                             config.nr, config.columns, config.epilogue),
-      config_(config) {
+Int8GemmKernelVnni::Int8GemmKernelVnni(const Int8GemmKernelConfig &config)
+    : Int8GemmKernel(kernelName(config), Isa::Avx512Vnni, 48 * 1024, config.rows, config.nr,
+                     config.columns, config) {
   const int scratch =
       config.epilogue.elementwise ? config.epilogue.elementwise->scratchZmmCount() : 0;
   auto reject = [&](const std::string &why) {
-    throw std::invalid_argument("GemmU8S8Vnni " + name() + ": " + why);
+    throw std::invalid_argument("Int8GemmKernelVnni " + name() + ": " + why);
   };
   if (config.nr != 16 && config.nr != 32 && config.nr != 48 && config.nr != 64)
     reject("panel width must be 16, 32, 48 or 64, got " + std::to_string(config.nr));
   if (config.columns < 1 || config.columns > config.nr)
     reject("valid columns must be in 1.." + std::to_string(config.nr));
-  if (config.mr < 1 || config.mr > maxRows(config.nr, scratch))
+  if (config.rows < 1 || config.rows > maxRows(config.nr, scratch))
     reject("rows must be in 1.." + std::to_string(maxRows(config.nr, scratch)) +
            " for this panel width and " + std::to_string(scratch) + " epilogue scratch zmm");
   if (config.kTailBytes < 0 || config.kTailBytes > 3)
     reject("K tail bytes must be K % 4");
-  if (std::string why = checkGemmU8S8Epilogue(config.epilogue); !why.empty())
+  if (std::string why = checkInt8Epilogue(config.epilogue); !why.empty())
     reject(why);
 }
 
-void GemmU8S8Vnni::dotGroup(int step, bool tailGroup) {
+void Int8GemmKernelVnni::dotGroup(int step, bool tailGroup) {
   // Padded panel columns and K bytes are zero, so the B group loads unmasked.
   for (int j = 0; j < vectors(); ++j)
     vmovdqu32(zB(j), zword[regB_ + (step * nr_ + 16 * j) * 4]);
@@ -78,16 +99,16 @@ void GemmU8S8Vnni::dotGroup(int step, bool tailGroup) {
   }
 }
 
-void GemmU8S8Vnni::generate() {
+void Int8GemmKernelVnni::generate() {
   const int partialRow = nr_ * 4; // bytes
   preamble();
-  loadTile(offsetof(GemmU8S8Args, kGroups), offsetof(GemmU8S8Args, b), offsetof(GemmU8S8Args, a),
-           offsetof(GemmU8S8Args, lda), sizeof(uint8_t));
+  loadTile(offsetof(Int8GemmVnniArgs, kGroups), offsetof(Int8GemmVnniArgs, b),
+           offsetof(Int8GemmVnniArgs, a), offsetof(Int8GemmVnniArgs, lda), sizeof(uint8_t));
   // K loop over 4-byte groups, then the masked K tail group.
   kLoop();
   if (config_.kTailBytes) {
     Label noTail;
-    cmp(qword[regArgs_ + offsetof(GemmU8S8Args, kTail)], 0);
+    cmp(qword[regArgs_ + offsetof(Int8GemmVnniArgs, kTail)], 0);
     je(noTail, T_NEAR);
     mov(regRow_.cvt32(), (1u << config_.kTailBytes) - 1);
     kmovw(kKTail_, regRow_.cvt32());
@@ -97,16 +118,16 @@ void GemmU8S8Vnni::generate() {
 
   // Earlier K blocks left their s32 sums in `partial`.
   Label noAccumulate, lastBlock, done;
-  cmp(qword[regArgs_ + offsetof(GemmU8S8Args, accumulate)], 0);
+  cmp(qword[regArgs_ + offsetof(Int8GemmVnniArgs, accumulate)], 0);
   je(noAccumulate, T_NEAR);
-  mov(regRow_, ptr[regArgs_ + offsetof(GemmU8S8Args, partial)]);
+  mov(regRow_, ptr[regArgs_ + offsetof(Int8GemmVnniArgs, partial)]);
   for (int i = 0; i < mr_; ++i)
     for (int j = 0; j < vectors(); ++j)
       vpaddd(acc(i, j), acc(i, j), zword[regRow_ + i * partialRow + j * 64]);
   L(noAccumulate);
-  cmp(qword[regArgs_ + offsetof(GemmU8S8Args, last)], 0);
+  cmp(qword[regArgs_ + offsetof(Int8GemmVnniArgs, last)], 0);
   jne(lastBlock, T_NEAR);
-  mov(regRow_, ptr[regArgs_ + offsetof(GemmU8S8Args, partial)]);
+  mov(regRow_, ptr[regArgs_ + offsetof(Int8GemmVnniArgs, partial)]);
   for (int i = 0; i < mr_; ++i)
     for (int j = 0; j < vectors(); ++j)
       vmovdqa32(zword[regRow_ + i * partialRow + j * 64], acc(i, j));
@@ -122,10 +143,11 @@ void GemmU8S8Vnni::generate() {
         return reg;
       },
       [&] {
-        loadRows(offsetof(GemmU8S8Args, residual), offsetof(GemmU8S8Args, ldr), sizeof(float));
+        loadRows(offsetof(Int8GemmVnniArgs, residual), offsetof(Int8GemmVnniArgs, ldr),
+                 sizeof(float));
       });
   emitU8S8Store([&] {
-    loadRows(offsetof(GemmU8S8Args, c), offsetof(GemmU8S8Args, ldc),
+    loadRows(offsetof(Int8GemmVnniArgs, c), offsetof(Int8GemmVnniArgs, ldc),
              config_.epilogue.output == QuantOutput::F32 ? 4 : 1);
   });
   L(done);

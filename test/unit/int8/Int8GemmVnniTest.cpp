@@ -1,4 +1,4 @@
-//===- GemmU8S8Test.cpp - VNNI u8 x s8 GEMM against an integer reference --===//
+//===- Int8GemmVnniTest.cpp - the INT8 driver on VNNI against an integer reference -===//
 //
 // Reference: s32 sums in int64 (exact), then the epilogue formula in double.
 //  - s32: with unit scales and an f32 output, C must equal float(sum - zp *
@@ -14,7 +14,8 @@
 //    where the true value lies within that bound of a rounding boundary.
 //
 //===----------------------------------------------------------------------===//
-#include "compiler/codegen/x86/GemmU8S8.h"
+#include "compiler/codegen/x86/Int8GemmDriver.h"
+#include "compiler/codegen/x86/Int8GemmKernelVnni.h"
 #include "compiler/codegen/x86/ProgramEpilogue.h"
 #include "test/unit/TestData.h"
 #include "test/unit/ThreadCount.h"
@@ -39,7 +40,7 @@ using octet::WeightLayout;
 namespace {
 
 #define SKIP_WITHOUT_VNNI()                                                                        \
-  if (!GemmU8S8::hostSupported())                                                                  \
+  if (!Int8GemmDriver::hostSupported())                                                            \
   GTEST_SKIP() << "host lacks AVX-512 VNNI (F/BW/VL/DQ + avx512_vnni)"
 
 const uint8_t kCanary8 = 0xa5;
@@ -143,15 +144,16 @@ struct Problem {
   }
 
   void run(const Options &o) const {
-    const PackedU8S8 packed =
-        packU8S8(o.layout == WeightLayout::KN ? bKN.data() : bNK.data(), k, n, o.layout);
+    const PackedInt8 packed =
+        packInt8(octet::PackIsa::Avx512Vnni, o.layout == WeightLayout::KN ? bKN.data() : bNK.data(),
+                 k, n, o.layout);
     // s8 outputs take GELU spelled out: the fast lowering must recognize it.
     const bool fastGelu = o.gelu && o.output != QuantOutput::F32;
     std::unique_ptr<ProgramEpilogue> program =
         o.gelu ? geluEpilogue(fastGelu ? GeluAccuracy::ForRequantize : GeluAccuracy::Full,
                               o.output == QuantOutput::S8)
                : nullptr;
-    GemmU8S8Params params;
+    Int8GemmParams params;
     params.aZeroPoint = o.aZeroPoint;
     params.xScale = o.unitScales ? 1.0f : xScale;
     params.wScale = o.unitScales ? std::vector<float>{1.0f} : wScale;
@@ -161,7 +163,7 @@ struct Problem {
     params.output = o.output;
     params.outScale = 0.015625f * 1.37f; // not a power of two: vdivps
     params.outZeroPoint = o.output == QuantOutput::U8 ? 37 : -5;
-    GemmU8S8 gemm(packed, params);
+    Int8GemmDriver gemm(packed, params);
     ThreadCount scope(o.threads);
     const std::string what = o.str() + ", MR " + std::to_string(gemm.mr()) + " NR " +
                              std::to_string(gemm.nr()) + " Kc " + std::to_string(gemm.kc());
@@ -230,9 +232,10 @@ struct Problem {
   }
 };
 
-class GemmU8S8Shapes : public ::testing::TestWithParam<std::tuple<int64_t, int64_t, int64_t>> {};
+class Int8GemmVnniShapes : public ::testing::TestWithParam<std::tuple<int64_t, int64_t, int64_t>> {
+};
 
-TEST_P(GemmU8S8Shapes, MatchesIntegerReference) {
+TEST_P(Int8GemmVnniShapes, MatchesIntegerReference) {
   SKIP_WITHOUT_VNNI();
   auto [m, n, k] = GetParam();
   Problem p(m, n, k);
@@ -255,14 +258,14 @@ TEST_P(GemmU8S8Shapes, MatchesIntegerReference) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(OddShapes, GemmU8S8Shapes,
+INSTANTIATE_TEST_SUITE_P(OddShapes, Int8GemmVnniShapes,
                          ::testing::Combine(::testing::Values(1, 7, 129),
                                             ::testing::Values(1, 15, 16, 17, 48, 100, 768),
                                             ::testing::Values(1, 3, 4, 5, 64, 768, 770)),
                          octet::test::MnkName());
 
 // Every epilogue combination on one shape with a K tail, K blocks and an N tail.
-TEST(GemmU8S8, AllEpilogueCombinations) {
+TEST(Int8GemmVnni, AllEpilogueCombinations) {
   SKIP_WITHOUT_VNNI();
   Problem p(37, 100, 770, 7);
   for (int c = 0; c < 24; ++c)
@@ -277,24 +280,24 @@ TEST(GemmU8S8, AllEpilogueCombinations) {
 }
 
 // A program's scratch registers come out of the accumulator rows.
-TEST(GemmU8S8, ProgramScratchShrinksRows) {
+TEST(Int8GemmVnni, ProgramScratchShrinksRows) {
   SKIP_WITHOUT_VNNI();
   std::unique_ptr<ProgramEpilogue> program = geluEpilogue();
   std::vector<int8_t> b(64 * 768, 1);
-  PackedU8S8 packed = packU8S8(b.data(), 64, 768, WeightLayout::KN);
-  GemmU8S8Params params;
+  PackedInt8 packed = packInt8(octet::PackIsa::Avx512Vnni, b.data(), 64, 768, WeightLayout::KN);
+  Int8GemmParams params;
   params.wScale = {1.0f};
-  EXPECT_EQ(GemmU8S8(packed, params).mr(), 9);
+  EXPECT_EQ(Int8GemmDriver(packed, params).mr(), 9);
   params.elementwise = program.get();
-  GemmU8S8 gemm(packed, params);
-  EXPECT_EQ(gemm.mr(), GemmU8S8Vnni::maxRows(48, program->scratchZmmCount()));
+  Int8GemmDriver gemm(packed, params);
+  EXPECT_EQ(gemm.mr(), Int8GemmKernelVnni::maxRows(48, program->scratchZmmCount()));
   EXPECT_LE(gemm.mr() * 3 + program->scratchZmmCount(), 32);
   EXPECT_EQ(gemm.mr(), 8) << "GELU (erf) scratch " << program->scratchZmmCount();
 }
 
 // A rows are read for exactly K bytes: the last row ends where an unreadable
 // page starts, so reading the K tail's dword unmasked would fault.
-TEST(GemmU8S8, KTailNeverReadsPastTheRow) {
+TEST(Int8GemmVnni, KTailNeverReadsPastTheRow) {
   SKIP_WITHOUT_VNNI();
   const long page = sysconf(_SC_PAGESIZE);
   for (int64_t k : {1, 2, 3, 5, 7, 770}) {
@@ -310,11 +313,11 @@ TEST(GemmU8S8, KTailNeverReadsPastTheRow) {
       a[i] = uint8_t(gen());
     for (int8_t &x : b)
       x = int8_t(gen());
-    PackedU8S8 packed = packU8S8(b.data(), k, n, WeightLayout::KN);
-    GemmU8S8Params params;
+    PackedInt8 packed = packInt8(octet::PackIsa::Avx512Vnni, b.data(), k, n, WeightLayout::KN);
+    Int8GemmParams params;
     params.aZeroPoint = 3;
     params.wScale = {1.0f};
-    GemmU8S8 gemm(packed, params);
+    Int8GemmDriver gemm(packed, params);
     std::vector<float> c(m * n);
     gemm.run(a, m, k, c.data(), n);
     for (int64_t i = 0; i < m; ++i)
@@ -329,17 +332,18 @@ TEST(GemmU8S8, KTailNeverReadsPastTheRow) {
 }
 
 // Packing is plain C++: checked on every host.
-TEST(GemmU8S8, PackLayoutAndColumnSums) {
+TEST(Int8GemmVnni, PackLayoutAndColumnSums) {
   const int64_t k = 7, n = 37;
-  const int nr = gemmU8S8PanelWidth(n);
+  const int nr = int8GemmPanelWidth(octet::PackIsa::Avx512Vnni, n);
   const int64_t k4 = 2, panels = (n + nr - 1) / nr;
   std::vector<int8_t> bKN(k * n), bNK(n * k);
   for (int64_t kk = 0; kk < k; ++kk)
     for (int64_t col = 0; col < n; ++col)
       bKN[kk * n + col] = bNK[col * k + kk] = int8_t((kk * 37 + col * 11) % 256 - 128);
   for (WeightLayout layout : {WeightLayout::KN, WeightLayout::NK}) {
-    PackedU8S8 packed =
-        packU8S8(layout == WeightLayout::KN ? bKN.data() : bNK.data(), k, n, layout);
+    PackedInt8 packed =
+        packInt8(octet::PackIsa::Avx512Vnni, layout == WeightLayout::KN ? bKN.data() : bNK.data(),
+                 k, n, layout);
     ASSERT_EQ(reinterpret_cast<uintptr_t>(packed.data.data()) % 64, 0u);
     ASSERT_EQ(int64_t(packed.data.size()), panels * k4 * nr * 4);
     for (int64_t p = 0; p < panels; ++p)
@@ -357,8 +361,8 @@ TEST(GemmU8S8, PackLayoutAndColumnSums) {
       EXPECT_EQ(packed.colsum[col], sum);
     }
   }
-  EXPECT_EQ(gemmU8S8PanelWidth(768), 48);
-  EXPECT_EQ(gemmU8S8PanelWidth(100), 32);
+  EXPECT_EQ(int8GemmPanelWidth(octet::PackIsa::Avx512Vnni, 768), 48);
+  EXPECT_EQ(int8GemmPanelWidth(octet::PackIsa::Avx512Vnni, 100), 32);
 }
 
 template <typename F> std::string errorOf(F f) {
@@ -370,53 +374,58 @@ template <typename F> std::string errorOf(F f) {
   return "";
 }
 
-TEST(GemmU8S8, RejectsBadShapesAndParameters) {
+TEST(Int8GemmVnni, RejectsBadShapesAndParameters) {
   std::vector<int8_t> b(64 * 16, 1);
-  EXPECT_NE(errorOf([&] { packU8S8(b.data(), 0, 16, WeightLayout::KN); }).find("K must be"),
+  EXPECT_NE(errorOf([&] {
+              packInt8(octet::PackIsa::Avx512Vnni, b.data(), 0, 16, WeightLayout::KN);
+            }).find("K must be"),
             std::string::npos);
-  EXPECT_NE(
-      errorOf([&] { packU8S8(b.data(), kMaxU8S8K + 1, 16, WeightLayout::KN); }).find("overflow"),
-      std::string::npos);
-  EXPECT_NE(errorOf([&] { packU8S8(b.data(), 64, 0, WeightLayout::KN); }).find("N must be"),
+  EXPECT_NE(errorOf([&] {
+              packInt8(octet::PackIsa::Avx512Vnni, b.data(), kMaxU8S8K + 1, 16, WeightLayout::KN);
+            }).find("overflow"),
             std::string::npos);
-  EXPECT_NE(errorOf([&] { packU8S8(nullptr, 64, 16, WeightLayout::KN); }).find("null"),
+  EXPECT_NE(errorOf([&] {
+              packInt8(octet::PackIsa::Avx512Vnni, b.data(), 64, 0, WeightLayout::KN);
+            }).find("N must be"),
             std::string::npos);
-  if (!GemmU8S8::hostSupported()) {
-    PackedU8S8 packed = packU8S8(b.data(), 64, 16, WeightLayout::KN);
-    GemmU8S8Params params;
+  EXPECT_NE(errorOf([&] {
+              packInt8(octet::PackIsa::Avx512Vnni, nullptr, 64, 16, WeightLayout::KN);
+            }).find("null"),
+            std::string::npos);
+  if (!Int8GemmDriver::hostSupported()) {
+    PackedInt8 packed = packInt8(octet::PackIsa::Avx512Vnni, b.data(), 64, 16, WeightLayout::KN);
+    Int8GemmParams params;
     params.wScale = {1.0f};
-    EXPECT_NE(errorOf([&] { GemmU8S8 g(packed, params); }).find("VNNI"), std::string::npos);
+    EXPECT_NE(errorOf([&] { Int8GemmDriver g(packed, params); }).find("VNNI"), std::string::npos);
     GTEST_SKIP() << "host lacks AVX-512 VNNI: only the packing checks ran";
   }
-  PackedU8S8 packed = packU8S8(b.data(), 64, 16, WeightLayout::KN);
+  PackedInt8 packed = packInt8(octet::PackIsa::Avx512Vnni, b.data(), 64, 16, WeightLayout::KN);
   auto make = [&](auto edit) {
-    GemmU8S8Params params;
+    Int8GemmParams params;
     params.wScale = {1.0f};
     edit(params);
-    return errorOf([&] { GemmU8S8 g(packed, params); });
+    return errorOf([&] { Int8GemmDriver g(packed, params); });
   };
-  EXPECT_NE(make([](GemmU8S8Params &p) { p.aZeroPoint = 256; }).find("zero point"),
+  EXPECT_NE(make([](Int8GemmParams &p) { p.aZeroPoint = 256; }).find("zero point"),
             std::string::npos);
-  EXPECT_NE(make([](GemmU8S8Params &p) {
-              p.wScale = {1, 2, 3};
-            }).find("weight scales"),
+  EXPECT_NE(make([](Int8GemmParams &p) { p.wScale = {1, 2, 3}; }).find("weight scales"),
             std::string::npos);
-  EXPECT_NE(make([](GemmU8S8Params &p) {
+  EXPECT_NE(make([](Int8GemmParams &p) {
               p.output = QuantOutput::U8;
               p.outZeroPoint = -1;
             }).find("zero point"),
             std::string::npos);
-  EXPECT_NE(make([](GemmU8S8Params &p) {
+  EXPECT_NE(make([](Int8GemmParams &p) {
               p.output = QuantOutput::S8;
               p.outScale = 0;
             }).find("scale"),
             std::string::npos);
-  EXPECT_EQ(make([](GemmU8S8Params &) {}), "");
+  EXPECT_EQ(make([](Int8GemmParams &) {}), "");
 
-  GemmU8S8Params params;
+  Int8GemmParams params;
   params.wScale = {1.0f};
   params.residual = true;
-  GemmU8S8 gemm(packed, params);
+  Int8GemmDriver gemm(packed, params);
   std::vector<uint8_t> a(4 * 64);
   std::vector<float> c(4 * 16), r(4 * 16);
   EXPECT_NE(errorOf([&] { gemm.run(a.data(), 4, 63, c.data(), 16, r.data(), 16); }).find("lda"),
@@ -432,22 +441,22 @@ TEST(GemmU8S8, RejectsBadShapesAndParameters) {
 
 // The fast GELU is a property of the epilogue, so of the kernel: its name
 // says so, and an f32 output (nothing rounds its error away) is refused.
-TEST(GemmU8S8, FastGeluOnlyForRequantizedOutputs) {
+TEST(Int8GemmVnni, FastGeluOnlyForRequantizedOutputs) {
   std::unique_ptr<ProgramEpilogue> fast = geluEpilogue(GeluAccuracy::ForRequantize);
   std::unique_ptr<ProgramEpilogue> full = geluEpilogue();
   EXPECT_TRUE(fast->requantizedOutputOnly());
   EXPECT_FALSE(full->requantizedOutputOnly());
   EXPECT_LT(fast->scratchZmmCount(), full->scratchZmmCount());
-  GemmU8S8EpilogueConfig config;
+  Int8EpilogueConfig config;
   config.elementwise = fast.get();
   config.output = QuantOutput::U8;
-  EXPECT_EQ(checkGemmU8S8Epilogue(config), "");
-  EXPECT_EQ(gemmU8S8EpilogueSuffix(config), "_elementwise_fastgelu_u8");
+  EXPECT_EQ(checkInt8Epilogue(config), "");
+  EXPECT_EQ(int8EpilogueSuffix(config), "_elementwise_fastgelu_u8");
   config.output = QuantOutput::F32;
-  EXPECT_NE(checkGemmU8S8Epilogue(config).find("fast GELU"), std::string::npos);
+  EXPECT_NE(checkInt8Epilogue(config).find("fast GELU"), std::string::npos);
   config.elementwise = full.get();
-  EXPECT_EQ(checkGemmU8S8Epilogue(config), "");
-  EXPECT_EQ(gemmU8S8EpilogueSuffix(config), "_elementwise_f32");
+  EXPECT_EQ(checkInt8Epilogue(config), "");
+  EXPECT_EQ(int8EpilogueSuffix(config), "_elementwise_f32");
 
   // Without a GELU the accuracy asked for changes nothing.
   octet::rt::ElementwiseProgram relu;
@@ -472,17 +481,18 @@ TEST(GemmU8S8, FastGeluOnlyForRequantizedOutputs) {
   EXPECT_FALSE(notGeluFast->requantizedOutputOnly());
 
   std::vector<int8_t> b(64 * 16, 1);
-  PackedU8S8 packed = packU8S8(b.data(), 64, 16, WeightLayout::KN);
-  GemmU8S8Params params;
+  PackedInt8 packed = packInt8(octet::PackIsa::Avx512Vnni, b.data(), 64, 16, WeightLayout::KN);
+  Int8GemmParams params;
   params.wScale = {1.0f};
   params.elementwise = fast.get();
-  EXPECT_NE(errorOf([&] { GemmU8S8 g(packed, params); }).find("fast GELU"), std::string::npos);
+  EXPECT_NE(errorOf([&] { Int8GemmDriver g(packed, params); }).find("fast GELU"),
+            std::string::npos);
   params.output = QuantOutput::S8;
-  EXPECT_EQ(errorOf([&] { GemmU8S8 g(packed, params); }), "");
+  EXPECT_EQ(errorOf([&] { Int8GemmDriver g(packed, params); }), "");
 }
 
 // Saturation: huge positive and negative sums clamp to the type's range.
-TEST(GemmU8S8, RequantizationSaturates) {
+TEST(Int8GemmVnni, RequantizationSaturates) {
   SKIP_WITHOUT_VNNI();
   const int64_t k = 64, n = 32;
   std::vector<int8_t> b(k * n);
@@ -490,13 +500,13 @@ TEST(GemmU8S8, RequantizationSaturates) {
     for (int64_t kk = 0; kk < k; ++kk)
       b[kk * n + j] = j % 2 ? 127 : -128;
   std::vector<uint8_t> a(k, 255);
-  PackedU8S8 packed = packU8S8(b.data(), k, n, WeightLayout::KN);
+  PackedInt8 packed = packInt8(octet::PackIsa::Avx512Vnni, b.data(), k, n, WeightLayout::KN);
   for (QuantOutput out : {QuantOutput::U8, QuantOutput::S8}) {
-    GemmU8S8Params params;
+    Int8GemmParams params;
     params.wScale = {1.0f};
     params.output = out;
     params.outScale = 1e-3f;
-    GemmU8S8 gemm(packed, params);
+    Int8GemmDriver gemm(packed, params);
     std::vector<uint8_t> c(n);
     gemm.run(a.data(), 1, k, c.data(), n);
     for (int64_t j = 0; j < n; ++j) {
@@ -514,7 +524,7 @@ namespace {
 /// before the output: f32 bit for bit, u8/s8 exactly (RNE, saturated).
 template <typename Formula>
 void expectFormulaExactly(const std::vector<uint8_t> &c, int64_t m, int64_t n, int64_t ldc,
-                          const GemmU8S8Params &params, Formula formula, const std::string &what) {
+                          const Int8GemmParams &params, Formula formula, const std::string &what) {
   const QuantOutput out = params.output;
   int failures = 0;
   for (int64_t i = 0; i < m; ++i)
@@ -544,13 +554,16 @@ void expectFormulaExactly(const std::vector<uint8_t> &c, int64_t m, int64_t n, i
 // f32(x_scale[m] * w_scale[n]) itself and `acc * in1 + in2` has no math
 // function, so every f32 result equals the reference formula bit for bit and
 // u8/s8 results exactly, over panel tails (N % NR) and every row count.
-TEST(GemmU8S8, PerRowScaleAndColumnInputsMatchTheFormulaBitForBit) {
+TEST(Int8GemmVnni, PerRowScaleAndColumnInputsMatchTheFormulaBitForBit) {
   SKIP_WITHOUT_VNNI();
   using Op = octet::rt::ElementwiseProgram::Op;
   octet::rt::ElementwiseProgram program;
   program.numInputs = 4; // acc, a residual-like input it does not read, in1, in2
-  program.instrs = {{Op::Input, 0, -1, 0}, {Op::Input, 2, -1, 0}, {Op::Mul, 0, 1, 0},
-                    {Op::Input, 3, -1, 0}, {Op::Add, 2, 3, 0}};
+  program.instrs = {{Op::Input, 0, -1, 0},
+                    {Op::Input, 2, -1, 0},
+                    {Op::Mul, 0, 1, 0},
+                    {Op::Input, 3, -1, 0},
+                    {Op::Add, 2, 3, 0}};
   std::string error;
   ASSERT_FALSE(ProgramEpilogue::create(program, error)) << "inputs 2, 3 are not the accumulator";
   EXPECT_NE(error.find("per-column"), std::string::npos) << error;
@@ -570,13 +583,14 @@ TEST(GemmU8S8, PerRowScaleAndColumnInputsMatchTheFormulaBitForBit) {
     for (int64_t j = 0; j < n; ++j)
       in1[j] = around(gen), in2[j] = unit(gen);
     const float *columns[] = {in1.data(), in2.data()};
-    const PackedU8S8 packed = packU8S8(p.bKN.data(), k, n, WeightLayout::KN);
+    const PackedInt8 packed =
+        packInt8(octet::PackIsa::Avx512Vnni, p.bKN.data(), k, n, WeightLayout::KN);
     for (QuantOutput out : {QuantOutput::F32, QuantOutput::U8, QuantOutput::S8})
       for (bool perRow : {true, false})
         for (Extras extras : {None, BiasResidual, BiasColumns}) {
           if (!perRow && extras != BiasColumns) // per tensor: the shape tests cover it
             continue;
-          GemmU8S8Params params;
+          Int8GemmParams params;
           params.aZeroPoint = 128;
           params.xScalePerRow = perRow;
           params.xScale = perRow ? std::numeric_limits<float>::quiet_NaN() : p.xScale;
@@ -587,7 +601,7 @@ TEST(GemmU8S8, PerRowScaleAndColumnInputsMatchTheFormulaBitForBit) {
           params.output = out;
           params.outScale = 0.0213f;
           params.outZeroPoint = out == QuantOutput::U8 ? 37 : -5;
-          GemmU8S8 gemm(packed, params);
+          Int8GemmDriver gemm(packed, params);
           ThreadCount scope(2);
           const int bytes = out == QuantOutput::F32 ? 4 : 1;
           const int64_t ldc = n + 3;
@@ -595,43 +609,47 @@ TEST(GemmU8S8, PerRowScaleAndColumnInputsMatchTheFormulaBitForBit) {
           gemm.run(p.a.data(), m, p.lda, c.data(), ldc,
                    params.residual ? p.residual.data() : nullptr, p.ldr,
                    perRow ? xs.data() : nullptr, columns);
-          expectFormulaExactly(c, m, n, ldc, params, [&](int64_t i, int64_t j) {
-            const int32_t s32 = int32_t(p.dot[i * n + j] - 128 * p.colsum[j]);
-            const float scale = (perRow ? xs[i] : p.xScale) * p.wScale[j];
-            float v = scale * float(s32);
-            if (extras != None)
-              v += p.bias[j];
-            if (extras == BiasResidual)
-              v += p.residual[i * p.ldr + j];
-            if (extras == BiasColumns) {
-              v = v * in1[j];
-              v = v + in2[j];
-            }
-            return v;
-          }, std::string(quantOutputName(out)) + (perRow ? " per-row" : "") +
-                 (extras == BiasResidual ? " +bias+residual" : "") +
-                 (extras == BiasColumns ? " +bias+columns" : "") + " M " + std::to_string(m) +
-                 " N " + std::to_string(n) + " K " + std::to_string(k));
+          expectFormulaExactly(
+              c, m, n, ldc, params,
+              [&](int64_t i, int64_t j) {
+                const int32_t s32 = int32_t(p.dot[i * n + j] - 128 * p.colsum[j]);
+                const float scale = (perRow ? xs[i] : p.xScale) * p.wScale[j];
+                float v = scale * float(s32);
+                if (extras != None)
+                  v += p.bias[j];
+                if (extras == BiasResidual)
+                  v += p.residual[i * p.ldr + j];
+                if (extras == BiasColumns) {
+                  v = v * in1[j];
+                  v = v + in2[j];
+                }
+                return v;
+              },
+              std::string(quantOutputName(out)) + (perRow ? " per-row" : "") +
+                  (extras == BiasResidual ? " +bias+residual" : "") +
+                  (extras == BiasColumns ? " +bias+columns" : "") + " M " + std::to_string(m) +
+                  " N " + std::to_string(n) + " K " + std::to_string(k));
           for (int64_t i = 0; i + 1 < m; ++i) // columns past N stay untouched
             for (int64_t j = n * bytes; j < ldc * bytes; ++j)
-              ASSERT_EQ(c[i * ldc * bytes + j], kCanary8) << "padding byte " << j << " of row " << i;
+              ASSERT_EQ(c[i * ldc * bytes + j], kCanary8)
+                  << "padding byte " << j << " of row " << i;
         }
-    GemmU8S8Params params;
+    Int8GemmParams params;
     params.aZeroPoint = 128;
     params.xScalePerRow = true;
     params.wScale = p.wScale;
     std::vector<float> c(m * n);
-    EXPECT_THROW(GemmU8S8(packed, params).run(p.a.data(), m, p.lda, c.data(), n),
+    EXPECT_THROW(Int8GemmDriver(packed, params).run(p.a.data(), m, p.lda, c.data(), n),
                  std::invalid_argument);
     params.xScalePerRow = false;
     params.elementwise = columnProgram.get();
-    GemmU8S8 gemm(packed, params);
+    Int8GemmDriver gemm(packed, params);
     const float *missing[] = {in1.data(), nullptr};
     EXPECT_NE(errorOf([&] { gemm.run(p.a.data(), m, p.lda, c.data(), n); }).find("per-column"),
               std::string::npos);
-    EXPECT_NE(errorOf([&] { gemm.run(p.a.data(), m, p.lda, c.data(), n, nullptr, 0, nullptr,
-                                     missing); })
-                  .find("input 1 is missing"),
+    EXPECT_NE(errorOf([&] {
+                gemm.run(p.a.data(), m, p.lda, c.data(), n, nullptr, 0, nullptr, missing);
+              }).find("input 1 is missing"),
               std::string::npos);
   }
 }

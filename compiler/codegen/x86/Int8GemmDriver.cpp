@@ -1,0 +1,398 @@
+//===- Int8GemmDriver.cpp -------------------------------------------------===//
+#include "compiler/codegen/x86/Int8GemmDriver.h"
+#include "compiler/codegen/GemmBlocking.h"
+#include "compiler/codegen/x86/Int8GemmKernelAmx.h"
+#include "compiler/codegen/x86/Int8GemmKernelVnni.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <exception>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+
+namespace octet::x86 {
+
+using gemm_blocking::ceilDiv;
+
+namespace {
+/// A kernel's entry point as stored; each schedule casts it back to its own
+/// signature (Int8GemmVnniFn, Int8GemmAmxFn).
+using AnyKernelFn = void (*)();
+
+/// A thread with at most this many M blocks prefetches its next panel's B
+/// into L2 during each AMX call: with few passes over B (batch 1 x 128: 4), B
+/// streams from L3 and the prefetch took BERT-base 1x128 from 11.7 to 10.9 ms
+/// (median of 3); with many (8 x 128: 16-32) B is in L2 and it only cost.
+constexpr int64_t kPrefetchBMaxBlocks = 4;
+} // namespace
+
+const Int8GemmKernelFamily &int8GemmKernels(PackIsa isa) {
+  switch (isa) {
+  case PackIsa::Amx:
+    return Int8GemmKernelAmx::family();
+  case PackIsa::Avx512Vnni:
+    break;
+  }
+  return Int8GemmKernelVnni::family();
+}
+
+int int8GemmPanelWidth(PackIsa isa, int64_t n) { return int8GemmKernels(isa).panelWidth(n); }
+
+std::string checkInt8GemmShape(int64_t n, int64_t k) {
+  if (n < 1)
+    return "N must be >= 1, got " + std::to_string(n);
+  if (k < 1 || k > kMaxU8S8K)
+    return "K must be in 1.." + std::to_string(kMaxU8S8K) +
+           " (s32 sums of u8 * s8 products must not overflow), got " + std::to_string(k);
+  return "";
+}
+
+std::string checkInt8GemmParams(const Int8GemmParams &p, int64_t n) {
+  if (p.aZeroPoint < 0 || p.aZeroPoint > 255)
+    return "activation zero point must be in 0..255, got " + std::to_string(p.aZeroPoint);
+  if (!p.xScalePerRow && !std::isfinite(p.xScale))
+    return "activation scale must be finite";
+  if (p.wScale.size() != 1 && int64_t(p.wScale.size()) != n)
+    return "weight scales: need 1 or N = " + std::to_string(n) + ", got " +
+           std::to_string(p.wScale.size());
+  for (size_t j = 0; j < p.wScale.size(); ++j)
+    if (!std::isfinite(p.wScale[j]))
+      return "weight scale " + std::to_string(j) + " is not finite";
+  return "";
+}
+
+PackedInt8 packInt8(PackIsa isa, const int8_t *b, int64_t k, int64_t n, WeightLayout layout) {
+  const std::string where = std::string("packInt8 (") + packIsaName(isa) + "): ";
+  if (std::string why = checkInt8GemmShape(n, k); !why.empty())
+    throw std::invalid_argument(where + why);
+  if (!b)
+    throw std::invalid_argument(where + "null weight");
+  PackedInt8 packed;
+  packed.isa = isa, packed.n = n, packed.k = k, packed.nr = int8GemmPanelWidth(isa, n);
+  const PackedWeightLayout to = packedWeightLayout(isa, k, n, packed.nr);
+  packed.data.resize(to.bytes());
+  packed.colsum.resize(n);
+  packWeight(to, b, layout, packed.data.data(), packed.colsum.data());
+  return packed;
+}
+
+bool Int8GemmDriver::hostSupported(PackIsa isa) {
+  return int8GemmKernels(isa).whyNotUsable().empty();
+}
+
+void Int8GemmDriver::reject(const std::string &what) const {
+  throw std::invalid_argument(std::string("Int8GemmDriver (") + family_.name + "): " + what);
+}
+
+Int8GemmDriver::Int8GemmDriver(PackedInt8View packed, Int8GemmParams params)
+    : family_(int8GemmKernels(packed.isa)), n_(packed.n), k_(packed.k), packed_(packed),
+      params_(std::move(params)), nr_(packed.nr) {
+  if (std::string why = checkInt8GemmShape(n_, k_); !why.empty())
+    reject(why);
+  const PackedWeightLayout layout = packedWeightLayout(packed.isa, k_, n_, nr_);
+  if (nr_ != family_.panelWidth(n_) || !packed.data || packed.bytes != layout.bytes() ||
+      !packed.colsum)
+    reject(std::string("packed weights are not the ") + packIsaName(packed.isa) + " layout for N " +
+           std::to_string(n_) + ", K " + std::to_string(k_));
+  if (std::string why = checkInt8GemmParams(params_, n_); !why.empty())
+    reject(why);
+
+  panels_ = ceilDiv(n_, nr_);
+  panelBytes_ = layout.bytes() / panels_;
+  const int64_t padded = panels_ * nr_;
+  comp_.assign(padded, 0);
+  scale_.assign(padded, 0.0f);
+  bias_.assign(padded, 0.0f);
+  for (int64_t j = 0; j < n_; ++j) {
+    comp_[j] = params_.aZeroPoint * packed.colsum[j];
+    const float w = params_.wScale[params_.wScale.size() == 1 ? 0 : j];
+    scale_[j] = params_.xScalePerRow ? w : params_.xScale * w;
+    if (params_.bias)
+      bias_[j] = params_.bias[j];
+  }
+
+  const int scratch = params_.elementwise ? params_.elementwise->scratchZmmCount() : 0;
+  mr_ = family_.maxRows(nr_, scratch);
+  if (mr_ < 1)
+    reject("the elementwise epilogue asks " + std::to_string(scratch) +
+           " scratch zmm, leaving no accumulator rows");
+  const bool registerTile = family_.schedule == Int8GemmSchedule::RegisterTile;
+  kc_ = registerTile ? gemm_blocking::kBlock(k_, nr_, sizeof(int8_t)) : k_;
+
+  Int8GemmKernelConfig config;
+  config.nr = nr_;
+  config.kTailBytes = int(k_ % family_.kGranule);
+  Int8EpilogueConfig &e = config.epilogue;
+  e.compensation = params_.aZeroPoint != 0;
+  e.xScalePerRow = params_.xScalePerRow;
+  e.bias = params_.bias != nullptr;
+  e.residual = params_.residual;
+  e.elementwise = params_.elementwise;
+  e.columnStride = padded * int64_t(sizeof(float));
+  e.output = params_.output;
+  e.outScale = params_.outScale;
+  e.outZeroPoint = params_.outZeroPoint;
+  // Generated in this order, each finalized before the next: an AOT image
+  // lists the kernels in generation order. The RegisterTile schedule has
+  // always generated both widths, even when equal or unused; its images list
+  // them so.
+  const int tailColumns = n_ % nr_ ? int(n_ % nr_) : nr_;
+  kernels_.resize(2 * size_t(mr_));
+  entries_.resize(2 * size_t(mr_));
+  for (int rows = 1; rows <= mr_; ++rows)
+    for (bool tail : {false, true}) {
+      if (!registerTile && ((tail && tailColumns == nr_) || (!tail && n_ < nr_)))
+        continue;
+      config.rows = rows;
+      config.columns = tail ? tailColumns : nr_;
+      const size_t at = size_t(rows - 1) * 2 + tail;
+      kernels_[at] = family_.generate(config);
+      entries_[at] = reinterpret_cast<const void *>(kernels_[at]->entry<AnyKernelFn>());
+    }
+}
+
+Int8GemmDriver::~Int8GemmDriver() = default;
+
+const Int8GemmKernel &Int8GemmDriver::kernel(int rows, bool tailPanel) const {
+  if (rows < 1 || rows > mr_ || !kernels_[size_t(rows - 1) * 2 + tailPanel])
+    throw std::out_of_range(std::string("Int8GemmDriver (") + family_.name + "): no kernel for " +
+                            std::to_string(rows) + " rows on the " + (tailPanel ? "tail" : "full") +
+                            " panel");
+  return *kernels_[size_t(rows - 1) * 2 + tailPanel];
+}
+
+/// One run's arguments after the checks.
+struct Int8GemmDriver::Call {
+  const uint8_t *a;
+  int64_t m, lda;
+  uint8_t *c;
+  int64_t ldc;
+  const float *residual;
+  int64_t ldr;
+  const float *xScale;
+  const float *columns; ///< the program's per-column inputs, padded to whole panels
+  int elementBytes;     ///< of C
+};
+
+/// The fields both schedules' arguments share, for the call at (row, col): A
+/// at K = 0, C, the per-column arrays, the residual, strides and row scales.
+template <typename Args>
+Args Int8GemmDriver::tileArgs(const Call &r, int64_t row, int64_t col) const {
+  Args args{};
+  args.a = r.a + row * r.lda;
+  args.c = r.c + (row * r.ldc + col) * r.elementBytes;
+  args.comp = comp_.data() + col;
+  args.scale = scale_.data() + col;
+  args.bias = bias_.data() + col;
+  args.residual = r.residual ? r.residual + row * r.ldr + col : nullptr;
+  args.lda = r.lda, args.ldc = r.ldc, args.ldr = r.ldr;
+  args.xScale = r.xScale ? r.xScale + row : nullptr;
+  args.columns = r.columns ? r.columns + col : nullptr;
+  return args;
+}
+
+template <typename Invoke>
+Int8GemmRunStats Int8GemmDriver::runWith(const uint8_t *a, int64_t m, int64_t lda, void *c,
+                                         int64_t ldc, const float *residual, int64_t ldr,
+                                         const float *xScale, const float *const *columns,
+                                         Invoke invoke) const {
+  if (m < 0)
+    reject("run: M must be >= 0, got " + std::to_string(m));
+  if (m == 0)
+    return {};
+  if (!a || !c)
+    reject("run: null A or C");
+  if (lda < k_)
+    reject("run: lda " + std::to_string(lda) + " < K " + std::to_string(k_));
+  if (ldc < n_)
+    reject("run: ldc " + std::to_string(ldc) + " < N " + std::to_string(n_));
+  if (params_.xScalePerRow && !xScale)
+    reject("run: the GEMM takes per-row activation scales: need M of them");
+  if (params_.residual && (!residual || ldr < n_))
+    reject("run: the epilogue adds a residual: need one with ldr >= N " + std::to_string(n_));
+  std::vector<float, CacheLineAllocator<float>> columnInputs;
+  try {
+    columnInputs = padColumnInputs(params_.elementwise, n_, panels_ * nr_, columns);
+  } catch (const std::invalid_argument &e) {
+    reject(e.what());
+  }
+  const Call call{a,
+                  m,
+                  lda,
+                  static_cast<uint8_t *>(c),
+                  ldc,
+                  params_.residual ? residual : nullptr,
+                  ldr,
+                  params_.xScalePerRow ? xScale : nullptr,
+                  columnInputs.empty() ? nullptr : columnInputs.data(),
+                  params_.output == QuantOutput::F32 ? 4 : 1};
+  if (family_.schedule == Int8GemmSchedule::RegisterTile)
+    return runRegisterTiles(call, invoke);
+  return runAmxTiles(call, invoke);
+}
+
+void Int8GemmDriver::run(const uint8_t *a, int64_t m, int64_t lda, void *c, int64_t ldc,
+                         const float *residual, int64_t ldr, const float *xScale,
+                         const float *const *columns) const {
+  runCounted(a, m, lda, c, ldc, residual, ldr, xScale, columns);
+}
+
+Int8GemmRunStats Int8GemmDriver::runCounted(const uint8_t *a, int64_t m, int64_t lda, void *c,
+                                            int64_t ldc, const float *residual, int64_t ldr,
+                                            const float *xScale,
+                                            const float *const *columns) const {
+  if (m > 0)
+    // A plan built for another CPU: never execute its code here.
+    if (std::string why = family_.whyNotUsable(); !why.empty())
+      throw std::runtime_error(std::string("Int8GemmDriver (") + family_.name +
+                               "): cannot run on this host: " + why);
+  return runWith(a, m, lda, c, ldc, residual, ldr, xScale, columns,
+                 [](const Int8GemmKernel &, AnyKernelFn fn, const auto &args) {
+                   using Args = std::decay_t<decltype(args)>;
+                   reinterpret_cast<void (*)(const Args *)>(fn)(&args);
+                 });
+}
+
+Int8GemmRunStats Int8GemmDriver::runEmulated(const uint8_t *a, int64_t m, int64_t lda, void *c,
+                                             int64_t ldc, const float *residual, int64_t ldr,
+                                             const float *xScale,
+                                             const float *const *columns) const {
+  const std::string where = std::string("Int8GemmDriver (") + family_.name + "): ";
+  if (family_.schedule != Int8GemmSchedule::AmxTiles)
+    throw std::logic_error(where + "only the AMX tiles have an emulator");
+  if (!CpuFeatures::host().supports(Isa::Avx512))
+    throw std::runtime_error(where +
+                             "the emulated run executes the AVX-512 epilogue; the host "
+                             "lacks AVX-512 (host has: " +
+                             CpuFeatures::host().describe() + ")");
+  return runWith(a, m, lda, c, ldc, residual, ldr, xScale, columns,
+                 [](const Int8GemmKernel &kernel, AnyKernelFn fn, const auto &args) {
+                   using Args = std::decay_t<decltype(args)>;
+                   if constexpr (std::is_same_v<Args, Int8GemmAmxArgs>) {
+                     thread_local AmxTileEmulator amx; // tile state is per thread, as on the CPU
+                     emulateInt8GemmAmxTiles(kernel.config(), args, amx);
+                     Int8GemmAmxArgs epilogueOnly = args;
+                     epilogueOnly.sumsReady = 1;
+                     reinterpret_cast<Int8GemmAmxFn>(fn)(&epilogueOnly);
+                   }
+                 });
+}
+
+// ---------------------------------------------------------------------------
+// RegisterTile: (M block, panel) pairs over the team, K blocks inside.
+
+template <typename Invoke>
+Int8GemmRunStats Int8GemmDriver::runRegisterTiles(const Call &r, Invoke invoke) const {
+  const int64_t m = r.m;
+  const int64_t mBlock = gemm_blocking::mBlock(m, k_, mr_, panels_, sizeof(uint8_t));
+  const int64_t mBlocks = ceilDiv(m, mBlock);
+  const int64_t kBlocks = ceilDiv(k_, kc_);
+  int64_t calls = 0;
+#pragma omp parallel if (mBlocks * panels_ > 1) reduction(+ : calls)
+  {
+    // s32 sums of one (M block, panel) between K blocks, reused across runs.
+    thread_local std::vector<int32_t, CacheLineAllocator<int32_t>> partial;
+    if (kBlocks > 1 && int64_t(partial.size()) < mBlock * nr_)
+      partial.resize(mBlock * nr_);
+#pragma omp for collapse(2) schedule(static)
+    for (int64_t mb = 0; mb < mBlocks; ++mb)
+      for (int64_t p = 0; p < panels_; ++p) {
+        const int64_t rowBegin = mb * mBlock, rowEnd = std::min(m, rowBegin + mBlock);
+        const int64_t col = p * nr_;
+        const bool tailPanel = n_ - col < nr_;
+        const int8_t *panel = packed_.data + p * panelBytes_;
+        for (int64_t kb = 0; kb < kBlocks; ++kb) {
+          const int64_t k0 = kb * kc_, len = std::min(kc_, k_ - k0);
+          for (int64_t row = rowBegin; row < rowEnd; row += mr_) {
+            const int rows = int(std::min<int64_t>(mr_, rowEnd - row));
+            Int8GemmVnniArgs args = tileArgs<Int8GemmVnniArgs>(r, row, col);
+            args.a += k0;
+            args.b = panel + (k0 / 4) * nr_ * 4;
+            args.partial = kBlocks > 1 ? partial.data() + (row - rowBegin) * nr_ : nullptr;
+            args.kGroups = len / 4, args.kTail = len % 4;
+            args.accumulate = kb > 0, args.last = kb == kBlocks - 1;
+            invoke(*kernels_[size_t(rows - 1) * 2 + tailPanel],
+                   reinterpret_cast<AnyKernelFn>(entry(rows, tailPanel)), args);
+            ++calls;
+          }
+        }
+      }
+  }
+  return {calls, 0, 0};
+}
+
+// ---------------------------------------------------------------------------
+// AmxTiles: a panels x M blocks grid, all of K per call.
+
+template <typename Invoke>
+Int8GemmRunStats Int8GemmDriver::runAmxTiles(const Call &r, Invoke invoke) const {
+  const int64_t m = r.m;
+  const int64_t mBlocks = ceilDiv(m, int64_t(mr_));
+  const int64_t kChunks = k_ / kAmxKChunk;
+  const int64_t chunkPanels = gemm_blocking::panelsPerL2Half(panelBytes_);
+  Int8GemmRunStats total;
+  std::exception_ptr error;
+#pragma omp parallel if (panels_ * mBlocks > 1)
+  {
+    thread_local std::vector<int32_t, CacheLineAllocator<int32_t>> sums(kAmxBlockRows * kAmxPanel);
+    thread_local std::vector<uint8_t, CacheLineAllocator<uint8_t>> aTail(kAmxBlockRows *
+                                                                         kAmxKChunk);
+    // This thread's panels and M blocks (threadGrid), in chunks of panels
+    // that fit half of L2: each M block passes over a chunk, so B is read
+    // from memory once per thread and from L2 after, while the M block's A
+    // stays in L1/L2. M blocks run forward in even chunks and backward in odd
+    // ones: the M-tail block's configuration is loaded about once per two
+    // chunks. The thread knows its last call (tilerelease). The grid is that
+    // of the actual team (a nested region may get fewer threads than
+    // omp_get_max_threads() says); every thread computes the same one.
+    const int64_t t = omp_get_thread_num();
+    const gemm_blocking::ThreadGrid grid =
+        gemm_blocking::threadGrid(omp_get_num_threads(), panels_, mBlocks, panelBytes_, mr_ * k_);
+    const auto [pBegin, pEnd] = grid.panelRange(t, panels_);
+    const auto [mBegin, mEnd] = grid.blockRange(t, mBlocks);
+    const int64_t calls = (pEnd - pBegin) * (mEnd - mBegin);
+    const bool prefetchB = mEnd - mBegin <= kPrefetchBMaxBlocks;
+    Int8GemmRunStats mine;
+    // The configuration depends on the rows only (AmxGemmTiles::config).
+    int loadedRows = 0;
+    try {
+      for (int64_t c0 = pBegin, chunk = 0; c0 < pEnd && calls; c0 += chunkPanels, ++chunk)
+        for (int64_t i = 0; i < mEnd - mBegin; ++i)
+          for (int64_t p = c0; p < std::min(pEnd, c0 + chunkPanels); ++p) {
+            const int64_t mb = chunk % 2 ? mEnd - 1 - i : mBegin + i;
+            const int64_t row = mb * mr_, col = p * nr_;
+            const int rows = int(std::min<int64_t>(mr_, m - row));
+            const bool tailPanel = n_ - col < nr_;
+            Int8GemmAmxArgs args = tileArgs<Int8GemmAmxArgs>(r, row, col);
+            args.b = packed_.data + p * panelBytes_;
+            args.sums = sums.data(), args.aTail = aTail.data();
+            args.kChunks = kChunks;
+            args.configure = loadedRows != rows, args.release = mine.calls + 1 == calls;
+            args.sumsReady = 0;
+            args.bNext = prefetchB && p + 1 < pEnd ? packed_.data + (p + 1) * panelBytes_ : nullptr;
+            loadedRows = rows;
+            mine.calls += 1, mine.configLoads += args.configure != 0, mine.releases += args.release;
+            invoke(*kernels_[size_t(rows - 1) * 2 + tailPanel],
+                   reinterpret_cast<AnyKernelFn>(entry(rows, tailPanel)), args);
+          }
+    } catch (...) {
+#pragma omp critical(octet_int8_gemm_error)
+      if (!error)
+        error = std::current_exception();
+    }
+#pragma omp critical(octet_int8_gemm_stats)
+    {
+      total.calls += mine.calls;
+      total.configLoads += mine.configLoads;
+      total.releases += mine.releases;
+    }
+  }
+  if (error)
+    std::rethrow_exception(error);
+  return total;
+}
+
+} // namespace octet::x86
