@@ -104,8 +104,8 @@ StepPtr makeMatMul(TensorId a, TensorId b, TensorId out);
 enum class GemmProvider : uint8_t {
   Auto,
   JitF32,   ///< x86::GemmF32 (AVX-512), linear only
-  JitVnni,  ///< x86::GemmU8S8 (AVX-512 VNNI), qlinear only
-  JitAmx,   ///< x86::GemmU8S8AmxDriver (AMX-INT8), qlinear only
+  JitVnni,  ///< x86::Int8GemmDriver on Int8GemmKernelVnni (AVX-512 VNNI), qlinear only
+  JitAmx,   ///< x86::Int8GemmDriver on Int8GemmKernelAmx (AMX-INT8), qlinear only
   OneDnn,   ///< onednn::MatMulF32 / MatMulU8S8
   Reference, ///< the exact C++ loop, qlinear only (nothing else can take it)
   JitBf16   ///< x86::GemmBf16 (AVX512-BF16, bf16 weights), linear only (--precision bf16)
@@ -269,7 +269,7 @@ StepPtr makeQuantizePerRow(TensorId in, TensorId out, TensorId scaleOut,
 /// element of extras[i-1] broadcast to the result's shape (as LinearSpec's).
 /// xs is one scale (0-D / 1 element) or, with xScalePerRow, an f32 tensor of
 /// the input's leading dims and a last dim of 1 (octet.quantize_per_row).
-/// The JIT GEMMs (AVX-512 VNNI x86::GemmU8S8, AMX x86::GemmU8S8AmxDriver) run
+/// The JIT INT8 driver (x86::Int8GemmDriver on AVX-512 VNNI or AMX kernels) runs
 /// it when the activation's zero point (and, for u8/i8, the output's scale and
 /// zero point) are plan-time constants (the *Const pointers); they add a
 /// residual extra themselves, fuse an accumulator-only program into the

@@ -1,6 +1,6 @@
 //===- GemmBlocking.h - cache blocking shared by the packed GEMMs -*- C++ -*-===//
 //
-// The blocking rule of GemmF32 and GemmU8S8 (Inductor's cpp_gemm_template with
+// The blocking rule of GemmF32 and the INT8 driver (Inductor's cpp_gemm_template with
 // our kernels' registers), for a B element of `elementBytes` bytes:
 //  - NR (panel width) is 48 unless 32 pads N to fewer columns (N = 100: 128
 //    rather than 144). 48 loads fewer A broadcasts per multiply.

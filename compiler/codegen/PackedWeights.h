@@ -2,14 +2,14 @@
 //
 // Where each byte of a constant s8 weight B[K, N] lives once it is packed for
 // a u8 x s8 GEMM kernel, and the u8 x s8 compensation colsum[n] = sum_k B[k, n].
-// Plain C++ (no Xbyak, no MLIR): shared by the kernels' packers (packU8S8,
-// packU8S8Amx), octet-pack-weights, the qlinear verifier, the interpreter and
+// Plain C++ (no Xbyak, no MLIR): shared by the INT8 driver's packer
+// (x86::packInt8), octet-pack-weights, the qlinear verifier, the interpreter and
 // the runtime, so there is one definition of each layout.
 //
-//  - avx512_vnni (GemmU8S8.h): ceil(N / NR) panels of [ceil(K / 4)][NR][4],
+//  - avx512_vnni (x86/Int8GemmKernelVnni.h): ceil(N / NR) panels of [ceil(K / 4)][NR][4],
 //    (k, n) at ((p * K4 + k / 4) * NR + n % NR) * 4 + k % 4, p = n / NR,
-//    NR = 32 or 48 (gemmU8S8PanelWidth).
-//  - amx (GemmU8S8Amx.h): ceil(N / 32) panels of ceil(K / 64) chunks of two
+//    NR = 32 or 48 (gemm_blocking::panelWidth).
+//  - amx (x86/Int8GemmKernelAmx.h): ceil(N / 32) panels of ceil(K / 64) chunks of two
 //    1 KiB B tiles (columns 0-15, 16-31), (k, n) at
 //    ((p * K64 + k / 64) * 2 + (n % 32) / 16) * 1024 + (k % 64) / 4 * 64 + (n % 16) * 4 + k % 4.
 // Bytes for columns past N and K past K are zero.
@@ -54,7 +54,7 @@ struct PackedWeightLayout {
 };
 
 /// The layout `isa`'s kernel uses for a [K, N] weight; `vnniPanelWidth` is
-/// GemmU8S8's NR for N (the rule lives with its blocking, GemmBlocking.h).
+/// the VNNI kernels' NR for N (the rule lives with their blocking, GemmBlocking.h).
 PackedWeightLayout packedWeightLayout(PackIsa isa, int64_t k, int64_t n, int vnniPanelWidth);
 
 /// Packs `b` ([K, N] or [N, K] s8, `from`) into `out` (layout.bytes(), every

@@ -1,6 +1,6 @@
 //===- GemmTileAvx512.h - register walk shared by the GEMM kernels -*- C++ -*-===//
 //
-// What the FP32 (GemmF32Avx512) and u8 x s8 (GemmU8S8Vnni) micro-kernels share:
+// What the FP32 (GemmF32Avx512) and u8 x s8 (Int8GemmKernelVnni) micro-kernels share:
 // one MR x NR tile whose MR * NR/16 accumulators (zmm0 ..) stay in registers
 // for a K block. Each K step loads the NR/16 zmm of a packed B row (or 4-byte
 // group) into zB, then broadcasts 4 bytes of each A row into zA and multiplies.

@@ -14,7 +14,7 @@
 //    -1, -0.5, 0.5, 1, 2, 3), is rejected with a message: callers then run
 //    ElementwiseProgram::evaluate instead.
 //  - ProgramEpilogue: an EpilogueEmitter for the GEMMs (GemmF32Avx512.h,
-//    GemmU8S8Epilogue.h): input 0 is the accumulator; the program may read
+//    Int8GemmKernel.h): input 0 is the accumulator; the program may read
 //    other inputs only where they are per-column vectors (one value per
 //    column, loaded per accumulator like the bias). At most
 //    kMaxEpilogueScratch scratch zmm, so that the GEMM keeps at least 5 rows
@@ -96,7 +96,7 @@ public:
   /// `error` set when the program reads another input besides 0, does not fit
   /// kMaxEpilogueScratch scratch registers or has an op without a vector form.
   /// GeluAccuracy::ForRequantize: only for a GEMM that requantizes its result
-  /// (checkGemmU8S8Epilogue rejects it with an f32 output).
+  /// (checkInt8Epilogue rejects it with an f32 output).
   static std::unique_ptr<ProgramEpilogue> create(const rt::ElementwiseProgram &program,
                                                  std::string &error,
                                                  const std::vector<bool> &perColumn = {},
