@@ -1,6 +1,6 @@
 //===- MatMulU8S8OneDnnTest.cpp - oneDNN INT8 GEMM provider vs an integer reference -===//
 //
-// Reference: s32 sums in int64 (exact), then GemmU8S8's formula in double with
+// Reference: s32 sums in int64 (exact), then the INT8 GEMM's formula in double with
 // scale[n] = f32(x_scale * w_scale[n]) (both providers round it once).
 //  - unit scales, f32 output, no bias: C == float(sum - zp * colsum) exactly.
 //  - f32: |error| <= 2^-21 * (|scaled sum| + |bias| + |residual|). oneDNN
@@ -441,6 +441,37 @@ TEST(MatMulU8S8OneDnn, ErrorsAreStatusesNotExceptions) {
   // B [3, 2] = {{1, 2}, {3, 4}, {5, 6}}.
   EXPECT_EQ(c[0], 1 * 1 + 2 * 3 + 3 * 5 + 10);
   EXPECT_EQ(c[3], 4 * 2 + 5 * 4 + 6 * 6 + 40);
+}
+
+// Behind the qlinear step's interface (Int8Gemm): the same results as the
+// matmul itself, and its failures as exceptions carrying oneDNN's message.
+TEST(MatMulU8S8OneDnn, Int8GemmAdapter) {
+  if (!octet::onednn::oneDnnHasInt8Vnni())
+    GTEST_SKIP() << "oneDNN's effective ISA lacks VNNI (NoVnni covers that)";
+  const int8_t w[6] = {1, 2, 3, 4, 5, 6};
+  MatMulU8S8Params p;
+  p.wScale = {1.0f};
+  p.residual = true;
+  std::unique_ptr<MatMulU8S8> mm;
+  ASSERT_TRUE(MatMulU8S8::create(2, 3, w, WeightLayout::KN, p, mm).ok());
+  const MatMulU8S8 *raw = mm.get();
+  const octet::onednn::Int8GemmOneDnn adapter(std::move(mm));
+  const octet::Int8Gemm &gemm = adapter;
+  EXPECT_STREQ(gemm.name(), "onednn");
+  EXPECT_EQ(&adapter.matmul(), raw);
+  uint8_t a[6] = {1, 2, 3, 4, 5, 6};
+  float c[4] = {}, r[4] = {10, 20, 30, 40};
+  gemm.run(a, 2, 3, c, 2, r, 2);
+  EXPECT_EQ(c[0], 1 * 1 + 2 * 3 + 3 * 5 + 10); // B [3, 2] = {{1, 2}, {3, 4}, {5, 6}}
+  EXPECT_EQ(c[3], 4 * 2 + 5 * 4 + 6 * 6 + 40);
+  std::string error;
+  try {
+    gemm.run(a, 2, 3, c, 2); // residual missing
+  } catch (const std::runtime_error &e) {
+    error = e.what();
+  }
+  EXPECT_NE(error.find("residual"), std::string::npos) << error;
+  EXPECT_NE(error.find("oneDNN"), std::string::npos) << error;
 }
 
 // The selection rule (docs/kernel-selection.md, INT8): the JIT whenever it runs;

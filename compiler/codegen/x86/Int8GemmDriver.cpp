@@ -290,6 +290,9 @@ Int8GemmRunStats Int8GemmDriver::runRegisterTiles(const Call &r, Invoke invoke) 
   const int64_t mBlock = gemm_blocking::mBlock(m, k_, mr_, panels_, sizeof(uint8_t));
   const int64_t mBlocks = ceilDiv(m, mBlock);
   const int64_t kBlocks = ceilDiv(k_, kc_);
+  // Panels are [K / granule][NR][granule] bytes. gemm_blocking::kBlock cuts K
+  // in multiples of 4, so a RegisterTile family's granule divides 4 (VNNI: 4).
+  const int64_t granule = family_.kGranule;
   int64_t calls = 0;
 #pragma omp parallel if (mBlocks * panels_ > 1) reduction(+ : calls)
   {
@@ -310,9 +313,9 @@ Int8GemmRunStats Int8GemmDriver::runRegisterTiles(const Call &r, Invoke invoke) 
             const int rows = int(std::min<int64_t>(mr_, rowEnd - row));
             Int8GemmVnniArgs args = tileArgs<Int8GemmVnniArgs>(r, row, col);
             args.a += k0;
-            args.b = panel + (k0 / 4) * nr_ * 4;
+            args.b = panel + (k0 / granule) * nr_ * granule;
             args.partial = kBlocks > 1 ? partial.data() + (row - rowBegin) * nr_ : nullptr;
-            args.kGroups = len / 4, args.kTail = len % 4;
+            args.kGroups = len / granule, args.kTail = len % granule;
             args.accumulate = kb > 0, args.last = kb == kBlocks - 1;
             invoke(*kernels_[size_t(rows - 1) * 2 + tailPanel],
                    reinterpret_cast<AnyKernelFn>(entry(rows, tailPanel)), args);

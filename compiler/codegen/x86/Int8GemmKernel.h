@@ -113,7 +113,8 @@ private:
 enum class Int8GemmSchedule {
   /// A call: `rows` x one panel over one K block, the accumulators in
   /// registers; K blocks pass s32 partial sums through a per-thread buffer
-  /// (Int8GemmVnniArgs). Threads take (M block, panel) pairs.
+  /// (Int8GemmVnniArgs); B panels are [K / granule][NR][granule] bytes, the
+  /// granule a divisor of 4. Threads take (M block, panel) pairs.
   RegisterTile,
   /// A call: up to `rows` x one panel over all of K into per-thread tile sums,
   /// then the epilogue; a thread's tile configuration persists across calls

@@ -374,6 +374,56 @@ template <typename F> std::string errorOf(F f) {
   return "";
 }
 
+// The driver as the qlinear step sees it (octet::Int8Gemm), its kernel table
+// and what is not its schedule's.
+TEST(Int8GemmVnni, OneDriverBehindTheInterface) {
+  SKIP_WITHOUT_VNNI();
+  const int64_t m = 20, k = 70, n = 100;
+  std::vector<int8_t> b(k * n);
+  std::vector<uint8_t> a(m * k);
+  for (size_t i = 0; i < b.size(); ++i)
+    b[i] = int8_t(int(i * 37 % 255) - 127);
+  for (size_t i = 0; i < a.size(); ++i)
+    a[i] = uint8_t(i * 91 % 256);
+  const PackedInt8 packed = packInt8(octet::PackIsa::Avx512Vnni, b.data(), k, n, WeightLayout::KN);
+  Int8GemmParams params;
+  params.aZeroPoint = 128;
+  params.wScale = {0.5f};
+  const Int8GemmDriver driver(packed, params);
+  EXPECT_STREQ(driver.name(), "jit_vnni");
+  EXPECT_EQ(&driver.family(), &Int8GemmKernelVnni::family());
+  EXPECT_EQ(driver.nr(), 32);
+  EXPECT_EQ(driver.mr(), Int8GemmKernelVnni::maxRows(32, 0));
+
+  std::vector<float> viaInterface(m * n), direct(m * n);
+  const octet::Int8Gemm &gemm = driver;
+  gemm.run(a.data(), m, k, viaInterface.data(), n);
+  const Int8GemmRunStats stats = driver.runCounted(a.data(), m, k, direct.data(), n);
+  EXPECT_EQ(viaInterface, direct);
+  // Every (row group, panel) pair once per K block; 4 panels of 32 for N 100.
+  EXPECT_GE(stats.calls, 4 * ((m + driver.mr() - 1) / driver.mr()));
+  EXPECT_EQ(stats.configLoads, 0);
+
+  // Kernels for rows 1..MR on the full and the tail panel (N % 32 = 4 columns).
+  EXPECT_EQ(driver.kernel(1, false).config().columns, 32);
+  EXPECT_EQ(driver.kernel(driver.mr(), true).config().columns, 4);
+  EXPECT_EQ(driver.kernel(1, true).name().rfind("gemm_u8s8_vnni_m1n32c4_ktail2_comp", 0), 0u)
+      << driver.kernel(1, true).name();
+  EXPECT_THROW(driver.kernel(driver.mr() + 1, false), std::out_of_range);
+  EXPECT_THROW(driver.runEmulated(a.data(), m, k, direct.data(), n), std::logic_error);
+
+  // A weight packed for the other ISA's kernels is refused, naming the layout.
+  PackedInt8View wrong = packed;
+  wrong.isa = octet::PackIsa::Amx;
+  std::string error;
+  try {
+    Int8GemmDriver g(wrong, params);
+  } catch (const std::invalid_argument &e) {
+    error = e.what();
+  }
+  EXPECT_NE(error.find("not the amx layout"), std::string::npos) << error;
+}
+
 TEST(Int8GemmVnni, RejectsBadShapesAndParameters) {
   std::vector<int8_t> b(64 * 16, 1);
   EXPECT_NE(errorOf([&] {
@@ -396,7 +446,16 @@ TEST(Int8GemmVnni, RejectsBadShapesAndParameters) {
     PackedInt8 packed = packInt8(octet::PackIsa::Avx512Vnni, b.data(), 64, 16, WeightLayout::KN);
     Int8GemmParams params;
     params.wScale = {1.0f};
-    EXPECT_NE(errorOf([&] { Int8GemmDriver g(packed, params); }).find("VNNI"), std::string::npos);
+    const Int8GemmDriver g(packed, params); // generating needs no VNNI; running does
+    std::vector<uint8_t> a(64);
+    std::vector<float> c(16);
+    std::string why;
+    try {
+      g.run(a.data(), 1, 64, c.data(), 16);
+    } catch (const std::runtime_error &e) {
+      why = e.what();
+    }
+    EXPECT_NE(why.find("cannot run on this host: it lacks AVX-512 VNNI"), std::string::npos) << why;
     GTEST_SKIP() << "host lacks AVX-512 VNNI: only the packing checks ran";
   }
   PackedInt8 packed = packInt8(octet::PackIsa::Avx512Vnni, b.data(), 64, 16, WeightLayout::KN);
