@@ -1,4 +1,4 @@
-//===- gemm_u8s8_amx.cpp - AMX Int8GemmDriver vs the VNNI GemmU8S8 -----===//
+//===- gemm_u8s8_amx.cpp - the INT8 driver on AMX vs on VNNI kernels -----===//
 //
 // The AMX INT8 GEMM on BERT-base shapes (K x N = 768x2304 QKV, 768x768
 // attention out, 768x3072 FFN in, 3072x768 FFN out; M = 128, 1024) with the

@@ -122,8 +122,9 @@ int main(int argc, char **argv) {
          requant.run(c.data(), q.data(), m * n, 0.05f, 10);
        }},
   };
-  std::printf("GemmU8S8 M=%lld K=%lld N=%lld, 1 thread, best of %d (thread CPU time)\n",
-              (long long)m, (long long)k, (long long)n, reps);
+  std::printf(
+      "Int8GemmDriver (VNNI) M=%lld K=%lld N=%lld, 1 thread, best of %d (thread CPU time)\n",
+      (long long)m, (long long)k, (long long)n, reps);
   for (const Row &r : rows) {
     const double t = best(reps, r.f);
     std::printf("%-30s %8.3f ms %8.1f GOPS\n", r.name, t * 1e3, ops / t * 1e-9);

@@ -309,13 +309,15 @@ Int8GemmRunStats Int8GemmDriver::runRegisterTiles(const Call &r, Invoke invoke) 
         const int8_t *panel = packed_.data + p * panelBytes_;
         for (int64_t kb = 0; kb < kBlocks; ++kb) {
           const int64_t k0 = kb * kc_, len = std::min(kc_, k_ - k0);
+          const int8_t *b = panel + (k0 / granule) * nr_ * granule;
+          const int64_t kGroups = len / granule, kTail = len % granule;
           for (int64_t row = rowBegin; row < rowEnd; row += mr_) {
             const int rows = int(std::min<int64_t>(mr_, rowEnd - row));
             Int8GemmVnniArgs args = tileArgs<Int8GemmVnniArgs>(r, row, col);
             args.a += k0;
-            args.b = panel + (k0 / granule) * nr_ * granule;
+            args.b = b;
             args.partial = kBlocks > 1 ? partial.data() + (row - rowBegin) * nr_ : nullptr;
-            args.kGroups = len / granule, args.kTail = len % granule;
+            args.kGroups = kGroups, args.kTail = kTail;
             args.accumulate = kb > 0, args.last = kb == kBlocks - 1;
             invoke(*kernels_[size_t(rows - 1) * 2 + tailPanel],
                    reinterpret_cast<AnyKernelFn>(entry(rows, tailPanel)), args);
