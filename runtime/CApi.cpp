@@ -42,7 +42,7 @@ thread_local std::string lastError;
 
 /// The runtime's DType for a C API dtype code; false for a code outside the enum.
 bool dtypeFromCode(int32_t code, DType &result) {
-  if (code < OCTET_F32 || code > OCTET_BOOL)
+  if (code < OCTET_F32 || code > OCTET_F16)
     return false;
   result = DType(code - 1); // the enums list the same types in the same order
   return true;
@@ -57,6 +57,7 @@ bool toDType(const octet_dtype &dtype, DType &result) {
 }
 
 octet_dtype fromDType(DType dtype) { return octet_dtype(int(dtype) + 1); }
+static_assert(int(octet::rt::kLastDType) + 1 == OCTET_F16, "octet_dtype ends where DType does");
 
 octet_status ioInfo(const octet_model *model, int32_t index, octet_tensor_info *info, bool input) {
   const char *kind = input ? "input" : "output";

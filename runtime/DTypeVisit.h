@@ -2,6 +2,7 @@
 #ifndef OCTET_RUNTIME_DTYPEVISIT_H
 #define OCTET_RUNTIME_DTYPEVISIT_H
 
+#include "runtime/Half.h"
 #include "runtime/Plan.h"
 
 #include <cstdint>
@@ -10,7 +11,9 @@ namespace octet::rt {
 
 template <class T> struct TypeTag { using type = T; };
 
-/// Calls fn(TypeTag<T>{}) with the C++ element type of `dtype` (Bool is uint8_t, 0 or 1).
+/// Calls fn(TypeTag<T>{}) with the C++ element type of `dtype` (Bool is uint8_t, 0 or 1;
+/// F16 is Half, runtime/Half.h). `fn` is instantiated for every type: steps reject the
+/// types they do not compute on before they visit.
 template <class Fn> decltype(auto) visitDType(DType dtype, Fn &&fn) {
   switch (dtype) {
   case DType::F32:
@@ -23,6 +26,16 @@ template <class Fn> decltype(auto) visitDType(DType dtype, Fn &&fn) {
     return fn(TypeTag<int32_t>{});
   case DType::I8:
     return fn(TypeTag<int8_t>{});
+  case DType::I16:
+    return fn(TypeTag<int16_t>{});
+  case DType::U16:
+    return fn(TypeTag<uint16_t>{});
+  case DType::U32:
+    return fn(TypeTag<uint32_t>{});
+  case DType::U64:
+    return fn(TypeTag<uint64_t>{});
+  case DType::F16:
+    return fn(TypeTag<Half>{});
   case DType::U8:
   case DType::Bool:
     break;

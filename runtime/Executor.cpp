@@ -44,7 +44,7 @@ bool isIntegerDType(DType dtype) {
          dtype == DType::Bool;
 }
 
-bool validDType(DType dtype) { return uint8_t(dtype) <= uint8_t(DType::Bool); }
+bool validDType(DType dtype) { return uint8_t(dtype) <= uint8_t(kLastDType); }
 
 size_t alignUp(size_t value) { return (value + kAlignment - 1) / kAlignment * kAlignment; }
 

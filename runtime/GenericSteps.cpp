@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/DTypeVisit.h"
+#include "runtime/Half.h"
 #include "runtime/Plan.h"
 #include "runtime/Steps.h"
 #include "runtime/StridedIter.h"
@@ -28,26 +29,42 @@ namespace {
 using namespace strided;
 using Shape = std::vector<int64_t>;
 
+/// f32 and f64: what the float steps beyond the element-wise ones (reductions, scans,
+/// softmax) compute on.
 bool isFloat(DType d) { return d == DType::F32 || d == DType::F64; }
+/// The float types of the element-wise steps: f16 computes in float, rounded per op.
+bool isElementwiseFloat(DType d) { return isFloat(d) || d == DType::F16; }
 bool isInteger(DType d) {
-  return d == DType::I64 || d == DType::I32 || d == DType::I8 || d == DType::U8;
+  switch (d) {
+  case DType::I64:
+  case DType::I32:
+  case DType::I16:
+  case DType::I8:
+  case DType::U64:
+  case DType::U32:
+  case DType::U16:
+  case DType::U8:
+    return true;
+  default:
+    return false;
+  }
 }
 
 /// Integer arithmetic wraps (two's complement), as the reference interpreter's.
 template <class T> T wrapAdd(T x, T y) {
-  if constexpr (std::is_floating_point_v<T>)
+  if constexpr (isFloatElement<T>)
     return x + y;
   else
     return T(std::make_unsigned_t<T>(x) + std::make_unsigned_t<T>(y));
 }
 template <class T> T wrapSub(T x, T y) {
-  if constexpr (std::is_floating_point_v<T>)
+  if constexpr (isFloatElement<T>)
     return x - y;
   else
     return T(std::make_unsigned_t<T>(x) - std::make_unsigned_t<T>(y));
 }
 template <class T> T wrapMul(T x, T y) {
-  if constexpr (std::is_floating_point_v<T>)
+  if constexpr (isFloatElement<T>)
     return x * y;
   else
     return T(uint64_t(x) * uint64_t(y));
@@ -56,10 +73,12 @@ template <class T> T wrapNeg(T x) { return wrapSub(T(0), x); }
 
 /// Integer x^y by squaring (wrapping); negative exponents: only ±1 have integer reciprocals.
 template <class T> T intPow(T x, T y) {
-  int64_t base = x, exponent = y;
-  if (exponent < 0)
-    return T(base == 1 ? 1 : base == -1 ? (exponent % 2 ? -1 : 1) : 0);
-  uint64_t result = 1, b = uint64_t(base);
+  if constexpr (std::is_signed_v<T>) {
+    int64_t base = x, exponent = y;
+    if (exponent < 0)
+      return T(base == 1 ? 1 : base == -1 ? (exponent % 2 ? -1 : 1) : 0);
+  }
+  uint64_t result = 1, b = uint64_t(x), exponent = uint64_t(y);
   for (; exponent; exponent >>= 1, b *= b)
     if (exponent & 1)
       result *= b;
@@ -68,13 +87,13 @@ template <class T> T intPow(T x, T y) {
 
 /// NaN-propagating max / min (numpy maximum/minimum, ONNX Max/Min); vectorizes to a blend.
 template <class T> T maxOf(T x, T y) {
-  if constexpr (std::is_floating_point_v<T>)
+  if constexpr (isFloatElement<T>)
     return (x > y || x != x) ? x : y;
   else
     return x > y ? x : y;
 }
 template <class T> T minOf(T x, T y) {
-  if constexpr (std::is_floating_point_v<T>)
+  if constexpr (isFloatElement<T>)
     return (x < y || x != x) ? x : y;
   else
     return x < y ? x : y;
@@ -307,7 +326,7 @@ public:
       return fail("takes bool operands, not " + describe(ctx, a));
     if (!logical && type == DType::Bool && kind_ != BinaryKind::Equal)
       return fail("does not take bool operands (" + describe(ctx, a) + ")");
-    if (kind_ == BinaryKind::Mod && isFloat(type))
+    if (kind_ == BinaryKind::Mod && isElementwiseFloat(type))
       return fail("takes integers (float remainders are fmod, ONNX Mod's fmod = 1): " +
                   describe(ctx, a));
     if (Status s = checkDType(ctx, out, compare || logical ? DType::Bool : type, "the output");
@@ -343,13 +362,13 @@ private:
       binaryLoop(loop, out, a, b, [](T x, T y) { return wrapMul(x, y); });
       break;
     case BinaryKind::Div:
-      if constexpr (std::is_floating_point_v<T>)
+      if constexpr (isFloatElement<T>)
         binaryLoop(loop, out, a, b, [](T x, T y) { return x / y; });
       else
         return integerDivide(ctx, loop, out, a, b);
       break;
     case BinaryKind::Pow:
-      if constexpr (std::is_floating_point_v<T>)
+      if constexpr (isFloatElement<T>)
         floatPow(loop, out, a, b);
       else
         binaryLoop(loop, out, a, b, [](T x, T y) { return intPow(x, y); });
@@ -380,7 +399,7 @@ private:
       break;
     case BinaryKind::Mod:
     case BinaryKind::FMod:
-      if constexpr (std::is_floating_point_v<T>)
+      if constexpr (isFloatElement<T>)
         binaryLoop(loop, out, a, b, [](T x, T y) { return std::fmod(x, y); });
       else
         return integerRemainder(ctx, loop, out, a, b, kind_ == BinaryKind::Mod);
@@ -466,7 +485,7 @@ private:
           while (at < seen && !firstZero.compare_exchange_weak(seen, at)) {
           }
           o[i * st[0]] = 0;
-        } else if (divisor == T(-1)) { // INT_MIN / -1 traps; it wraps to INT_MIN
+        } else if (std::is_signed_v<T> && divisor == T(-1)) { // INT_MIN / -1 traps; wraps
           o[i * st[0]] = wrapNeg(dividend);
         } else {
           o[i * st[0]] = T(dividend / divisor);
@@ -516,7 +535,7 @@ public:
     bool integerOk = kind_ == UnaryKind::Neg || kind_ == UnaryKind::Abs ||
                      kind_ == UnaryKind::Relu || kind_ == UnaryKind::Sign;
     if (kind_ == UnaryKind::Not ? type != DType::Bool
-                                : !(isFloat(type) || (integerOk && isInteger(type))))
+                                : !(isElementwiseFloat(type) || (integerOk && isInteger(type))))
       return fail(std::string("does not take ") + dtypeName(type) + " (input " + describe(ctx, in) +
                   ")");
     if (Status s = checkDType(ctx, out, isTest() ? DType::Bool : type, "the output"); !s.ok())
@@ -529,7 +548,7 @@ public:
       return Status();
     visitDType(type, [&](auto tag) {
       using T = typename decltype(tag)::type;
-      if constexpr (std::is_floating_point_v<T>)
+      if constexpr (isFloatElement<T>)
         if (isTest())
           return test<T>(loop, ctx.data<uint8_t>(out), ctx.data<T>(in));
       compute<T>(loop, ctx.data<T>(out), ctx.data<T>(in));
@@ -549,18 +568,18 @@ private:
     case UnaryKind::IsNaN:
       return unaryLoop(loop, out, in, [](T x) { return uint8_t(x != x); });
     case UnaryKind::IsInf:
-      return unaryLoop(loop, out, in, [](T x) { return uint8_t(x == inf || x == -inf); });
+      return unaryLoop(loop, out, in, [=](T x) { return uint8_t(x == inf || x == -inf); });
     case UnaryKind::IsPosInf:
-      return unaryLoop(loop, out, in, [](T x) { return uint8_t(x == inf); });
+      return unaryLoop(loop, out, in, [=](T x) { return uint8_t(x == inf); });
     case UnaryKind::IsNegInf:
-      return unaryLoop(loop, out, in, [](T x) { return uint8_t(x == -inf); });
+      return unaryLoop(loop, out, in, [=](T x) { return uint8_t(x == -inf); });
     default:
       return;
     }
   }
 
   template <class T> void compute(const Loop<2> &loop, T *out, const T *in) const {
-    if constexpr (std::is_floating_point_v<T>) {
+    if constexpr (isFloatElement<T>) {
       switch (kind_) {
       case UnaryKind::Neg:
         return unaryLoop(loop, out, in, [](T x) { return -x; });
@@ -624,7 +643,7 @@ private:
 /// ONNX Cast of one element: float to integer truncates toward zero (NaN is
 /// 0, out of range saturates to int64 first, as the reference interpreter).
 template <class To, class From> To convertElement(From x) {
-  if constexpr (std::is_floating_point_v<From> && !std::is_floating_point_v<To>) {
+  if constexpr (isFloatElement<From> && !isFloatElement<To>) {
     double t = std::trunc(double(x));
     t = std::isnan(t) ? 0.0 : std::clamp(t, -9.2233720368547758e18, 9.2233720368547748e18);
     return To(int64_t(t));
@@ -1176,7 +1195,7 @@ private:
 /// Accumulates one reduction: float sums in double, integer sums wrapping, max / min
 /// NaN-propagating.
 template <class T> struct Reducer {
-  static constexpr bool kFloat = std::is_floating_point_v<T>;
+  static constexpr bool kFloat = isFloatElement<T>;
   using Sum = std::conditional_t<kFloat, double, uint64_t>;
 
   static Sum sumRun(const T *x, int64_t n, int64_t stride) {
@@ -1273,7 +1292,8 @@ private:
       if (extreme) {
         if (count == 0) { // ONNX: an empty max is the lowest value, an empty min the highest
           if constexpr (R::kFloat)
-            return isMax ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::infinity();
+            return isMax ? T(-std::numeric_limits<T>::infinity())
+                         : std::numeric_limits<T>::infinity();
           else
             return isMax ? std::numeric_limits<T>::lowest() : std::numeric_limits<T>::max();
         }
@@ -1483,8 +1503,8 @@ public:
     if (ctx.rank(out) != 1)
       return fail("the output " + describe(ctx, out) + " should be 1-D");
     DType type = ctx.dtype(out);
-    if (type == DType::Bool || type == DType::I8 || type == DType::U8)
-      return fail("the output " + describe(ctx, out) + " should be i64, i32, f32 or f64");
+    if (type != DType::I64 && type != DType::I32 && type != DType::I16 && !isFloat(type))
+      return fail("the output " + describe(ctx, out) + " should be i64, i32, i16, f32 or f64");
     int64_t start = ctx.scalar(start_), delta = ctx.scalar(delta_), n = ctx.dim(out, 0);
     visitDType(type, [&](auto tag) {
       using T = typename decltype(tag)::type;

@@ -17,6 +17,14 @@ size_t dtypeBytes(DType dtype) {
   case DType::U8:
   case DType::Bool:
     return 1;
+  case DType::I16:
+  case DType::U16:
+  case DType::F16:
+    return 2;
+  case DType::U32:
+    return 4;
+  case DType::U64:
+    return 8;
   }
   return 0;
 }
@@ -37,6 +45,16 @@ const char *dtypeName(DType dtype) {
     return "u8";
   case DType::Bool:
     return "bool";
+  case DType::I16:
+    return "i16";
+  case DType::U16:
+    return "u16";
+  case DType::U32:
+    return "u32";
+  case DType::U64:
+    return "u64";
+  case DType::F16:
+    return "f16";
   }
   return "?";
 }

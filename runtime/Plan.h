@@ -31,7 +31,11 @@
 
 namespace octet::rt {
 
-enum class DType : uint8_t { F32, F64, I64, I32, I8, U8, Bool };
+/// Element types. The numbers are stored in plan images and (plus one) are the C API's
+/// octet_dtype codes: append new types, never renumber.
+enum class DType : uint8_t { F32, F64, I64, I32, I8, U8, Bool, I16, U16, U32, U64, F16 };
+/// The last DType (plan images validate codes up to it).
+constexpr DType kLastDType = DType::F16;
 size_t dtypeBytes(DType dtype);
 const char *dtypeName(DType dtype);
 /// Dims as "[2, 3, 4]", for messages.

@@ -434,7 +434,7 @@ struct SpecReader {
     }
     return p;
   }
-  DType dtype() { return r.enumeration(DType::Bool, "dtype"); }
+  DType dtype() { return r.enumeration(kLastDType, "dtype"); }
   GemmChoice choice() {
     GemmChoice c{};
     for (GemmProvider &p : c)
@@ -860,7 +860,7 @@ Status readPlanImage(const PlanImageView &image, std::shared_ptr<const void> own
   plan->tensors.resize(r.count(20));
   for (TensorInfo &t : plan->tensors) {
     t.name = r.str();
-    t.dtype = r.enumeration(DType::Bool, "dtype");
+    t.dtype = r.enumeration(kLastDType, "dtype");
     t.shape = r.vec<ScalarId>();
     t.storage = r.enumeration(Storage::View, "storage");
     t.index = r.i32();
@@ -873,7 +873,7 @@ Status readPlanImage(const PlanImageView &image, std::shared_ptr<const void> own
     ios->resize(r.count(30));
     for (IoInfo &io : *ios) {
       io.name = r.str();
-      io.dtype = r.enumeration(DType::Bool, "dtype");
+      io.dtype = r.enumeration(kLastDType, "dtype");
       io.dims = r.vec<int64_t>();
       io.dimNames.resize(r.count(4));
       for (std::string &n : io.dimNames)

@@ -63,8 +63,18 @@ std::optional<DType> dtypeOf(Type element) {
     return DType::F32;
   if (element.isF64())
     return DType::F64;
+  if (element.isF16())
+    return DType::F16;
   if (element.isInteger(1))
     return DType::Bool;
+  if (element.isUnsignedInteger(16)) // before isInteger(n), which takes any signedness
+    return DType::U16;
+  if (element.isUnsignedInteger(32))
+    return DType::U32;
+  if (element.isUnsignedInteger(64))
+    return DType::U64;
+  if (element.isInteger(16))
+    return DType::I16;
   if (element.isInteger(64) || element.isIndex())
     return DType::I64;
   if (element.isInteger(32))

@@ -1,5 +1,6 @@
 //===- Samples.cpp - input sets from files, or generated token batches ----===//
 #include "compiler/driver/Samples.h"
+#include "runtime/Half.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
@@ -168,6 +169,27 @@ void setElement(HostTensor &t, int64_t i, double v) {
   case rt::DType::U8:
     *p = uint8_t(int64_t(v));
     break;
+  case rt::DType::I16:
+  case rt::DType::U16: { // the low two bytes of the two's complement value
+    uint16_t x = uint16_t(int64_t(v));
+    std::memcpy(p, &x, 2);
+    break;
+  }
+  case rt::DType::U32: {
+    uint32_t x = uint32_t(int64_t(v));
+    std::memcpy(p, &x, 4);
+    break;
+  }
+  case rt::DType::U64: {
+    uint64_t x = uint64_t(int64_t(v));
+    std::memcpy(p, &x, 8);
+    break;
+  }
+  case rt::DType::F16: {
+    uint16_t x = rt::halfBitsFromDouble(v);
+    std::memcpy(p, &x, 2);
+    break;
+  }
   }
 }
 
@@ -241,7 +263,8 @@ std::vector<HostTensor> generateBatch(const rt::Plan &plan, int64_t batch, int64
       int64_t row = cols ? i / cols : 0;
       return t.dims.size() >= 2 && row < int64_t(lengths.size()) ? lengths[size_t(row)] : cols;
     };
-    bool isFloat = io.dtype == rt::DType::F32 || io.dtype == rt::DType::F64;
+    bool isFloat =
+        io.dtype == rt::DType::F32 || io.dtype == rt::DType::F64 || io.dtype == rt::DType::F16;
     if (isFloat) {
       std::normal_distribution<double> normal;
       for (int64_t i = 0; i < n; ++i)

@@ -143,9 +143,20 @@ bool readNpy(const std::string &path, HostTensor &tensor, std::string &error) {
     tensor.dtype = DType::U8;
   else if (kind == "b1")
     tensor.dtype = DType::Bool;
+  else if (kind == "i2")
+    tensor.dtype = DType::I16;
+  else if (kind == "u2")
+    tensor.dtype = DType::U16;
+  else if (kind == "u4")
+    tensor.dtype = DType::U32;
+  else if (kind == "u8")
+    tensor.dtype = DType::U64;
+  else if (kind == "f2")
+    tensor.dtype = DType::F16;
   else
     return fail("unsupported dtype '" + descr +
-                "' (supported: float32, float64, int64, int32, int8, uint8, bool)");
+                "' (supported: float16, float32, float64, int8, int16, int32, int64, uint8, "
+                "uint16, uint32, uint64, bool)");
   if (shape.size() < 2 || shape.front() != '(' || shape.back() != ')')
     return fail("malformed shape '" + shape + "'");
   tensor.dims.clear();
@@ -204,6 +215,21 @@ bool writeNpy(const std::string &path, const HostTensor &tensor, std::string &er
     break;
   case DType::Bool:
     descr = "|b1";
+    break;
+  case DType::I16:
+    descr = "<i2";
+    break;
+  case DType::U16:
+    descr = "<u2";
+    break;
+  case DType::U32:
+    descr = "<u4";
+    break;
+  case DType::U64:
+    descr = "<u8";
+    break;
+  case DType::F16:
+    descr = "<f2";
     break;
   }
   std::string shape = "(";
@@ -276,9 +302,25 @@ bool readTensorProto(const std::string &path, HostTensor &tensor, std::string &e
   case onnx::TensorProto::BOOL:
     tensor.dtype = DType::Bool;
     break;
+  case onnx::TensorProto::INT16:
+    tensor.dtype = DType::I16;
+    break;
+  case onnx::TensorProto::UINT16:
+    tensor.dtype = DType::U16;
+    break;
+  case onnx::TensorProto::UINT32:
+    tensor.dtype = DType::U32;
+    break;
+  case onnx::TensorProto::UINT64:
+    tensor.dtype = DType::U64;
+    break;
+  case onnx::TensorProto::FLOAT16: // the bits, in int32_data when not raw
+    tensor.dtype = DType::F16;
+    break;
   default:
     return fail("unsupported data_type " + std::to_string(proto.data_type()) +
-                " (supported: float, double, int64, int32, int8, uint8, bool)");
+                " (supported: float, float16, double, int64, int32, int16, int8, uint64, uint32, "
+                "uint16, uint8, bool)");
   }
   size_t bytes, elementSize = octet::rt::dtypeBytes(tensor.dtype);
   if (!checkedCount(tensor.dims, elementSize, bytes))
@@ -311,17 +353,24 @@ bool readTensorProto(const std::string &path, HostTensor &tensor, std::string &e
         return sizeMismatch(proto.int64_data_size());
       std::memcpy(tensor.bytes.data(), proto.int64_data().data(), bytes);
       break;
-    default: { // int32, int8, uint8 and bool live in int32_data
+    case DType::U32:
+    case DType::U64: // uint32 and uint64 live in uint64_data
+      if (size_t(proto.uint64_data_size()) != count)
+        return sizeMismatch(proto.uint64_data_size());
+      for (size_t i = 0; i < count; ++i) {
+        uint64_t v = proto.uint64_data(int(i));
+        std::memcpy(tensor.bytes.data() + elementSize * i, &v, elementSize); // low bytes
+      }
+      break;
+    default: { // int32, int16, uint16, float16 (bits), int8, uint8 and bool: int32_data
       if (size_t(proto.int32_data_size()) != count)
         return sizeMismatch(proto.int32_data_size());
       for (size_t i = 0; i < count; ++i) {
         int32_t v = proto.int32_data(int(i));
-        if (tensor.dtype == DType::I32)
-          std::memcpy(tensor.bytes.data() + 4 * i, &v, 4);
-        else if (tensor.dtype == DType::Bool)
+        if (tensor.dtype == DType::Bool)
           tensor.bytes[i] = v != 0;
-        else
-          tensor.bytes[i] = uint8_t(v);
+        else // the low bytes (little-endian host, as ONNX's raw_data)
+          std::memcpy(tensor.bytes.data() + elementSize * i, &v, elementSize);
       }
     }
     }

@@ -434,7 +434,11 @@ FailureOr<HostTensor> Interpreter::binary(Operation *op, const HostTensor &a, co
         .Case([&](ModOp) { return std::fmod(x, y); }) // the verifier requires fmod on floats
         .Default([](Operation *) { return NAN; });
   };
-  // Integers wrap (two's complement through uint64) and divide toward zero.
+  // Integers wrap (two's complement through uint64) and divide toward zero. Unsigned
+  // values sit zero-extended in the int64s, except ui64's upper half, which reads negative:
+  // orderings, quotients, remainders and exponents of unsigned types go through uint64.
+  const bool isUnsigned = isUnsignedInt(operandType);
+  auto less = [&](int64_t x, int64_t y) { return isUnsigned ? u(x) < u(y) : x < y; };
   auto intOp = [&](int64_t x, int64_t y) -> FailureOr<int64_t> {
     return llvm::TypeSwitch<Operation *, FailureOr<int64_t>>(op)
         .Case([&](AddOp) { return int64_t(u(x) + u(y)); })
@@ -443,30 +447,34 @@ FailureOr<HostTensor> Interpreter::binary(Operation *op, const HostTensor &a, co
         .Case([&](DivOp) -> FailureOr<int64_t> {
           if (y == 0)
             return op->emitError() << "integer division by zero";
+          if (isUnsigned)
+            return int64_t(u(x) / u(y));
           if (y == -1)
             return int64_t(0 - u(x));
           return x / y;
         })
         .Case([&](PowOp) -> FailureOr<int64_t> {
-          if (y < 0) // only ±1 have integer reciprocals
+          if (y < 0 && !isUnsigned) // only ±1 have integer reciprocals
             return x == 1 ? 1 : x == -1 ? (y % 2 ? -1 : 1) : 0;
           uint64_t r = 1, base = u(x);
-          for (; y; y >>= 1, base *= base)
-            if (y & 1)
+          for (uint64_t e = u(y); e; e >>= 1, base *= base)
+            if (e & 1)
               r *= base;
           return int64_t(r);
         })
-        .Case([&](MaxOp) { return std::max(x, y); })
-        .Case([&](MinOp) { return std::min(x, y); })
+        .Case([&](MaxOp) { return less(x, y) ? y : x; })
+        .Case([&](MinOp) { return less(y, x) ? y : x; })
         .Case([&](EqualOp) { return int64_t(x == y); })
-        .Case([&](LessOp) { return int64_t(x < y); })
-        .Case([&](GreaterOp) { return int64_t(x > y); })
+        .Case([&](LessOp) { return int64_t(less(x, y)); })
+        .Case([&](GreaterOp) { return int64_t(less(y, x)); })
         .Case([&](AndOp) { return int64_t(x && y); })
         .Case([&](OrOp) { return int64_t(x || y); })
         .Case([&](XorOp) { return int64_t(bool(x) != bool(y)); })
         .Case([&](ModOp mod) -> FailureOr<int64_t> {
           if (y == 0)
             return op->emitError() << "integer modulo by zero";
+          if (isUnsigned) // no signs: both rules give the remainder
+            return int64_t(u(x) % u(y));
           if (y == -1)
             return int64_t(0);
           int64_t r = x % y; // the dividend's sign (fmod)

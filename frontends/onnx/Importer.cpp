@@ -61,8 +61,12 @@ Type octet::onnx_import::convertElementType(MLIRContext *ctx, int32_t onnxType) 
     return integer(16, true);
   case onnx::TensorProto::INT32:
     return integer(32);
+  case onnx::TensorProto::UINT32:
+    return integer(32, true);
   case onnx::TensorProto::INT64:
     return integer(64);
+  case onnx::TensorProto::UINT64:
+    return integer(64, true);
   default:
     return {};
   }
@@ -242,6 +246,9 @@ static void packTypedFields(const onnx::TensorProto &tensor, size_t elementBytes
     return packField(tensor.double_data(), elementBytes, out);
   case onnx::TensorProto::INT64:
     return packField(tensor.int64_data(), elementBytes, out);
+  case onnx::TensorProto::UINT32:
+  case onnx::TensorProto::UINT64:
+    return packField(tensor.uint64_data(), elementBytes, out);
   default:
     return packField(tensor.int32_data(), elementBytes, out);
   }

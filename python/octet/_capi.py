@@ -22,10 +22,11 @@ MAX_RANK = 8  # OCTET_MAX_RANK
 OK = 0
 _INVALID_ARGUMENT, _INVALID_MODEL, _UNSUPPORTED, _INVALID_INPUT, _OUTPUT_TOO_SMALL, _RUNTIME = range(1, 7)
 
-# octet_dtype <-> NumPy
+# octet_dtype <-> NumPy (runtime/include/octet/octet.h's codes)
 DTYPES = {1: np.dtype(np.float32), 2: np.dtype(np.float64), 3: np.dtype(np.int64),
           4: np.dtype(np.int32), 5: np.dtype(np.int8), 6: np.dtype(np.uint8),
-          7: np.dtype(np.bool_)}
+          7: np.dtype(np.bool_), 8: np.dtype(np.int16), 9: np.dtype(np.uint16),
+          10: np.dtype(np.uint32), 11: np.dtype(np.uint64), 12: np.dtype(np.float16)}
 CODES = {v: k for k, v in DTYPES.items()}
 
 

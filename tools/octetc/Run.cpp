@@ -80,7 +80,8 @@ bool makeInput(const rt::IoInfo &io, const std::map<std::string, int64_t> &symbo
   t.bytes.assign(size_t(n) * elementSize, 0);
   std::string lower = io.name;
   std::transform(lower.begin(), lower.end(), lower.begin(), ::tolower);
-  bool isFloat = io.dtype == rt::DType::F32 || io.dtype == rt::DType::F64;
+  bool isFloat =
+      io.dtype == rt::DType::F32 || io.dtype == rt::DType::F64 || io.dtype == rt::DType::F16;
   int64_t cols = t.dims.empty() ? 1 : t.dims.back();
   std::vector<double> values(size_t(n), 0.0);
   if (isFloat) {

@@ -41,6 +41,11 @@ typedef enum {
   OCTET_I8 = 5,
   OCTET_U8 = 6,
   OCTET_BOOL = 7, /* one byte per element, 0 or 1 */
+  OCTET_I16 = 8,
+  OCTET_U16 = 9,
+  OCTET_U32 = 10,
+  OCTET_U64 = 11,
+  OCTET_F16 = 12, /* IEEE binary16 bits (uint16_t storage) */
 } octet_dtype;
 
 typedef struct octet_model octet_model;

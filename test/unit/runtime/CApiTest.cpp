@@ -12,6 +12,7 @@
 #include <cstring>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 using namespace octet::rt;
@@ -52,6 +53,19 @@ TEST(CApi, DTypes) {
   EXPECT_STREQ(octet_dtype_name(OCTET_I32), "i32");
   EXPECT_STREQ(octet_dtype_name(OCTET_U8), "u8");
   EXPECT_STREQ(octet_dtype_name(octet_dtype(42)), "unknown");
+  // The codes appended after bool (the plan image stores DType = code - 1).
+  const std::pair<octet_dtype, const char *> appended[] = {{OCTET_I16, "i16"},
+                                                           {OCTET_U16, "u16"},
+                                                           {OCTET_U32, "u32"},
+                                                           {OCTET_U64, "u64"},
+                                                           {OCTET_F16, "f16"}};
+  const size_t sizes[] = {2, 2, 4, 8, 2};
+  for (size_t i = 0; i < 5; ++i) {
+    EXPECT_EQ(int(appended[i].first), 8 + int(i));
+    EXPECT_EQ(octet_dtype_size(appended[i].first), sizes[i]);
+    EXPECT_STREQ(octet_dtype_name(appended[i].first), appended[i].second);
+  }
+  EXPECT_EQ(octet_dtype_size(octet_dtype(13)), 0u);
 }
 
 TEST(CApi, InfoListsSymbolicDims) {

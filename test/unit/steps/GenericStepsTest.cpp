@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/DTypeVisit.h"
+#include "runtime/Half.h"
 #include "runtime/Plan.h"
 #include "runtime/Steps.h"
 #include "runtime/StridedIter.h"
@@ -30,12 +31,20 @@ namespace {
 using strided::contiguousStrides;
 using strided::product;
 
-const std::vector<DType> kAllTypes = {DType::F32, DType::F64, DType::I64, DType::I32,
-                                      DType::I8,  DType::U8,  DType::Bool};
-const std::vector<DType> kNumericTypes = {DType::F32, DType::F64, DType::I64,
-                                          DType::I32, DType::I8,  DType::U8};
+const std::vector<DType> kAllTypes = {DType::F32, DType::F64, DType::F16, DType::I64,
+                                      DType::I32, DType::I16, DType::I8,  DType::U64,
+                                      DType::U32, DType::U16, DType::U8,  DType::Bool};
+/// What the reductions and scans take (f16 only goes through the element-wise steps).
+const std::vector<DType> kNumericTypes = {DType::F32, DType::F64, DType::I64, DType::I32,
+                                          DType::I16, DType::I8,  DType::U64, DType::U32,
+                                          DType::U16, DType::U8};
+/// What the element-wise steps take: the numeric types and f16.
+const std::vector<DType> kElementwiseTypes = {DType::F32, DType::F64, DType::F16, DType::I64,
+                                              DType::I32, DType::I16, DType::I8,  DType::U64,
+                                              DType::U32, DType::U16, DType::U8};
 const std::vector<DType> kFloatTypes = {DType::F32, DType::F64};
-const std::vector<DType> kIntTypes = {DType::I64, DType::I32, DType::I8, DType::U8};
+const std::vector<DType> kIntTypes = {DType::I64, DType::I32, DType::I16, DType::I8,
+                                      DType::U64, DType::U32, DType::U16, DType::U8};
 
 /// Calls fn(index) for every multi-index of `shape`, row-major.
 void forEachIndex(const Shape &shape, const std::function<void(const Shape &)> &fn) {
@@ -152,7 +161,7 @@ public:
       for (int64_t i = 0; i < n; ++i) {
         if (r.dtype == DType::Bool)
           p[i] = T(rng() % 2);
-        else if constexpr (std::is_floating_point_v<T>)
+        else if constexpr (isFloatElement<T>)
           p[i] = T(std::uniform_real_distribution<double>(lo, hi)(rng));
         else if constexpr (std::is_unsigned_v<T>)
           p[i] = T(rng() % 120);
@@ -179,14 +188,14 @@ Status runStep(TestPlan &tp, const StepPtr &step) {
   } while (0)
 
 template <class T> bool sameValue(T x, T y) {
-  if constexpr (std::is_floating_point_v<T>)
+  if constexpr (isFloatElement<T>)
     return (std::isnan(x) && std::isnan(y)) || x == y;
   else
     return x == y;
 }
 
 template <class T> bool closeValue(T x, T y, double tolerance) {
-  if constexpr (std::is_floating_point_v<T>) {
+  if constexpr (isFloatElement<T>) {
     if (std::isnan(x) || std::isnan(y))
       return std::isnan(x) && std::isnan(y);
     if (std::isinf(x) || std::isinf(y))
@@ -201,7 +210,11 @@ template <class T> bool closeValue(T x, T y, double tolerance) {
 
 /// Wrapping integer reference, through int64 / uint64.
 template <class T> T refBinary(BinaryKind kind, T x, T y) {
-  if constexpr (std::is_floating_point_v<T>) {
+  if constexpr (std::is_same_v<T, Half>) {
+    // Exact in double, rounded once to half: the same as float then half for + - * /
+    // (float has more than 2 * 11 + 2 bits, so rounding twice is innocuous).
+    return Half(refBinary<double>(kind, double(x), double(y)));
+  } else if constexpr (isFloatElement<T>) {
     switch (kind) {
     case BinaryKind::Add:
       return x + y;
@@ -328,7 +341,7 @@ void checkBinary(BinaryKind kind, DType dtype, const BinaryCase &c, uint32_t see
   // No integer zero divisors here (a separate test has them); keep integer powers small.
   visitDType(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if constexpr (!std::is_floating_point_v<T>) {
+    if constexpr (!isFloatElement<T>) {
       bool divides = kind == BinaryKind::Div || kind == BinaryKind::Mod || kind == BinaryKind::FMod;
       if (divides || kind == BinaryKind::Pow)
         forEachIndex(c.b, [&](const Shape &i) {
@@ -361,7 +374,8 @@ void checkBinary(BinaryKind kind, DType dtype, const BinaryCase &c, uint32_t see
                         << " gives " << int(got);
       } else {
         T got = tp.at<T>(out, i);
-        double tolerance = kind == BinaryKind::Pow ? 1e-6 : 0;
+        // pow is not correctly rounded (in f16: float's pow, then one rounding to half).
+        double tolerance = kind != BinaryKind::Pow ? 0 : dtype == DType::F16 ? 1e-3 : 1e-6;
         if (!closeValue(got, want, tolerance) && failures++ < 5)
           ADD_FAILURE() << double(x) << " op " << double(y) << " gives " << double(got) << ", want "
                         << double(want);
@@ -393,7 +407,7 @@ TEST(BinaryStep, ArithmeticOnEveryNumericType) {
   uint32_t seed = 1;
   for (BinaryKind kind : {BinaryKind::Add, BinaryKind::Sub, BinaryKind::Mul, BinaryKind::Div,
                           BinaryKind::Pow, BinaryKind::Max, BinaryKind::Min})
-    for (DType dtype : kNumericTypes)
+    for (DType dtype : kElementwiseTypes)
       for (const BinaryCase &c : kBinaryCases) {
         if (product(c.out) > 100000 && (dtype != DType::F32 || kind == BinaryKind::Pow))
           continue; // the big cases once per kind
@@ -404,7 +418,7 @@ TEST(BinaryStep, ArithmeticOnEveryNumericType) {
 TEST(BinaryStep, ComparisonsWriteBool) {
   uint32_t seed = 100;
   for (BinaryKind kind : {BinaryKind::Equal, BinaryKind::Less, BinaryKind::Greater})
-    for (DType dtype : kNumericTypes)
+    for (DType dtype : kElementwiseTypes)
       for (const BinaryCase &c : kBinaryCases)
         if (product(c.out) < 100000)
           checkBinary(kind, dtype, c, seed++);
@@ -415,12 +429,12 @@ TEST(BinaryStep, ComparisonsWriteBool) {
 
 TEST(BinaryStep, RemaindersOnEveryNumericType) {
   uint32_t seed = 150;
-  for (DType dtype : kNumericTypes)
+  for (DType dtype : kElementwiseTypes)
     for (const BinaryCase &c : kBinaryCases) {
       if (product(c.out) > 100000 && dtype != DType::I64)
         continue;
       checkBinary(BinaryKind::FMod, dtype, c, seed++);
-      if (dtype != DType::F32 && dtype != DType::F64)
+      if (dtype != DType::F32 && dtype != DType::F64 && dtype != DType::F16)
         checkBinary(BinaryKind::Mod, dtype, c, seed++);
     }
 }
@@ -577,7 +591,9 @@ TEST(Steps, KindStrings) {
 // ---- Unary -----------------------------------------------------------------
 
 template <class T> T refUnary(UnaryKind kind, T x) {
-  if constexpr (std::is_floating_point_v<T>) {
+  if constexpr (std::is_same_v<T, Half>) {
+    return Half(refUnary<double>(kind, double(x)));
+  } else if constexpr (isFloatElement<T>) {
     switch (kind) {
     case UnaryKind::Neg:
       return -x;
@@ -650,7 +666,8 @@ void checkUnary(UnaryKind kind, DType dtype, bool transposedInput, const Shape &
     int failures = 0;
     forEachIndex(shape, [&](const Shape &i) {
       T x = tp.at<T>(in, i), got = tp.at<T>(out, i), want = refUnary(kind, x);
-      if (!closeValue(got, want, 2e-7) && failures++ < 5)
+      // f16: float's functions, one rounding to half (within an ulp of the exact value).
+      if (!closeValue(got, want, dtype == DType::F16 ? 1e-3 : 2e-7) && failures++ < 5)
         ADD_FAILURE() << "f(" << double(x) << ") = " << double(got) << ", want " << double(want);
     });
   });
@@ -662,7 +679,7 @@ TEST(UnaryStep, FloatOps) {
                          UnaryKind::Erf, UnaryKind::Tanh, UnaryKind::Sqrt, UnaryKind::Rsqrt,
                          UnaryKind::Reciprocal, UnaryKind::Relu, UnaryKind::Sigmoid,
                          UnaryKind::Ceil, UnaryKind::Floor, UnaryKind::Sign})
-    for (DType dtype : kFloatTypes) {
+    for (DType dtype : {DType::F32, DType::F64, DType::F16}) {
       checkUnary(kind, dtype, false, {3, 17}, seed++);
       checkUnary(kind, dtype, true, {9, 5}, seed++);
       checkUnary(kind, dtype, false, {0, 5}, seed++);
@@ -695,7 +712,7 @@ TEST(UnaryStep, FloatTestsWriteBool) {
     TensorId base = tp.tensor(dtype, {7, 2});
     visitDType(dtype, [&](auto tag) {
       using T = typename decltype(tag)::type;
-      if constexpr (std::is_floating_point_v<T>)
+      if constexpr (isFloatElement<T>)
         for (int i = 0; i < 7; ++i)
           tp.at<T>(base, {i, 1}) = T(values[i]);
     });
@@ -738,7 +755,7 @@ TEST(UnaryStep, Errors) {
 template <class To, class From> To refCast(From x, bool toBool) {
   if (toBool)
     return To(x != 0);
-  if constexpr (std::is_floating_point_v<From> && !std::is_floating_point_v<To>) {
+  if constexpr (isFloatElement<From> && !isFloatElement<To>) {
     if (std::isnan(x))
       return 0;
     double t = std::trunc(double(x));
@@ -772,7 +789,7 @@ TEST(CastStep, EveryPairOfTypes) {
         // Edge values in the first row.
         visitDType(from, [&](auto tag) {
           using F = typename decltype(tag)::type;
-          if constexpr (std::is_floating_point_v<F>) {
+          if constexpr (isFloatElement<F>) {
             F edges[7] = {NAN, -0.7f, 0.7f, -2.5f, F(1e30), F(-1e30), 255.9f};
             for (int j = 0; j < 7; ++j)
               tp.at<F>(in, {0, j}) = edges[j];
@@ -1141,7 +1158,7 @@ void checkReduceTyped(ReduceKind kind, DType dtype, const Shape &shape,
     T got = tp.data<T>(out)[r], want;
     if (kind == ReduceKind::Max || kind == ReduceKind::Min) {
       if (!seen[size_t(r)]) {
-        if constexpr (std::is_floating_point_v<T>)
+        if constexpr (isFloatElement<T>)
           want = kind == ReduceKind::Max ? -INFINITY : INFINITY;
         else
           want = kind == ReduceKind::Max ? std::numeric_limits<T>::lowest()
@@ -1149,7 +1166,7 @@ void checkReduceTyped(ReduceKind kind, DType dtype, const Shape &shape,
       } else {
         want = extreme[size_t(r)];
       }
-    } else if constexpr (std::is_floating_point_v<T>) {
+    } else if constexpr (isFloatElement<T>) {
       want = T(kind == ReduceKind::Sum ? sum[size_t(r)] : sum[size_t(r)] / double(count));
     } else {
       int64_t v = isum[size_t(r)];
@@ -1243,7 +1260,7 @@ TEST(CumSumStep, AxesFlagsTypesAndViews) {
                   }
                 }
                 T want;
-                if constexpr (std::is_floating_point_v<T>)
+                if constexpr (isFloatElement<T>)
                   want = T(sum);
                 else
                   want = T(isum);
@@ -1670,6 +1687,260 @@ TEST(GatherElementsStep, IndexOutOfRangeAndErrors) {
                         "should be i64 or i32");
   EXPECT_ERROR_CONTAINS(runStep(tp, makeGatherElements(data, ids, 2, out)),
                         "axis 2 is out of range");
+}
+
+// ---- f16 and the 16/32/64-bit integer types -----------------------------------
+
+/// The nearest half by search: the finite half (or infinity) closest to x, ties to the
+/// even bit pattern; an independent reference for halfBitsFromDouble.
+uint16_t nearestHalfBySearch(double x) {
+  const uint16_t sign = std::signbit(x) ? 0x8000 : 0;
+  const double a = std::fabs(x);
+  uint16_t best = 0;
+  double bestDistance = INFINITY;
+  for (uint32_t bits = 0; bits <= 0x7bff; ++bits) { // the non-negative finite halves, in order
+    double d = std::fabs(double(floatFromHalfBits(uint16_t(bits))) - a);
+    if (d < bestDistance || (d == bestDistance && bits % 2 == 0)) {
+      best = uint16_t(bits);
+      bestDistance = d;
+    }
+  }
+  // Past 65504: IEEE rounds as if the exponent range continued (65536 would be next).
+  if (a >= 65520.0)
+    return uint16_t(sign | 0x7c00);
+  return uint16_t(sign | best);
+}
+
+TEST(Half, EveryHalfRoundTripsAndFloatConversionsAreExact) {
+  for (uint32_t bits = 0; bits <= 0xffff; ++bits) {
+    const uint16_t h = uint16_t(bits);
+    const float f = floatFromHalfBits(h);
+    if ((h & 0x7c00) == 0x7c00 && (h & 0x3ff)) { // NaN: stays NaN, quiet, sign kept
+      ASSERT_TRUE(std::isnan(f)) << bits;
+      EXPECT_EQ(halfBitsFromDouble(f), h | 0x200) << bits;
+      continue;
+    }
+    ASSERT_EQ(halfBitsFromDouble(f), h) << bits;
+    ASSERT_EQ(Half(f).bits, h) << bits;
+  }
+  EXPECT_EQ(floatFromHalfBits(0x3c00), 1.0f);
+  EXPECT_EQ(floatFromHalfBits(0xc000), -2.0f);
+  EXPECT_EQ(floatFromHalfBits(0x7bff), 65504.0f);
+  EXPECT_EQ(floatFromHalfBits(0x0001), 0x1p-24f); // the smallest subnormal
+  EXPECT_EQ(floatFromHalfBits(0x0400), 0x1p-14f); // the smallest normal
+  EXPECT_EQ(floatFromHalfBits(0x7c00), INFINITY);
+  EXPECT_TRUE(std::signbit(floatFromHalfBits(0x8000)));
+}
+
+TEST(Half, RoundsToNearestEven) {
+  // Every midpoint between adjacent non-negative finite halves (exact in double) goes to
+  // the even one; a hair off the midpoint goes to the nearer one.
+  for (uint32_t bits = 0; bits < 0x7bff; ++bits) {
+    const double lo = floatFromHalfBits(uint16_t(bits)),
+                 hi = floatFromHalfBits(uint16_t(bits + 1)), mid = (lo + hi) / 2;
+    const uint16_t even = uint16_t(bits % 2 == 0 ? bits : bits + 1);
+    ASSERT_EQ(halfBitsFromDouble(mid), even) << lo << " .. " << hi;
+    ASSERT_EQ(halfBitsFromDouble(-mid), even | 0x8000) << lo << " .. " << hi;
+    ASSERT_EQ(halfBitsFromDouble(std::nextafter(mid, 0.0)), bits) << lo << " .. " << hi;
+    ASSERT_EQ(halfBitsFromDouble(std::nextafter(mid, INFINITY)), bits + 1) << lo << " .. " << hi;
+  }
+  EXPECT_EQ(halfBitsFromDouble(65519.99), 0x7bff); // below the midpoint to "65536": the max
+  EXPECT_EQ(halfBitsFromDouble(65520.0), 0x7c00);  // the midpoint: to even, which overflows
+  EXPECT_EQ(halfBitsFromDouble(-1e300), 0xfc00);
+  EXPECT_EQ(halfBitsFromDouble(0x1p-25), 0x0000);        // half the smallest subnormal: to 0
+  EXPECT_EQ(halfBitsFromDouble(0x1p-25 + 0x1p-40), 1);   // just above: the subnormal
+  EXPECT_EQ(halfBitsFromDouble(-0x1p-26), 0x8000);       // a negative zero
+  EXPECT_EQ(halfBitsFromDouble(0x1p-14 - 0x1p-25), 0x0400); // rounds up into the normals
+  // Random doubles over the whole range against the search.
+  std::mt19937_64 rng(7);
+  for (int i = 0; i < 300; ++i) {
+    double x = std::ldexp(std::uniform_real_distribution<double>(-1, 1)(rng), int(rng() % 44) - 26);
+    ASSERT_EQ(halfBitsFromDouble(x), nearestHalfBySearch(x)) << x;
+  }
+  EXPECT_EQ(halfBitsFromDouble(NAN) & 0x7e00, 0x7e00);
+  EXPECT_EQ(std::numeric_limits<Half>::infinity().bits, 0x7c00);
+  EXPECT_EQ(float(std::numeric_limits<Half>::lowest()), -65504.0f);
+}
+
+/// Writes `values` (converted to the tensor's type) into a contiguous tensor.
+template <class T> void setValues(TestPlan &tp, TensorId t, const std::vector<double> &values) {
+  for (size_t i = 0; i < values.size(); ++i)
+    tp.data<T>(t)[i] = T(values[i]);
+}
+template <class T> std::vector<double> getValues(TestPlan &tp, TensorId t, size_t n) {
+  std::vector<double> out;
+  for (size_t i = 0; i < n; ++i)
+    out.push_back(double(tp.data<T>(t)[i]));
+  return out;
+}
+
+TEST(BinaryStep, HalfArithmeticRoundsOncePerOp) {
+  TestPlan tp;
+  TensorId a = tp.tensor(DType::F16, {6}), b = tp.tensor(DType::F16, {6}),
+           out = tp.tensor(DType::F16, {6});
+  // 1 + 2^-11 is the midpoint between 1 and 1 + 2^-10: to even (1); 1 + 3 * 2^-11 goes up.
+  // 65504 + 16 is the midpoint to 65536: inf; 65504 + 8 stays.
+  setValues<Half>(tp, a, {1, 1, 1 + 0x1p-10, 65504, 65504, -65504});
+  setValues<Half>(tp, b, {0x1p-11, 0x1p-11 + 0x1p-12, 0x1p-11, 16, 8, -16});
+  ASSERT_TRUE(runStep(tp, makeBinary(BinaryKind::Add, a, b, out)).ok());
+  EXPECT_EQ(getValues<Half>(tp, out, 6),
+            (std::vector<double>{1, 1 + 0x1p-10, 1 + 0x1p-9, INFINITY, 65504, -INFINITY}));
+  // Division: 1/3 rounds to the nearest half (0x3555), not truncated.
+  setValues<Half>(tp, a, {1, -1, 0, 1, 2, 7});
+  setValues<Half>(tp, b, {3, 3, 0, 0, -0.0, 2});
+  ASSERT_TRUE(runStep(tp, makeBinary(BinaryKind::Div, a, b, out)).ok());
+  EXPECT_EQ(tp.data<Half>(out)[0].bits, 0x3555);
+  EXPECT_EQ(tp.data<Half>(out)[1].bits, 0xb555);
+  EXPECT_TRUE(std::isnan(float(tp.data<Half>(out)[2])));
+  EXPECT_EQ(float(tp.data<Half>(out)[3]), INFINITY);
+  EXPECT_EQ(float(tp.data<Half>(out)[4]), -INFINITY);
+  EXPECT_EQ(float(tp.data<Half>(out)[5]), 3.5f);
+}
+
+TEST(BinaryStep, HalfMaxMinKeepNaNAndInfinity) {
+  TestPlan tp;
+  TensorId a = tp.tensor(DType::F16, {5}), b = tp.tensor(DType::F16, {5}),
+           mx = tp.tensor(DType::F16, {5}), mn = tp.tensor(DType::F16, {5}),
+           eq = tp.tensor(DType::Bool, {5});
+  setValues<Half>(tp, a, {NAN, 1, INFINITY, -0.5, 3});
+  setValues<Half>(tp, b, {1, NAN, 2, -INFINITY, 3});
+  ASSERT_TRUE(runStep(tp, makeBinary(BinaryKind::Max, a, b, mx)).ok());
+  ASSERT_TRUE(runStep(tp, makeBinary(BinaryKind::Min, a, b, mn)).ok());
+  ASSERT_TRUE(runStep(tp, makeBinary(BinaryKind::Equal, a, b, eq)).ok());
+  std::vector<double> maxes = getValues<Half>(tp, mx, 5), mins = getValues<Half>(tp, mn, 5);
+  EXPECT_TRUE(std::isnan(maxes[0]) && std::isnan(maxes[1]));
+  EXPECT_TRUE(std::isnan(mins[0]) && std::isnan(mins[1]));
+  EXPECT_EQ(std::vector<double>(maxes.begin() + 2, maxes.end()),
+            (std::vector<double>{INFINITY, -0.5, 3}));
+  EXPECT_EQ(std::vector<double>(mins.begin() + 2, mins.end()),
+            (std::vector<double>{2, -INFINITY, 3}));
+  EXPECT_EQ(getValues<uint8_t>(tp, eq, 5), (std::vector<double>{0, 0, 0, 0, 1}));
+}
+
+/// Mod's two sign rules on every signed integer type, broadcast over a [2, 3] x [3] case,
+/// and f16's fmod (the dividend's sign, as test_mod_mixed_sign_float16).
+TEST(BinaryStep, ModSignRulesOnEveryType) {
+  const std::vector<double> x = {-4, 7, 5, 4, -7, 8}, y = {2, -3, 8};
+  const std::vector<double> mod = {0, -2, 5, 0, -1, 0}, fmod = {-0.0, 1, 5, 0, -1, 0};
+  for (DType dtype : {DType::I64, DType::I32, DType::I16, DType::I8, DType::F16}) {
+    SCOPED_TRACE(dtypeName(dtype));
+    TestPlan tp;
+    TensorId a = tp.tensor(dtype, {2, 3}), b = tp.tensor(dtype, {3}),
+             out = tp.tensor(dtype, {2, 3});
+    visitDType(dtype, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      setValues<T>(tp, a, x);
+      setValues<T>(tp, b, y);
+      if (dtype != DType::F16) {
+        Status s = runStep(tp, makeBinary(BinaryKind::Mod, a, b, out));
+        ASSERT_TRUE(s.ok()) << s.message();
+        EXPECT_EQ(getValues<T>(tp, out, 6), mod);
+      } else {
+        EXPECT_ERROR_CONTAINS(runStep(tp, makeBinary(BinaryKind::Mod, a, b, out)),
+                              "takes integers");
+      }
+      ASSERT_TRUE(runStep(tp, makeBinary(BinaryKind::FMod, a, b, out)).ok());
+      EXPECT_EQ(getValues<T>(tp, out, 6), fmod);
+      if (dtype == DType::F16) // fmod(-4, 2) is -0
+        EXPECT_TRUE(std::signbit(float(tp.data<Half>(out)[0])));
+    });
+  }
+  // The extremes of the new signed types: MIN % -1 is 0 (it would trap), MIN / -1 wraps.
+  TestPlan tp;
+  TensorId a = tp.tensor(DType::I16, {2}), b = tp.tensor(DType::I16, {2}),
+           out = tp.tensor(DType::I16, {2});
+  setValues<int16_t>(tp, a, {-32768, -32768});
+  setValues<int16_t>(tp, b, {-1, 7});
+  ASSERT_TRUE(runStep(tp, makeBinary(BinaryKind::Mod, a, b, out)).ok());
+  EXPECT_EQ(getValues<int16_t>(tp, out, 2), (std::vector<double>{0, 6}));
+  ASSERT_TRUE(runStep(tp, makeBinary(BinaryKind::Div, a, b, out)).ok());
+  EXPECT_EQ(getValues<int16_t>(tp, out, 2), (std::vector<double>{-32768, -4681}));
+}
+
+/// Unsigned types: values past the signed range, wrapping, division by the largest value.
+TEST(BinaryStep, UnsignedTypesUseTheirWholeRange) {
+  {
+    TestPlan tp;
+    TensorId a = tp.tensor(DType::U64, {4}), b = tp.tensor(DType::U64, {4}),
+             out = tp.tensor(DType::U64, {4}), less = tp.tensor(DType::Bool, {4});
+    const uint64_t big = 0xfffffffffffffff0ull; // negative as int64
+    uint64_t av[4] = {big, 5, big, 100}, bv[4] = {7, big, 3, 0xffffffffffffffffull};
+    std::memcpy(tp.data<uint64_t>(a), av, sizeof av);
+    std::memcpy(tp.data<uint64_t>(b), bv, sizeof bv);
+    ASSERT_TRUE(runStep(tp, makeBinary(BinaryKind::Max, a, b, out)).ok());
+    EXPECT_EQ(tp.data<uint64_t>(out)[0], big);
+    EXPECT_EQ(tp.data<uint64_t>(out)[1], big);
+    ASSERT_TRUE(runStep(tp, makeBinary(BinaryKind::Min, a, b, out)).ok());
+    EXPECT_EQ(tp.data<uint64_t>(out)[0], 7u);
+    EXPECT_EQ(tp.data<uint64_t>(out)[1], 5u);
+    ASSERT_TRUE(runStep(tp, makeBinary(BinaryKind::Mod, a, b, out)).ok());
+    EXPECT_EQ(tp.data<uint64_t>(out)[0], big % 7);
+    EXPECT_EQ(tp.data<uint64_t>(out)[1], 5u);
+    EXPECT_EQ(tp.data<uint64_t>(out)[2], big % 3);
+    EXPECT_EQ(tp.data<uint64_t>(out)[3], 100u);
+    ASSERT_TRUE(runStep(tp, makeBinary(BinaryKind::Div, a, b, out)).ok());
+    EXPECT_EQ(tp.data<uint64_t>(out)[0], big / 7);
+    EXPECT_EQ(tp.data<uint64_t>(out)[3], 0u); // not a negation: the divisor is not -1
+    ASSERT_TRUE(runStep(tp, makeBinary(BinaryKind::Add, a, b, out)).ok());
+    EXPECT_EQ(tp.data<uint64_t>(out)[0], big + 7); // wraps
+    ASSERT_TRUE(runStep(tp, makeBinary(BinaryKind::Less, a, b, less)).ok());
+    EXPECT_EQ(getValues<uint8_t>(tp, less, 4), (std::vector<double>{0, 1, 0, 1}));
+  }
+  for (DType dtype : {DType::U8, DType::U16, DType::U32}) {
+    SCOPED_TRACE(dtypeName(dtype));
+    TestPlan tp;
+    TensorId a = tp.tensor(dtype, {3}), b = tp.tensor(dtype, {3}), out = tp.tensor(dtype, {3});
+    visitDType(dtype, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const T top = std::numeric_limits<T>::max();
+      T av[3] = {100, top, 3}, bv[3] = {top, top, 5};
+      std::memcpy(tp.data<T>(a), av, sizeof av);
+      std::memcpy(tp.data<T>(b), bv, sizeof bv);
+      ASSERT_TRUE(runStep(tp, makeBinary(BinaryKind::Div, a, b, out)).ok());
+      EXPECT_EQ(getValues<T>(tp, out, 3), (std::vector<double>{0, 1, 0}));
+      ASSERT_TRUE(runStep(tp, makeBinary(BinaryKind::Sub, a, b, out)).ok());
+      EXPECT_EQ(tp.data<T>(out)[2], T(top - 1)); // 3 - 5 wraps
+      ASSERT_TRUE(runStep(tp, makeBinary(BinaryKind::Mod, a, b, out)).ok());
+      EXPECT_EQ(getValues<T>(tp, out, 3), (std::vector<double>{100, 0, 3}));
+    });
+  }
+}
+
+TEST(UnaryStep, HalfTestsAndErrorsOfTheStepsWithoutF16) {
+  TestPlan tp;
+  TensorId h = tp.tensor(DType::F16, {5}), flags = tp.tensor(DType::Bool, {5}),
+           hOut = tp.tensor(DType::F16, {5}), rowOut = tp.tensor(DType::F16, {1});
+  setValues<Half>(tp, h, {NAN, INFINITY, -INFINITY, 70000, 1});
+  ASSERT_TRUE(runStep(tp, makeUnary(UnaryKind::IsNaN, h, flags)).ok());
+  EXPECT_EQ(getValues<uint8_t>(tp, flags, 5), (std::vector<double>{1, 0, 0, 0, 0}));
+  ASSERT_TRUE(runStep(tp, makeUnary(UnaryKind::IsInf, h, flags)).ok());
+  EXPECT_EQ(getValues<uint8_t>(tp, flags, 5), (std::vector<double>{0, 1, 1, 1, 0}));
+  ASSERT_TRUE(runStep(tp, makeUnary(UnaryKind::Neg, h, hOut)).ok());
+  EXPECT_EQ(float(tp.data<Half>(hOut)[2]), INFINITY);
+  EXPECT_EQ(float(tp.data<Half>(hOut)[4]), -1.0f);
+  // The steps that do not compute on f16 say so.
+  EXPECT_ERROR_CONTAINS(runStep(tp, makeSoftmax(h, 0, hOut)), "takes f32 or f64, not");
+  EXPECT_ERROR_CONTAINS(runStep(tp, makeReduce(ReduceKind::Sum, h, {0}, rowOut)),
+                        "does not take 't' (f16");
+  EXPECT_ERROR_CONTAINS(runStep(tp, makeUnary(UnaryKind::Not, h, flags)), "does not take f16");
+}
+
+/// Casts between f16 and f64 round once (not through float); integers above 2048 round.
+TEST(CastStep, HalfRoundsOnceFromEveryType) {
+  TestPlan tp;
+  TensorId d = tp.tensor(DType::F64, {3}), i = tp.tensor(DType::I64, {3}),
+           h = tp.tensor(DType::F16, {3}), u = tp.tensor(DType::U16, {3});
+  // 1 + 2^-11 + 2^-40 is just above a midpoint; through float it would land on the midpoint
+  // and round down to 1.
+  setValues<double>(tp, d, {1 + 0x1p-11 + 0x1p-40, -1e10, 0x1p-30});
+  ASSERT_TRUE(runStep(tp, makeCast(d, h)).ok());
+  EXPECT_EQ(getValues<Half>(tp, h, 3), (std::vector<double>{1 + 0x1p-10, -INFINITY, 0}));
+  setValues<int64_t>(tp, i, {2049, 2051, -70000});
+  ASSERT_TRUE(runStep(tp, makeCast(i, h)).ok());
+  EXPECT_EQ(getValues<Half>(tp, h, 3), (std::vector<double>{2048, 2052, -INFINITY}));
+  setValues<Half>(tp, h, {65504, -2.75, NAN});
+  ASSERT_TRUE(runStep(tp, makeCast(h, u)).ok());
+  EXPECT_EQ(getValues<uint16_t>(tp, u, 2), (std::vector<double>{65504, uint16_t(-2)}));
 }
 
 } // namespace
