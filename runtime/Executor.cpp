@@ -235,20 +235,6 @@ bool validateInputs(const Plan &plan, const RunTensor *inputs, size_t numInputs,
 
 // ---- Scalars -----------------------------------------------------------------
 
-int64_t floorDiv(int64_t a, int64_t b) {
-  int64_t q = a / b;
-  if ((a % b != 0) && ((a < 0) != (b < 0)))
-    --q;
-  return q;
-}
-
-int64_t ceilDiv(int64_t a, int64_t b) {
-  int64_t q = a / b;
-  if ((a % b != 0) && ((a < 0) == (b < 0)))
-    ++q;
-  return q;
-}
-
 /// `packedRows`: the real tokens of a packed batch (Scalar::Kind::PackedDim),
 /// or -1 before (or without) packing.
 bool evaluateScalars(const Plan &plan, const RunTensor *inputs, std::vector<int64_t> &values,
@@ -306,62 +292,26 @@ bool evaluateScalars(const Plan &plan, const RunTensor *inputs, std::vector<int6
       break;
     }
     case Scalar::Kind::Add:
-      overflow = __builtin_add_overflow(a, b, &r);
-      break;
     case Scalar::Kind::Sub:
-      overflow = __builtin_sub_overflow(a, b, &r);
-      break;
     case Scalar::Kind::Mul:
-      overflow = __builtin_mul_overflow(a, b, &r);
-      break;
     case Scalar::Kind::DivS:
     case Scalar::Kind::FloorDivS:
     case Scalar::Kind::CeilDivS:
     case Scalar::Kind::RemS:
-      if (b == 0) {
+    case Scalar::Kind::MinS:
+    case Scalar::Kind::MaxS: {
+      // The same semantics the Plan builder folded constants with.
+      ArithStatus status = applyIntBinary(*intBinaryOpOf(s.kind), a, b, r);
+      if (status == ArithStatus::DivisionByZero) {
         f = {RunError::InvalidInput,
              what() + ": division by zero (" + std::to_string(a) + " divided by 0)"};
         return false;
       }
-      if (a == std::numeric_limits<int64_t>::min() && b == -1) {
-        if (s.kind == Scalar::Kind::RemS)
-          r = 0;
-        else
-          overflow = true;
-        break;
-      }
-      r = s.kind == Scalar::Kind::DivS        ? a / b
-          : s.kind == Scalar::Kind::FloorDivS ? floorDiv(a, b)
-          : s.kind == Scalar::Kind::CeilDivS  ? ceilDiv(a, b)
-                                              : a % b;
+      overflow = status == ArithStatus::Overflow;
       break;
-    case Scalar::Kind::MinS:
-      r = std::min(a, b);
-      break;
-    case Scalar::Kind::MaxS:
-      r = std::max(a, b);
-      break;
+    }
     case Scalar::Kind::Cmp:
-      switch (s.predicate) {
-      case Scalar::Predicate::Eq:
-        r = a == b;
-        break;
-      case Scalar::Predicate::Ne:
-        r = a != b;
-        break;
-      case Scalar::Predicate::Lt:
-        r = a < b;
-        break;
-      case Scalar::Predicate::Le:
-        r = a <= b;
-        break;
-      case Scalar::Predicate::Gt:
-        r = a > b;
-        break;
-      case Scalar::Predicate::Ge:
-        r = a >= b;
-        break;
-      }
+      r = compareInt(intPredicateOf(s.predicate), a, b);
       break;
     case Scalar::Kind::Select:
       r = a != 0 ? b : values[s.c];

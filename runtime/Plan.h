@@ -19,6 +19,7 @@
 #ifndef OCTET_RUNTIME_PLAN_H
 #define OCTET_RUNTIME_PLAN_H
 
+#include "compiler/codegen/ScalarArithmetic.h"
 #include "compiler/codegen/Status.h"
 
 #include <cstddef>
@@ -26,7 +27,9 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace octet::rt {
@@ -78,6 +81,29 @@ struct Scalar {
   /// For the checking kinds (and division by zero): what is computed, for the error.
   std::string what;
 };
+
+/// The integer operation of an arithmetic kind (Add .. MaxS), none for the others: the
+/// one semantics (compiler/codegen/ScalarArithmetic.h) that the Plan builder's folding
+/// and the executor's evaluation share.
+inline std::optional<IntBinaryOp> intBinaryOpOf(Scalar::Kind kind) {
+  using K = Scalar::Kind;
+  using B = IntBinaryOp;
+  static constexpr std::pair<K, B> kOps[] = {
+      {K::Add, B::Add},   {K::Sub, B::Sub},         {K::Mul, B::Mul},
+      {K::DivS, B::DivS}, {K::FloorDivS, B::FloorDivS}, {K::CeilDivS, B::CeilDivS},
+      {K::RemS, B::RemS}, {K::MinS, B::MinS},       {K::MaxS, B::MaxS}};
+  for (auto [k, op] : kOps)
+    if (k == kind)
+      return op;
+  return std::nullopt;
+}
+
+/// Scalar::Predicate as ScalarArithmetic's predicate: the same names in the same order
+/// (the Plan image stores the number, so neither may be reordered).
+inline IntPredicate intPredicateOf(Scalar::Predicate predicate) {
+  static_assert(uint8_t(Scalar::Predicate::Ge) == uint8_t(IntPredicate::Ge));
+  return IntPredicate(uint8_t(predicate));
+}
 
 /// The largest size a Scalar::Kind::InputElement may read: a shape entry
 /// beyond it is an input error, not an allocation attempt.

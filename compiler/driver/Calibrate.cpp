@@ -15,6 +15,7 @@
 
 #include "compiler/driver/PlanBuilder.h"
 #include "compiler/driver/Samples.h"
+#include "compiler/ir/AttrNames.h"
 #include "compiler/ir/Locations.h"
 #include "compiler/passes/Passes.h"
 #include "runtime/StridedIter.h"
@@ -348,7 +349,7 @@ rt::Status octet::calibrateModule(ModuleOp module, const CompileOptions &options
       hi = float(obs.percentileHiSum / double(batches));
     }
     NamedAttrList entries;
-    if (auto old = op->getAttrOfType<DictionaryAttr>("octet.calib"))
+    if (auto old = op->getAttrOfType<DictionaryAttr>(octet::attr::kCalib))
       entries.append(old.getValue());
     entries.set("input_absmax", DenseElementsAttr::get(RankedTensorType::get({obs.k}, f32),
                                                        ArrayRef<float>(obs.absMax)));
@@ -359,7 +360,7 @@ rt::Status octet::calibrateModule(ModuleOp module, const CompileOptions &options
                 DenseElementsAttr::get(channels, ArrayRef<float>(obs.channelMin)));
     entries.set("input_channel_max",
                 DenseElementsAttr::get(channels, ArrayRef<float>(obs.channelMax)));
-    op->setAttr("octet.calib", entries.getDictionary(ctx));
+    op->setAttr(octet::attr::kCalib, entries.getDictionary(ctx));
   }
   if (summary) {
     summary->linears = int(linears.size());

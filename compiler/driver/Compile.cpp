@@ -11,6 +11,7 @@
 
 #include "compiler/driver/Calibrate.h"
 #include "compiler/driver/PlanBuilder.h"
+#include "compiler/ir/AttrNames.h"
 #include "compiler/ir/Locations.h"
 #include "compiler/passes/Passes.h"
 #include "compiler/passes/ResourceBlobs.h"
@@ -75,7 +76,7 @@ public:
       if (auto func = dyn_cast<func::FuncOp>(op))
         report_ = octet::explainFusion(func);
     if (pass->getArgument() == "octet-pack-tokens")
-      if (auto kept = op->getAttrOfType<StringAttr>("octet.padding_kept"))
+      if (auto kept = op->getAttrOfType<StringAttr>(octet::attr::kPaddingKept))
         report_.paddingKept = kept.str();
   }
 

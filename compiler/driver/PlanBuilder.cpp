@@ -17,6 +17,9 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/driver/PlanBuilder.h"
 
+#include "compiler/ir/AttrNames.h"
+#include "compiler/ir/ConstantData.h"
+#include "compiler/ir/ElementwiseOps.h"
 #include "compiler/ir/Locations.h"
 #include "compiler/ir/OctetOps.h"
 #include "runtime/StepRecipe.h"
@@ -231,28 +234,19 @@ ScalarId PlanWalker::addScalar(Scalar s) {
 ScalarId PlanWalker::arith(Scalar::Kind kind, ScalarId a, ScalarId b, std::string what) {
   using K = Scalar::Kind;
   std::optional<int64_t> x = constantOf(a), y = constantOf(b);
-  // Identities and constant folding (never a division by zero or an
-  // overflow: those stay for the run to report).
+  // Identities first (they hold for unknown operands too), then constant
+  // folding with the runtime's own semantics (compiler/codegen/ScalarArithmetic.h);
+  // never a division by zero or an overflow: those stay for the run to report.
   switch (kind) {
   case K::Add:
     if (x == 0)
       return b;
     if (y == 0)
       return a;
-    if (x && y) {
-      int64_t r;
-      if (!__builtin_add_overflow(*x, *y, &r))
-        return constant(r);
-    }
     break;
   case K::Sub:
     if (y == 0)
       return a;
-    if (x && y) {
-      int64_t r;
-      if (!__builtin_sub_overflow(*x, *y, &r))
-        return constant(r);
-    }
     break;
   case K::Mul:
     if (x == 1)
@@ -261,41 +255,17 @@ ScalarId PlanWalker::arith(Scalar::Kind kind, ScalarId a, ScalarId b, std::strin
       return a;
     if (x == 0 || y == 0)
       return constant(0);
-    if (x && y) {
-      int64_t r;
-      if (!__builtin_mul_overflow(*x, *y, &r))
-        return constant(r);
-    }
     break;
   case K::DivS:
   case K::FloorDivS:
   case K::CeilDivS:
     if (y == 1)
       return a;
-    if (x && y && *y != 0 && !(*x == INT64_MIN && *y == -1)) {
-      int64_t q = *x / *y, r = *x % *y;
-      if (kind == K::FloorDivS && r != 0 && ((r < 0) != (*y < 0)))
-        --q;
-      if (kind == K::CeilDivS && r != 0 && ((r < 0) == (*y < 0)))
-        ++q;
-      return constant(q);
-    }
-    break;
-  case K::RemS:
-    if (x && y && *y != 0 && !(*x == INT64_MIN && *y == -1))
-      return constant(*x % *y);
     break;
   case K::MinS:
-    if (a == b)
-      return a;
-    if (x && y)
-      return constant(std::min(*x, *y));
-    break;
   case K::MaxS:
     if (a == b)
       return a;
-    if (x && y)
-      return constant(std::max(*x, *y));
     break;
   case K::Broadcast:
     if (a == b || y == 1)
@@ -310,6 +280,11 @@ ScalarId PlanWalker::arith(Scalar::Kind kind, ScalarId a, ScalarId b, std::strin
   default:
     break;
   }
+  if (std::optional<octet::IntBinaryOp> op = rt::intBinaryOpOf(kind); op && x && y) {
+    int64_t r;
+    if (octet::applyIntBinary(*op, *x, *y, r) == octet::ArithStatus::Ok)
+      return constant(r);
+  }
   Scalar s;
   s.kind = kind;
   s.a = a;
@@ -322,22 +297,8 @@ ScalarId PlanWalker::arith(Scalar::Kind kind, ScalarId a, ScalarId b, std::strin
 
 ScalarId PlanWalker::cmp(Scalar::Predicate predicate, ScalarId a, ScalarId b) {
   std::optional<int64_t> x = constantOf(a), y = constantOf(b);
-  if (x && y) {
-    switch (predicate) {
-    case Scalar::Predicate::Eq:
-      return constant(*x == *y);
-    case Scalar::Predicate::Ne:
-      return constant(*x != *y);
-    case Scalar::Predicate::Lt:
-      return constant(*x < *y);
-    case Scalar::Predicate::Le:
-      return constant(*x <= *y);
-    case Scalar::Predicate::Gt:
-      return constant(*x > *y);
-    case Scalar::Predicate::Ge:
-      return constant(*x >= *y);
-    }
-  }
+  if (x && y)
+    return constant(octet::compareInt(rt::intPredicateOf(predicate), *x, *y));
   Scalar s;
   s.kind = Scalar::Kind::Cmp;
   s.predicate = predicate;
@@ -452,10 +413,10 @@ FailureOr<TensorId> PlanWalker::ensureRowContiguous(Operation *op, TensorId t) {
 }
 
 int64_t PlanWalker::slotOf(Operation *op, unsigned resultIndex) const {
-  if (auto slot = op->getAttrOfType<IntegerAttr>("octet.slot"))
+  if (auto slot = op->getAttrOfType<IntegerAttr>(octet::attr::kSlot))
     return slot.getInt();
   // An op with several results (octet.quantize_per_row): one slot each.
-  if (auto slots = op->getAttrOfType<DenseI64ArrayAttr>("octet.slots"))
+  if (auto slots = op->getAttrOfType<DenseI64ArrayAttr>(octet::attr::kSlots))
     if (resultIndex < slots.size())
       return slots[resultIndex];
   return -1;
@@ -477,64 +438,21 @@ FailureOr<const void *> PlanWalker::constantBytes(Operation *user, Value v) {
            failure();
   size_t elementBytes = rt::dtypeBytes(*dtype), count = size_t(type.getNumElements());
   size_t bytes = elementBytes * count;
-  Attribute value = constantOp.getValue();
-  // Allocated once the bytes are known to need a copy.
-  std::shared_ptr<void> memory;
-  char *out = nullptr;
-  auto allocate = [&]() -> LogicalResult {
-    memory = allocateAligned(bytes);
-    if (!memory)
-      return constantOp.emitError() << "cannot allocate " << bytes << " bytes for the constant";
-    out = static_cast<char *>(memory.get());
-    return success();
-  };
-  if (auto resource = dyn_cast<DenseResourceElementsAttr>(value)) {
-    AsmResourceBlob *blob = resource.getRawHandle().getBlob();
-    if (!blob)
-      return constantOp.emitError() << "constant '" << resource.getRawHandle().getKey()
-                                    << "' has no data (an elided resource?)",
-             failure();
-    ArrayRef<char> data = blob->getData();
-    if (data.size() != bytes)
-      return constantOp.emitError()
-                 << "constant '" << resource.getRawHandle().getKey() << "' holds " << data.size()
-                 << " bytes, its type " << type << " needs " << bytes,
-             failure();
+  std::vector<char> storage;
+  std::string why;
+  std::optional<ArrayRef<char>> data = octet::constantBytes(constantOp.getValue(), storage, &why);
+  if (!data)
+    return constantOp.emitError() << why, failure();
+  if (AsmResourceBlob *blob = octet::resourceBlob(constantOp.getValue()))
     if (const void *shared = shareBlob(*blob, elementBytes)) {
       plan_->constants.push_back({shared, bytes});
       constantData_[v] = shared;
       return shared;
     }
-    if (failed(allocate()))
-      return failure();
-    std::memcpy(out, data.data(), bytes);
-  } else if (auto dense = dyn_cast<DenseElementsAttr>(value)) {
-    if (failed(allocate()))
-      return failure();
-    if (type.getElementType().isInteger(1)) {
-      size_t i = 0;
-      for (bool b : dense.getValues<bool>())
-        out[i++] = b ? 1 : 0;
-    } else {
-      ArrayRef<char> raw = dense.getRawData();
-      if (dense.isSplat()) {
-        if (raw.size() < elementBytes)
-          return constantOp.emitError() << "malformed splat constant", failure();
-        for (size_t i = 0; i < count; ++i)
-          std::memcpy(out + i * elementBytes, raw.data(), elementBytes);
-      } else {
-        if (raw.size() != bytes)
-          return constantOp.emitError()
-                     << "dense constant holds " << raw.size() << " bytes, its type needs " << bytes,
-                 failure();
-        std::memcpy(out, raw.data(), bytes);
-      }
-    }
-  } else {
-    return constantOp.emitError() << "constant attribute " << value.getAbstractAttribute().getName()
-                                  << " is not supported by the FP32 runtime",
-           failure();
-  }
+  std::shared_ptr<void> memory = allocateAligned(bytes);
+  if (!memory)
+    return constantOp.emitError() << "cannot allocate " << bytes << " bytes for the constant";
+  std::memcpy(memory.get(), data->data(), bytes);
   plan_->keepAlive.push_back(memory);
   plan_->constants.push_back({memory.get(), bytes});
   constantData_[v] = memory.get();
@@ -548,17 +466,16 @@ FailureOr<const void *> PlanWalker::transientConstantBytes(Operation *user, Valu
   auto type = dyn_cast<RankedTensorType>(v.getType());
   std::optional<DType> dtype = type ? dtypeOf(type.getElementType()) : std::nullopt;
   if (constantOp && dtype)
-    if (auto resource = dyn_cast<DenseResourceElementsAttr>(constantOp.getValue()))
-      if (AsmResourceBlob *blob = resource.getRawHandle().getBlob()) {
-        ArrayRef<char> data = blob->getData();
-        if (data.size() == rt::dtypeBytes(*dtype) * size_t(type.getNumElements()) &&
-            reinterpret_cast<uintptr_t>(data.data()) % rt::dtypeBytes(*dtype) == 0) {
-          // Read while steps are built (they pack or copy it); an AOT image
-          // is written before the module goes (Plan::constants).
-          plan_->constants.push_back({data.data(), data.size()});
-          return static_cast<const void *>(data.data());
-        }
+    if (AsmResourceBlob *blob = octet::resourceBlob(constantOp.getValue())) {
+      ArrayRef<char> data = blob->getData();
+      if (data.size() == rt::dtypeBytes(*dtype) * size_t(type.getNumElements()) &&
+          reinterpret_cast<uintptr_t>(data.data()) % rt::dtypeBytes(*dtype) == 0) {
+        // Read while steps are built (they pack or copy it); an AOT image
+        // is written before the module goes (Plan::constants).
+        plan_->constants.push_back({data.data(), data.size()});
+        return static_cast<const void *>(data.data());
       }
+    }
   return constantBytes(user, v);
 }
 
@@ -636,8 +553,8 @@ FailureOr<TensorId> PlanWalker::tensorFor(Operation *op, Value v) {
   for (int64_t d : type.getShape())
     shape.push_back(constant(d));
   std::string name = joinNodeNames(constantOp.getLoc(), "+");
-  if (auto resource = dyn_cast<DenseResourceElementsAttr>(constantOp.getValue()))
-    name = resource.getRawHandle().getKey().str();
+  if (StringRef key = octet::resourceKey(constantOp.getValue()); !key.empty())
+    name = key.str();
   TensorId t = newTensor(name.empty() ? "constant" : name, *dtypeOf(type.getElementType()), shape,
                          Storage::Constant, -1);
   plan_->tensors[t].constant = *data;
@@ -771,8 +688,7 @@ FailureOr<std::vector<ScalarId>> PlanWalker::resultShape(Operation *op, Value re
   bool broadcasting = isa<octet::AddOp, octet::SubOp, octet::MulOp, octet::DivOp, octet::PowOp,
                           octet::MaxOp, octet::MinOp, octet::EqualOp, octet::LessOp,
                           octet::GreaterOp, octet::AndOp, octet::OrOp, octet::XorOp,
-                          octet::ModOp, octet::WhereOp>(op) ||
-                      name == "octet.fused";
+                          octet::ModOp, octet::WhereOp, octet::FusedOp>(op);
   if (broadcasting) {
     std::string where = joinNodeNames(op->getLoc(), "+");
     rule =
@@ -1522,7 +1438,7 @@ LogicalResult PlanWalker::visit(Operation *op) {
   if (failed(shape))
     return failure();
   StringRef opName = op->getName().getStringRef();
-  bool kernel = isa<octet::GeluOp, octet::AttentionOp>(op) || opName == "octet.fused";
+  bool kernel = isa<octet::GeluOp, octet::AttentionOp, octet::FusedOp>(op);
   if (kernel) {
     // Kernel steps read plain (or row-strided) buffers: copy other views first.
     for (size_t i = 0; i < ins.size(); ++i) {
@@ -1653,13 +1569,13 @@ LogicalResult PlanWalker::visit(Operation *op) {
         spec.zeroMaskedRows = a.getZeroMaskedRows();
         return addStep(op, rt::recipe::Attention{spec}, "attention");
       })
+      .Case([&](octet::FusedOp fused) -> LogicalResult {
+        FailureOr<rt::ElementwiseProgram> program = octet::programFromRegion(fused.getBody());
+        if (failed(program))
+          return failure();
+        return addStep(op, rt::recipe::FusedElementwise{*program, ins, out}, "fused elementwise");
+      })
       .Default([&](Operation *) -> LogicalResult {
-        if (opName == "octet.fused") {
-          FailureOr<rt::ElementwiseProgram> program = octet::programFromRegion(op->getRegion(0));
-          if (failed(program))
-            return failure();
-          return addStep(op, rt::recipe::FusedElementwise{*program, ins, out}, "fused elementwise");
-        }
         return op->emitError() << op->getName() << " is not supported by the FP32 runtime",
                failure();
       });
@@ -1679,10 +1595,10 @@ LogicalResult PlanWalker::setUpInputs() {
                                << ", which the FP32 runtime does not support",
              failure();
     rt::IoInfo io;
-    auto name = func_.getArgAttrOfType<StringAttr>(i, "octet.name");
+    auto name = func_.getArgAttrOfType<StringAttr>(i, octet::attr::kName);
     io.name = name ? name.getValue().str() : "input" + std::to_string(i);
     io.dtype = *dtype;
-    auto dimParams = func_.getArgAttrOfType<ArrayAttr>(i, "octet.dim_params");
+    auto dimParams = func_.getArgAttrOfType<ArrayAttr>(i, octet::attr::kDimParams);
     std::vector<ScalarId> shape;
     for (int64_t d = 0; d < type.getRank(); ++d) {
       std::string dimName;
@@ -1734,8 +1650,8 @@ LogicalResult PlanWalker::setUpInputs() {
         }
         rows = size;
         auto constantOp = gather.getData().getDefiningOp<octet::ConstantOp>();
-        if (auto res = dyn_cast<DenseResourceElementsAttr>(constantOp.getValue()))
-          table = res.getRawHandle().getKey().str();
+        if (StringRef key = octet::resourceKey(constantOp.getValue()); !key.empty())
+          table = key.str();
         if (table.empty())
           table = joinNodeNames(user->getLoc(), "+");
       }
@@ -1756,7 +1672,7 @@ LogicalResult PlanWalker::finishOutputs() {
   for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
     auto type = cast<RankedTensorType>(v.getType());
     rt::IoInfo io;
-    auto name = func_.getResultAttrOfType<StringAttr>(i, "octet.name");
+    auto name = func_.getResultAttrOfType<StringAttr>(i, octet::attr::kName);
     io.name = name ? name.getValue().str() : "output" + std::to_string(i);
     std::optional<DType> dtype = dtypeOf(type.getElementType());
     if (!dtype)
@@ -1764,7 +1680,7 @@ LogicalResult PlanWalker::finishOutputs() {
                              << type.getElementType() << ", unsupported by the FP32 runtime",
              failure();
     io.dtype = *dtype;
-    auto dimParams = func_.getResultAttrOfType<ArrayAttr>(i, "octet.dim_params");
+    auto dimParams = func_.getResultAttrOfType<ArrayAttr>(i, octet::attr::kDimParams);
     for (int64_t d = 0; d < type.getRank(); ++d) {
       io.dims.push_back(type.isDynamicDim(d) ? -1 : type.getDimSize(d));
       std::string dimName;
@@ -1796,7 +1712,7 @@ LogicalResult PlanWalker::finishOutputs() {
 FailureOr<std::unique_ptr<rt::Plan>> PlanWalker::build() {
   if (func_.isExternal() || !func_.getBody().hasOneBlock())
     return func_.emitError() << "the plan builder needs a function with one block", failure();
-  if (auto arena = func_->getAttrOfType<ArrayAttr>("octet.arena"))
+  if (auto arena = func_->getAttrOfType<ArrayAttr>(octet::attr::kArena))
     plan_->arenaSlots.assign(arena.size(), -1);
   Block &block = func_.front();
   auto ret = dyn_cast<func::ReturnOp>(block.getTerminator());
@@ -1863,49 +1779,20 @@ FailureOr<rt::ElementwiseProgram> octet::programFromRegion(Region &region) {
         return op.emitError() << "operand of " << op.getName()
                               << " is not computed in the fused region",
                failure();
-    auto a = [&]() { return ids.lookup(op.getOperand(0)); };
-    auto b = [&]() { return ids.lookup(op.getOperand(1)); };
-    int32_t id;
-    if (auto c = dyn_cast<arith::ConstantOp>(op)) {
-      auto value = dyn_cast<FloatAttr>(c.getValue());
-      if (!value || !value.getType().isF32())
-        return op.emitError() << "fused region constants must be f32", failure();
-      id = emit(Op::Constant, -1, -1, value.getValue().convertToFloat());
-    } else if (isa<arith::AddFOp>(op)) {
-      id = emit(Op::Add, a(), b());
-    } else if (isa<arith::SubFOp>(op)) {
-      id = emit(Op::Sub, a(), b());
-    } else if (isa<arith::MulFOp>(op)) {
-      id = emit(Op::Mul, a(), b());
-    } else if (isa<arith::DivFOp>(op)) {
-      id = emit(Op::Div, a(), b());
-    } else if (isa<arith::MaximumFOp, arith::MaxNumFOp>(op)) {
-      id = emit(Op::Max, a(), b());
-    } else if (isa<arith::MinimumFOp, arith::MinNumFOp>(op)) {
-      id = emit(Op::Min, a(), b());
-    } else if (isa<math::PowFOp>(op)) {
-      id = emit(Op::Pow, a(), b());
-    } else if (isa<arith::NegFOp>(op)) {
-      id = emit(Op::Neg, a());
-    } else if (isa<math::AbsFOp>(op)) {
-      id = emit(Op::Abs, a());
-    } else if (isa<math::ExpOp>(op)) {
-      id = emit(Op::Exp, a());
-    } else if (isa<math::LogOp>(op)) {
-      id = emit(Op::Log, a());
-    } else if (isa<math::ErfOp>(op)) {
-      id = emit(Op::Erf, a());
-    } else if (isa<math::TanhOp>(op)) {
-      id = emit(Op::Tanh, a());
-    } else if (isa<math::SqrtOp>(op)) {
-      id = emit(Op::Sqrt, a());
-    } else if (isa<math::RsqrtOp>(op)) {
-      id = emit(Op::Rsqrt, a());
-    } else {
+    // The ops the verifiers admit (compiler/ir/ElementwiseOps.h); a region built
+    // without verification may still hold others.
+    std::optional<Op> code = octet::elementwiseProgramOpcode(&op);
+    if (!code)
       return op.emitError() << op.getName()
                             << " in a fused region is not supported by the FP32 runtime",
              failure();
-    }
+    int32_t id;
+    if (*code == Op::Constant)
+      id = emit(Op::Constant, -1, -1,
+                cast<FloatAttr>(cast<arith::ConstantOp>(op).getValue()).getValue().convertToFloat());
+    else
+      id = emit(*code, ids.lookup(op.getOperand(0)),
+                op.getNumOperands() > 1 ? ids.lookup(op.getOperand(1)) : -1);
     ids[op.getResult(0)] = id;
   }
   return emitError(region.getLoc()) << "a fused region must end in octet.yield", failure();

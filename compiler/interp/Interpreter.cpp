@@ -9,6 +9,7 @@
 #include "compiler/interp/Interpreter.h"
 #include "runtime/TokenLayout.h"
 
+#include "compiler/ir/ConstantData.h"
 #include "compiler/ir/OctetOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -353,15 +354,16 @@ FailureOr<HostTensor> Interpreter::constant(ConstantOp op) {
   auto type = cast<RankedTensorType>(op.getType());
   Type element = type.getElementType();
   ElementsAttr value = op.getValue();
-  if (auto resource = dyn_cast<DenseResourceElementsAttr>(value)) {
-    AsmResourceBlob *blob = resource.getRawHandle().getBlob();
-    if (!blob)
-      return op.emitError() << "resource blob '" << resource.getRawHandle().getKey()
-                            << "' has no data (elided?)";
-    FailureOr<HostTensor> t = decodeTensor(element, type.getShape(), blob->getData());
+  if (isa<DenseResourceElementsAttr>(value)) {
+    std::vector<char> storage;
+    std::string why;
+    std::optional<ArrayRef<char>> bytes = constantBytes(value, storage, &why);
+    if (!bytes)
+      return op.emitError() << why;
+    FailureOr<HostTensor> t = decodeTensor(element, type.getShape(), *bytes);
     if (failed(t))
-      return op.emitError() << "resource blob of " << blob->getData().size()
-                            << " bytes does not hold a " << type;
+      return op.emitError() << "resource blob of " << bytes->size() << " bytes does not hold a "
+                            << type;
     return t;
   }
   auto dense = dyn_cast<DenseElementsAttr>(value);

@@ -1,6 +1,9 @@
 //===- OctetOps.cpp - verifiers, type inference, folders ------------------===//
 #include "compiler/ir/OctetOps.h"
 
+#include "compiler/ir/AttrNames.h"
+#include "compiler/ir/ElementwiseOps.h"
+
 #include "mlir/Dialect/CommonFolders.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -389,7 +392,7 @@ static ValueDim canonicalArgumentDim(ValueDim v) {
   if (!fn || v.dim < 0 || !arg.getOwner()->isEntryBlock())
     return v;
   auto nameOf = [&](unsigned argIndex, int64_t dim) -> StringRef {
-    auto names = fn.getArgAttrOfType<ArrayAttr>(argIndex, "octet.dim_params");
+    auto names = fn.getArgAttrOfType<ArrayAttr>(argIndex, octet::attr::kDimParams);
     if (!names || dim >= static_cast<int64_t>(names.size()))
       return {};
     auto name = dyn_cast<StringAttr>(names[dim]);
@@ -1182,8 +1185,8 @@ static LogicalResult verifyExtrasBroadcast(Operation *op, ValueRange extras,
 
 /// A fused GEMM's epilogue block: it takes the `accumulator` element
 /// (`accumulatorName` in the error), then one element per extra operand, yields
-/// one `accumulator` element, and holds only what the vector-expression emitter
-/// lowers: pure scalar arith/math.
+/// one `accumulator` element, and holds only what an elementwise program lowers
+/// (compiler/ir/ElementwiseOps.h, the table octet.fused's body uses too).
 static LogicalResult verifyEpilogue(Operation *op, Region &epilogue, Type accumulator,
                                     ValueRange extras, StringRef accumulatorName,
                                     StringRef yieldNote) {
@@ -1200,15 +1203,10 @@ static LogicalResult verifyEpilogue(Operation *op, Region &epilogue, Type accumu
   if (!yield || yield.getValue().getType() != accumulator)
     return op->emitOpError("epilogue must end with an octet.yield of one ")
            << accumulator << yieldNote;
-  for (Operation &inner : body.without_terminator()) {
-    StringRef dialect = inner.getDialect() ? inner.getDialect()->getNamespace() : "";
-    auto isScalar = [](Type t) { return t.isIntOrIndexOrFloat(); };
-    if ((dialect != "arith" && dialect != "math") || !isMemoryEffectFree(&inner) ||
-        inner.getNumRegions() || !llvm::all_of(inner.getOperandTypes(), isScalar) ||
-        !llvm::all_of(inner.getResultTypes(), isScalar))
-      return inner.emitOpError("is not a side-effect-free scalar arith/math op, as the epilogue of ")
-             << op->getName().getStringRef() << " needs";
-  }
+  for (Operation &inner : body.without_terminator())
+    if (!isElementwiseProgramOp(&inner))
+      return inner.emitOpError("is not a scalar f32 op that the epilogue of ")
+             << op->getName().getStringRef() << " allows (" << elementwiseProgramOpNames() << ")";
   return success();
 }
 
@@ -1260,22 +1258,6 @@ LogicalResult FusedOp::verify() {
   return success();
 }
 
-/// Whether `op` is one of the scalar f32 ops an elementwise program lowers.
-static bool isElementwiseProgramOp(Operation &op) {
-  Type f32 = Float32Type::get(op.getContext());
-  auto allF32 = [&](TypeRange types) {
-    return llvm::all_of(types, [&](Type t) { return t == f32; });
-  };
-  if (!allF32(op.getOperandTypes()) || !allF32(op.getResultTypes()) || op.getNumResults() != 1 ||
-      op.getNumRegions())
-    return false;
-  if (auto constant = dyn_cast<arith::ConstantOp>(op))
-    return isa<FloatAttr>(constant.getValue());
-  return isa<arith::AddFOp, arith::SubFOp, arith::MulFOp, arith::DivFOp, arith::MaximumFOp,
-             arith::MinimumFOp, arith::NegFOp, math::ErfOp, math::TanhOp, math::ExpOp,
-             math::LogOp, math::SqrtOp, math::RsqrtOp, math::PowFOp, math::AbsFOp>(op);
-}
-
 LogicalResult FusedOp::verifyRegions() {
   Block &body = getBody().front();
   SmallVector<Type> expected;
@@ -1290,11 +1272,9 @@ LogicalResult FusedOp::verifyRegions() {
   if (!yield || yield.getValue().getType() != getType().getElementType())
     return emitOpError("body must end with an octet.yield of one ") << getType().getElementType();
   for (Operation &op : body.without_terminator())
-    if (!isElementwiseProgramOp(op))
+    if (!isElementwiseProgramOp(&op))
       return op.emitOpError("is not a scalar f32 op that ")
-             << getOperationName()
-             << " allows (arith addf/subf/mulf/divf/maximumf/minimumf/negf/constant, math "
-                "erf/tanh/exp/log/sqrt/rsqrt/powf/absf)";
+             << getOperationName() << " allows (" << elementwiseProgramOpNames() << ")";
   return success();
 }
 

@@ -9,6 +9,7 @@
 // only change is the f32 rounding of the accumulator.
 //
 //===----------------------------------------------------------------------===//
+#include "compiler/ir/ConstantData.h"
 #include "compiler/passes/Passes.h"
 #include "compiler/passes/QuantizationUtils.h"
 
@@ -59,11 +60,11 @@ std::optional<SmallVector<double>> constantValues(Value v, int64_t maxElements) 
     }
     return values;
   }
-  auto resource = dyn_cast<DenseResourceElementsAttr>(attr);
-  AsmResourceBlob *blob = resource ? resource.getRawHandle().getBlob() : nullptr;
-  if (!blob)
+  std::vector<char> storage;
+  std::optional<ArrayRef<char>> data = octet::constantBytes(attr, storage);
+  if (!data)
     return std::nullopt;
-  ArrayRef<char> bytes = blob->getData();
+  ArrayRef<char> bytes = *data;
   int64_t n = attr.getNumElements();
   if (element.isF32() && bytes.size() == size_t(n) * 4) {
     for (int64_t i = 0; i < n; ++i) {

@@ -8,6 +8,7 @@
 // Both keep every float operation and its order: see each rewrite.
 //
 //===----------------------------------------------------------------------===//
+#include "compiler/ir/ConstantData.h"
 #include "compiler/passes/Passes.h"
 #include "compiler/passes/ScalarOps.h"
 
@@ -36,27 +37,16 @@ RankedTensorType tensorOf(Value v) { return cast<RankedTensorType>(v.getType());
 // Sibling linears → one linear + slices
 //===----------------------------------------------------------------------===//
 
-/// The row-major bytes of a constant (a splat expanded), or nothing.
-std::optional<std::vector<char>> constantBytes(Value v) {
+/// A copy of a constant's row-major bytes (a splat expanded), or nothing.
+std::optional<std::vector<char>> constantByteCopy(Value v) {
   auto constant = v.getDefiningOp<ConstantOp>();
   if (!constant)
     return std::nullopt;
-  ElementsAttr value = constant.getValue();
-  if (auto resource = dyn_cast<DenseResourceElementsAttr>(value)) {
-    AsmResourceBlob *blob = resource.getRawHandle().getBlob();
-    if (!blob)
-      return std::nullopt;
-    ArrayRef<char> data = blob->getData();
-    return std::vector<char>(data.begin(), data.end());
-  }
-  auto dense = dyn_cast<DenseElementsAttr>(value);
-  if (!dense)
+  std::vector<char> storage;
+  std::optional<ArrayRef<char>> bytes = octet::constantBytes(constant.getValue(), storage);
+  if (!bytes)
     return std::nullopt;
-  ArrayRef<char> raw = dense.getRawData();
-  std::vector<char> bytes;
-  for (int64_t i = 0, e = dense.isSplat() ? dense.getNumElements() : 1; i < e; ++i)
-    bytes.insert(bytes.end(), raw.begin(), raw.end());
-  return bytes;
+  return std::vector<char>(bytes->begin(), bytes->end());
 }
 
 /// A constant of `type` holding `bytes`; a resource blob (named after
@@ -116,9 +106,9 @@ void mergeSiblingLinears(func::FuncOp func) {
     SmallVector<std::vector<char>> weights, biases;
     SmallVector<int64_t> widths;
     for (LinearOp linear : linears) {
-      std::optional<std::vector<char>> weight = constantBytes(linear.getWeight());
+      std::optional<std::vector<char>> weight = constantByteCopy(linear.getWeight());
       std::optional<std::vector<char>> bias =
-          linear.getBias() ? constantBytes(linear.getBias()) : std::vector<char>();
+          linear.getBias() ? constantByteCopy(linear.getBias()) : std::vector<char>();
       if (!weight || !bias)
         break;
       weights.push_back(std::move(*weight));

@@ -20,6 +20,7 @@
 // ops move before the region when they come later in the block.
 //
 //===----------------------------------------------------------------------===//
+#include "compiler/ir/AttrNames.h"
 #include "compiler/passes/Passes.h"
 
 #include "mlir/Analysis/SliceAnalysis.h"
@@ -171,7 +172,7 @@ struct OctetPackTokensPass : octet::impl::OctetPackTokensBase<OctetPackTokensPas
       where->emitWarning() << "padding is not dropped at run time (octet-pack-tokens): " << why;
       if (where != func.getOperation())
         why = "at " + nodeNames({where}) + ": " + why;
-      func->setAttr("octet.padding_kept", StringAttr::get(func.getContext(), why));
+      func->setAttr(octet::attr::kPaddingKept, StringAttr::get(func.getContext(), why));
     }
   }
 

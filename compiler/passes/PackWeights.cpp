@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/codegen/PackedWeights.h"
+#include "compiler/ir/ConstantData.h"
 #include "compiler/codegen/GemmBlocking.h"
 #include "compiler/passes/Passes.h"
 
@@ -29,42 +30,22 @@ using namespace octet;
 
 namespace {
 
-/// The bytes of a static-shape i8 constant: a resource blob's in place, else
-/// a dense attribute's (splat expanded) in `storage`; empty for anything else
+/// The bytes of a static-shape i8 constant of `count` elements (a resource
+/// blob's in place, a splat expanded into `storage`); empty for anything else
 /// (an elided blob).
-ArrayRef<int8_t> constantBytes(ConstantOp constant, int64_t count, std::vector<int8_t> &storage) {
-  Attribute value = constant.getValue();
-  if (auto resource = dyn_cast<DenseResourceElementsAttr>(value)) {
-    AsmResourceBlob *blob = resource.getRawHandle().getBlob();
-    if (!blob || int64_t(blob->getData().size()) != count)
-      return {};
-    return blob->getDataAs<int8_t>();
-  }
-  if (auto dense = dyn_cast<DenseIntElementsAttr>(value)) {
-    if (dense.isSplat())
-      storage.assign(size_t(count), dense.getSplatValue<int8_t>());
-    else if (ArrayRef<char> raw = dense.getRawData(); int64_t(raw.size()) == count)
-      storage.assign(raw.begin(), raw.end());
-    return storage;
-  }
-  return {};
+ArrayRef<int8_t> weightBytes(ConstantOp constant, int64_t count, std::vector<char> &storage) {
+  std::optional<ArrayRef<char>> bytes = octet::constantBytes(constant.getValue(), storage);
+  if (!bytes || int64_t(bytes->size()) != count)
+    return {};
+  return ArrayRef<int8_t>(reinterpret_cast<const int8_t *>(bytes->data()), bytes->size());
 }
 
 struct OctetPackWeightsPass : octet::impl::OctetPackWeightsBase<OctetPackWeightsPass> {
   using OctetPackWeightsBase::OctetPackWeightsBase;
 
-  /// A bad option fails the pipeline once, before any function runs.
-  LogicalResult initialize(MLIRContext *ctx) override {
-    if (auto parsed = parsePackIsa(isa.getValue())) {
-      packIsa = *parsed;
-      return success();
-    }
-    return emitError(UnknownLoc::get(ctx))
-           << "octet-pack-weights: isa = '" << isa.getValue()
-           << "' is not one of 'avx512_vnni', 'amx'";
-  }
-
   void runOnOperation() override {
+    // The option parser admits only the enum's names (Passes.td).
+    const PackIsa packIsa = isa;
     // One packed constant per (weight, transpose_weight): shared weights are packed once.
     llvm::DenseMap<std::pair<Value, unsigned>, std::pair<Value, DictionaryAttr>> packed;
     llvm::SetVector<Operation *> oldWeights;
@@ -82,8 +63,8 @@ struct OctetPackWeightsPass : octet::impl::OctetPackWeightsBase<OctetPackWeights
         const int64_t k = op.getK(), n = op.getN();
         if (k > kMaxU8S8K) // the runtime's exact reference loop takes it unpacked
           return;
-        std::vector<int8_t> denseWeight;
-        ArrayRef<int8_t> weight = constantBytes(constant, type.getNumElements(), denseWeight);
+        std::vector<char> denseWeight;
+        ArrayRef<int8_t> weight = weightBytes(constant, type.getNumElements(), denseWeight);
         if (weight.empty())
           return;
         PackedWeightLayout layout =
@@ -127,8 +108,6 @@ struct OctetPackWeightsPass : octet::impl::OctetPackWeightsBase<OctetPackWeights
       if (old->use_empty())
         eraseReplacedConstant(old);
   }
-
-  PackIsa packIsa = PackIsa::Avx512Vnni;
 };
 
 } // namespace

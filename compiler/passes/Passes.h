@@ -9,9 +9,14 @@
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Pass/Pass.h"
 
+#include <optional>
 #include <string>
 
 namespace octet {
+/// How octet-quantize quantizes activations (docs/int8-quantization.md):
+/// Static per tensor from octet.calib, Dynamic per row at run time.
+enum class QuantMode { Static, Dynamic };
+
 #define GEN_PASS_DECL
 #include "compiler/passes/Passes.h.inc"
 
@@ -25,23 +30,24 @@ void buildRecognitionPipeline(mlir::OpPassManager &pm);
 /// fuse-elementwise, pack-tokens (unless `packTokens` is false) and plan-memory.
 void buildFp32Pipeline(mlir::OpPassManager &pm, bool packTokens = true);
 
+/// The layout the runtime's qlinear kernel takes on `cpu` (the compile
+/// target): Amx with AMX-INT8, Avx512Vnni with AVX-512 VNNI, else none
+/// (the reference loop and oneDNN read unpacked weights as well).
+std::optional<PackIsa> packIsaFor(const x86::CpuFeatures &cpu);
+/// packIsaFor(this host).
+std::optional<PackIsa> defaultPackIsa();
+
 /// How the INT8 pipeline quantizes (docs/int8-quantization.md).
 struct Int8PipelineOptions {
-  enum class Mode { Static, Dynamic };
+  using Mode = QuantMode;
   Mode mode = Mode::Static;
   bool smoothquant = true; ///< static mode only
   double alpha = 0.7;      ///< SmoothQuant's migration strength (docs/decisions.md)
-  /// octet-pack-weights's isa: "avx512_vnni", "amx", "none" (no packing), or
-  /// "host" (defaultPackIsa()).
-  std::string packIsa = "host";
+  /// octet-pack-weights's isa; none: no packing (the reference loop and oneDNN
+  /// read unpacked weights). The default is this host's (defaultPackIsa()).
+  std::optional<PackIsa> packIsa = defaultPackIsa();
   bool packTokens = true; ///< octet-pack-tokens before plan-memory (docs/padding-free.md)
 };
-/// The layout the runtime's qlinear kernel takes on `cpu` (the compile
-/// target): "amx" with AMX-INT8, "avx512_vnni" with AVX-512 VNNI, else "none"
-/// (the reference loop and oneDNN read unpacked weights as well).
-std::string packIsaFor(const x86::CpuFeatures &cpu);
-/// packIsaFor(this host).
-std::string defaultPackIsa();
 /// The INT8 lowering that follows recognition (and, for static mode,
 /// calibration: the linears carry octet.calib): [smoothquant], quantize,
 /// eliminate-qdq, cleanup, fuse-elementwise, [pack-weights], [pack-tokens], plan-memory.

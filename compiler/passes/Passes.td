@@ -457,9 +457,11 @@ def OctetQuantize : Pass<"octet-quantize", "::mlir::func::FuncOp"> {
     and the zero point 128.
   }];
   let options = [
-    Option<"mode", "mode", "std::string", /*default=*/"\"static\"",
-           "How activations are quantized: 'static' (per tensor, from octet.calib) "
-           "or 'dynamic' (per row, at run time)">,
+    Option<"mode", "mode", "::octet::QuantMode", /*default=*/"::octet::QuantMode::Static",
+           "How activations are quantized",
+           [{::llvm::cl::values(
+               clEnumValN(::octet::QuantMode::Static, "static", "per tensor, from octet.calib"),
+               clEnumValN(::octet::QuantMode::Dynamic, "dynamic", "per row, at run time"))}]>,
   ];
   let dependentDialects = ["::octet::OctetDialect"];
   let statistics = [
@@ -573,8 +575,11 @@ def OctetPackWeights : Pass<"octet-pack-weights", "::mlir::func::FuncOp"> {
     ```
   }];
   let options = [
-    Option<"isa", "isa", "std::string", /*default=*/"\"avx512_vnni\"",
-           "The kernel whose layout to pack for: 'avx512_vnni' (vpdpbusd) or 'amx' (tdpbusd)">,
+    Option<"isa", "isa", "::octet::PackIsa", /*default=*/"::octet::PackIsa::Avx512Vnni",
+           "The kernel whose layout to pack for",
+           [{::llvm::cl::values(
+               clEnumValN(::octet::PackIsa::Avx512Vnni, "avx512_vnni", "AVX-512 VNNI (vpdpbusd)"),
+               clEnumValN(::octet::PackIsa::Amx, "amx", "AMX-INT8 (tdpbusd)"))}]>,
   ];
   let dependentDialects = ["::octet::OctetDialect"];
   let statistics = [

@@ -31,11 +31,15 @@ struct Int8LoweringOptions : PassPipelineOptions<Int8LoweringOptions> {
   Option<double> alpha{*this, "alpha",
                        llvm::cl::desc("SmoothQuant's migration strength (Int8PipelineOptions' default)"),
                        llvm::cl::init(octet::Int8PipelineOptions().alpha)};
-  Option<std::string> packIsa{
-      *this, "pack-isa",
-      llvm::cl::desc("octet-pack-weights's isa: avx512_vnni, amx, none, or host (the "
-                     "runtime's qlinear kernel on this host)"),
-      llvm::cl::init("host")};
+  enum class PackChoice { Host, None, Avx512Vnni, Amx };
+  Option<PackChoice> packIsa{
+      *this, "pack-isa", llvm::cl::desc("octet-pack-weights's isa"),
+      llvm::cl::init(PackChoice::Host),
+      llvm::cl::values(
+          clEnumValN(PackChoice::Host, "host", "the runtime's qlinear kernel on this host"),
+          clEnumValN(PackChoice::None, "none", "no packing"),
+          clEnumValN(PackChoice::Avx512Vnni, "avx512_vnni", "AVX-512 VNNI (vpdpbusd)"),
+          clEnumValN(PackChoice::Amx, "amx", "AMX-INT8 (tdpbusd)"))};
   Option<bool> packTokens{*this, "pack-tokens",
                           llvm::cl::desc("Run octet-pack-tokens (padding-free batches)"),
                           llvm::cl::init(true)};
@@ -67,26 +71,29 @@ void octet::buildInt8LoweringPipeline(OpPassManager &pm, const Int8PipelineOptio
   bool isStatic = options.mode == Int8PipelineOptions::Mode::Static;
   if (isStatic && options.smoothquant)
     fn.addPass(createOctetSmoothQuant(OctetSmoothQuantOptions{options.alpha}));
-  fn.addPass(createOctetQuantize(OctetQuantizeOptions{isStatic ? "static" : "dynamic"}));
+  fn.addPass(createOctetQuantize(OctetQuantizeOptions{options.mode}));
   fn.addPass(createOctetEliminateQdq());
   fn.addPass(createOctetCleanup());
   fn.addPass(createOctetFuseElementwise());
   fn.addPass(createOctetMergeLayerNorms());
-  std::string packIsa = options.packIsa == "host" ? defaultPackIsa() : options.packIsa;
-  if (packIsa != "none")
-    fn.addPass(createOctetPackWeights(OctetPackWeightsOptions{packIsa}));
+  if (options.packIsa)
+    fn.addPass(createOctetPackWeights(OctetPackWeightsOptions{*options.packIsa}));
   if (options.packTokens)
     fn.addPass(createOctetPackTokens());
   fn.addPass(createOctetPlanMemory());
 }
 
-std::string octet::packIsaFor(const x86::CpuFeatures &cpu) {
-  return cpu.supports(x86::Isa::AmxInt8)      ? "amx"
-         : cpu.supports(x86::Isa::Avx512Vnni) ? "avx512_vnni"
-                                              : "none";
+std::optional<octet::PackIsa> octet::packIsaFor(const x86::CpuFeatures &cpu) {
+  if (cpu.supports(x86::Isa::AmxInt8))
+    return PackIsa::Amx;
+  if (cpu.supports(x86::Isa::Avx512Vnni))
+    return PackIsa::Avx512Vnni;
+  return std::nullopt;
 }
 
-std::string octet::defaultPackIsa() { return packIsaFor(x86::CpuFeatures::host()); }
+std::optional<octet::PackIsa> octet::defaultPackIsa() {
+  return packIsaFor(x86::CpuFeatures::host());
+}
 
 void octet::registerOctetPipelines() {
   PassPipelineRegistration<Fp32PipelineOptions>(
@@ -106,7 +113,20 @@ void octet::registerOctetPipelines() {
         options.mode = textual.mode;
         options.smoothquant = textual.smoothquant;
         options.alpha = textual.alpha;
-        options.packIsa = textual.packIsa;
+        using PackChoice = Int8LoweringOptions::PackChoice;
+        switch (textual.packIsa) {
+        case PackChoice::Host:
+          break; // Int8PipelineOptions' default
+        case PackChoice::None:
+          options.packIsa = std::nullopt;
+          break;
+        case PackChoice::Avx512Vnni:
+          options.packIsa = PackIsa::Avx512Vnni;
+          break;
+        case PackChoice::Amx:
+          options.packIsa = PackIsa::Amx;
+          break;
+        }
         options.packTokens = textual.packTokens;
         buildInt8LoweringPipeline(pm, options);
       });

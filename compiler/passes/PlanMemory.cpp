@@ -6,6 +6,7 @@
 // and takes prefix sums, once per distinct input shape.
 //
 //===----------------------------------------------------------------------===//
+#include "compiler/ir/AttrNames.h"
 #include "compiler/passes/Passes.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -54,7 +55,7 @@ StringRef dimName(ValueDim source) {
   if (!arg || source.dim < 0 || !arg.getOwner()->isEntryBlock())
     return {};
   auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
-  auto names = func ? func.getArgAttrOfType<ArrayAttr>(arg.getArgNumber(), "octet.dim_params")
+  auto names = func ? func.getArgAttrOfType<ArrayAttr>(arg.getArgNumber(), octet::attr::kDimParams)
                     : ArrayAttr();
   if (!names || source.dim >= static_cast<int64_t>(names.size()))
     return {};
@@ -208,18 +209,18 @@ struct OctetPlanMemoryPass : octet::impl::OctetPlanMemoryBase<OctetPlanMemoryPas
 
     Builder b(&getContext());
     for (Operation &op : block) {
-      op.removeAttr("octet.slot");
-      op.removeAttr("octet.slots");
+      op.removeAttr(octet::attr::kSlot);
+      op.removeAttr(octet::attr::kSlots);
       auto slotsOf = llvm::map_to_vector(
           op.getResults(), [&](Value v) { return slotOf.lookup_or(v, -1); });
       if (llvm::all_of(slotsOf, [](int64_t s) { return s < 0; }))
         continue;
       if (slotsOf.size() == 1)
-        op.setAttr("octet.slot", b.getI64IntegerAttr(slotsOf.front()));
+        op.setAttr(octet::attr::kSlot, b.getI64IntegerAttr(slotsOf.front()));
       else
-        op.setAttr("octet.slots", b.getDenseI64ArrayAttr(slotsOf));
+        op.setAttr(octet::attr::kSlots, b.getDenseI64ArrayAttr(slotsOf));
     }
-    func->setAttr("octet.arena",
+    func->setAttr(octet::attr::kArena,
                   b.getArrayAttr(llvm::map_to_vector(slots, [&](const SizeExpr &size) -> Attribute {
                     return b.getStringAttr(size.str());
                   })));

@@ -1,5 +1,6 @@
 //===- QuantizationUtils.cpp - what the INT8 passes share -----------------===//
 #include "compiler/passes/QuantizationUtils.h"
+#include "compiler/ir/ConstantData.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
@@ -37,28 +38,15 @@ static bool readF32ConstantInto(Value v, std::vector<float> *out) {
   auto type = cast<RankedTensorType>(constant.getType());
   if (!type.getElementType().isF32() || !type.hasStaticShape())
     return false;
-  ElementsAttr value = constant.getValue();
-  if (auto dense = dyn_cast<DenseElementsAttr>(value)) {
-    if (out) {
-      auto range = dense.getValues<float>();
-      out->assign(range.begin(), range.end());
-    }
-    return true;
+  std::vector<char> storage;
+  std::optional<ArrayRef<char>> bytes = octet::constantBytes(constant.getValue(), storage);
+  if (!bytes)
+    return false; // elided, or not a dense or resource attribute
+  if (out) {
+    out->resize(type.getNumElements());
+    std::memcpy(out->data(), bytes->data(), bytes->size());
   }
-  if (auto resource = dyn_cast<DenseResourceElementsAttr>(value)) {
-    AsmResourceBlob *blob = resource.getRawHandle().getBlob();
-    if (!blob)
-      return false; // elided
-    ArrayRef<char> data = blob->getData();
-    if (data.size() != size_t(type.getNumElements()) * sizeof(float))
-      return false;
-    if (out) {
-      out->resize(type.getNumElements());
-      std::memcpy(out->data(), data.data(), data.size());
-    }
-    return true;
-  }
-  return false;
+  return true;
 }
 
 std::optional<std::vector<float>> readF32Constant(Value v) {

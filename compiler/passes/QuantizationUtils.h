@@ -8,6 +8,7 @@
 #ifndef OCTET_COMPILER_PASSES_QUANTIZATIONUTILS_H
 #define OCTET_COMPILER_PASSES_QUANTIZATIONUTILS_H
 
+#include "compiler/ir/AttrNames.h"
 #include "compiler/ir/OctetOps.h"
 #include "mlir/IR/PatternMatch.h"
 
@@ -55,7 +56,7 @@ struct Calibration {
   // after smoothing is exact instead of a bound from absMax.
   std::optional<std::vector<float>> channelMin, channelMax;
 };
-inline constexpr llvm::StringLiteral kCalibAttr = "octet.calib";
+inline constexpr llvm::StringLiteral kCalibAttr = attr::kCalib;
 
 /// Parses `op`'s octet.calib for a K-channel input. A malformed one is an
 /// error on `op` that starts with `passName` (the calibration step writes

@@ -60,14 +60,6 @@ std::optional<std::pair<float, uint8_t>> staticParameters(float min, float max) 
 struct OctetQuantizePass : octet::impl::OctetQuantizeBase<OctetQuantizePass> {
   using OctetQuantizeBase::OctetQuantizeBase;
 
-  /// A bad option fails the pipeline once, before any function runs.
-  LogicalResult initialize(MLIRContext *ctx) override {
-    if (mode == "static" || mode == "dynamic")
-      return success();
-    return emitError(UnknownLoc::get(ctx))
-           << kPassName << ": mode = '" << mode << "' is not one of 'static', 'dynamic'";
-  }
-
   void runOnOperation() override {
     func::FuncOp func = getOperation();
     IRRewriter rewriter(&getContext());
@@ -99,7 +91,7 @@ struct OctetQuantizePass : octet::impl::OctetQuantizeBase<OctetQuantizePass> {
     if (linear.weightType().getRank() != 2 || !isF32Constant(linear.weight))
       return std::string("its weight is not a constant f32 2-D tensor (an activation product, "
                          "e.g. attention's, has no per-channel weight scale)");
-    if (mode != "static")
+    if (mode != QuantMode::Static)
       return std::nullopt;
     if (!linear.op->hasAttr(kCalibAttr))
       return kCalibAttr.str() + " is missing: static mode needs its input's calibrated range";
@@ -136,7 +128,7 @@ struct OctetQuantizePass : octet::impl::OctetQuantizeBase<OctetQuantizePass> {
         keep(user, "its weight holds a non-finite value");
         continue;
       }
-      if (mode == "static") {
+      if (mode == QuantMode::Static) {
         FailureOr<Calibration> calib = parseCalibration(user, linear.k(), kPassName);
         if (failed(calib))
           return failure();
@@ -211,7 +203,7 @@ struct OctetQuantizePass : octet::impl::OctetQuantizeBase<OctetQuantizePass> {
           rewriter, loc,
           DenseElementsAttr::get(scalar(u8Type), zp));
     };
-    if (mode == "dynamic") {
+    if (mode == QuantMode::Dynamic) {
       SmallVector<int64_t> scaleShape(type.getShape());
       scaleShape.back() = 1;
       Value zeroPoint = zeroPointOf(128);

@@ -8,6 +8,7 @@
 // that no run-time op is added where it can be avoided. See docs/int8.md.
 //
 //===----------------------------------------------------------------------===//
+#include "compiler/ir/AttrNames.h"
 #include "compiler/passes/Passes.h"
 #include "compiler/passes/QuantizationUtils.h"
 
@@ -33,7 +34,6 @@ using namespace octet;
 
 namespace {
 
-constexpr StringLiteral kMarkerAttr = "octet.smoothquant";
 // s outside this range would push W or X towards f32 overflow or denormals.
 constexpr double kMinScale = 1e-5, kMaxScale = 1e5;
 
@@ -304,7 +304,7 @@ struct OctetSmoothQuantPass : octet::impl::OctetSmoothQuantBase<OctetSmoothQuant
     llvm::SetVector<Value> inputs;
     func.walk([&](Operation *op) {
       std::optional<Gemm> gemm = Gemm::of(op);
-      if (gemm && op->hasAttr(kCalibAttr) && !op->hasAttr(kMarkerAttr))
+      if (gemm && op->hasAttr(kCalibAttr) && !op->hasAttr(octet::attr::kSmoothQuant))
         inputs.insert(gemm->input);
     });
     for (Value x : inputs)
@@ -341,7 +341,7 @@ struct OctetSmoothQuantPass : octet::impl::OctetSmoothQuantBase<OctetSmoothQuant
           otherUse = "its input also feeds " + describe(user) + ", which needs it unscaled";
         continue;
       }
-      if (!user->hasAttr(kCalibAttr) || user->hasAttr(kMarkerAttr)) {
+      if (!user->hasAttr(kCalibAttr) || user->hasAttr(octet::attr::kSmoothQuant)) {
         if (otherUse.empty())
           otherUse = "its input also feeds a linear without " + kCalibAttr.str() +
                      " (or one already smoothed)";
@@ -414,7 +414,7 @@ struct OctetSmoothQuantPass : octet::impl::OctetSmoothQuantBase<OctetSmoothQuant
           w[gemm.index(j, c)] *= s[j];
       replaceConstant(gemm.weightOperand(), w);
       gemm.op->setAttr(kCalibAttr, smoothedCalibration(calib, s));
-      gemm.op->setAttr(kMarkerAttr, marker);
+      gemm.op->setAttr(octet::attr::kSmoothQuant, marker);
       ++numSmoothed;
     }
     applyFold(std::get<Fold>(fold), s);

@@ -777,7 +777,7 @@ func.func @fused_linear_yield_type(%x: tensor<?x4xf32>, %w: tensor<4x8xf32>) {
 func.func @fused_linear_body(%x: tensor<?x4xf32>, %w: tensor<4x8xf32>) {
   %y = octet.fused_linear %x, %w {
   ^bb0(%acc: f32):
-    // expected-error @+1 {{'octet.constant' op is not a side-effect-free scalar arith/math op, as the epilogue of octet.fused_linear needs}}
+    // expected-error @+1 {{'octet.constant' op is not a scalar f32 op that the epilogue of octet.fused_linear allows}}
     %t = octet.constant dense<1.0> : tensor<f32>
     octet.yield %acc : f32
   } : tensor<?x4xf32>, tensor<4x8xf32> -> tensor<?x8xf32>
@@ -900,7 +900,7 @@ func.func @fused_yield_type(%a: tensor<4xf32>) {
 func.func @fused_body_op(%a: tensor<4xf32>) {
   %y = octet.fused %a {
   ^bb0(%a0: f32):
-    // expected-error @+1 {{'math.sin' op is not a scalar f32 op that octet.fused allows (arith addf/subf/mulf/divf/maximumf/minimumf/negf/constant, math erf/tanh/exp/log/sqrt/rsqrt/powf/absf)}}
+    // expected-error @+1 {{'math.sin' op is not a scalar f32 op that octet.fused allows (arith.constant, arith.addf, arith.subf, arith.mulf, arith.divf, arith.maximumf, arith.minimumf, math.powf, arith.negf, math.absf, math.exp, math.log, math.erf, math.tanh, math.sqrt, math.rsqrt)}}
     %s = math.sin %a0 : f32
     octet.yield %s : f32
   } : tensor<4xf32> -> tensor<4xf32>

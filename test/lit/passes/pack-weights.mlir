@@ -9,11 +9,12 @@
 // RUN: octet-opt %s -split-input-file -octet-pack-weights=isa=amx -mlir-print-elementsattrs-with-hex-if-larger=-1 | FileCheck %s --check-prefixes=CHECK,AMX
 // The default isa is avx512_vnni.
 // RUN: octet-opt %s -split-input-file -octet-pack-weights -mlir-print-elementsattrs-with-hex-if-larger=-1 | FileCheck %s --check-prefixes=CHECK,VNNI
-// A bad isa fails the pass (and the INT8 pipeline that runs it).
+// A bad isa fails the option parser (the option is the PackIsa enum), also as the
+// INT8 pipeline's pack-isa.
 // RUN: not octet-opt %s -split-input-file -octet-pack-weights=isa=avx2 2>&1 | FileCheck %s --check-prefix=ISA
-// ISA: error: octet-pack-weights: isa = 'avx2' is not one of 'avx512_vnni', 'amx'
+// ISA: for the --isa option: Cannot find option named 'avx2'!
 // RUN: not octet-opt %s -split-input-file -octet-int8-lowering="mode=dynamic pack-isa=sse" 2>&1 | FileCheck %s --check-prefix=PIPE
-// PIPE: error: octet-pack-weights: isa = 'sse' is not one of 'avx512_vnni', 'amx'
+// PIPE: for the --pack-isa option: Cannot find option named 'sse'!
 
 // CHECK-LABEL: func.func @kn
 //  VNNI: %[[W:.*]] = octet.constant dense<[1, 4, 7, -10, -2, 5, -8, 11, 3, -6, 9, 12{{(, 0){116}[ ]?}}, 13, 0, 0, 0, 14, 0, 0, 0, -127, 0, 0, 0{{(, 0){116}[ ]?}}]> : tensor<256xi8>

@@ -3,7 +3,7 @@
 // RUN: not octet-opt %s -split-input-file -octet-quantize 2>&1 | FileCheck %s
 // RUN: octet-opt %s -split-input-file -octet-quantize=mode=dynamic | FileCheck %s --check-prefix=DYN
 
-// MODE: error: octet-quantize: mode = 'fast' is not one of 'static', 'dynamic'
+// MODE: for the --mode option: Cannot find option named 'fast'!
 
 // Dynamic mode reads no calibration, so a malformed one does not matter there.
 // DYN-COUNT-2: octet.quantize_per_row
