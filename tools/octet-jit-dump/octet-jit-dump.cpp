@@ -41,8 +41,8 @@ namespace cl = llvm::cl;
 
 enum class Kernel {
   GemmF32,
-  GemmU8S8,
-  GemmU8S8Amx,
+  Int8GemmVnni,
+  Int8GemmAmx,
   CeilingTdpbusd,
   AttentionTileBf16,
   AttentionBf16Rows,
@@ -56,10 +56,10 @@ enum class Kernel {
 static cl::opt<Kernel> kernel(
     "kernel", cl::Required, cl::desc("Kernel to generate"),
     cl::values(clEnumValN(Kernel::GemmF32, "gemm-f32", "AVX-512 FP32 GEMM micro-kernel"),
-               clEnumValN(Kernel::GemmU8S8, "gemm-u8s8",
+               clEnumValN(Kernel::Int8GemmVnni, "gemm-u8s8",
                           "AVX-512 VNNI u8 x s8 GEMM micro-kernel (--mr/--nr/--columns/--bias/"
                           "--residual as gemm-f32)"),
-               clEnumValN(Kernel::GemmU8S8Amx, "gemm-u8s8-amx",
+               clEnumValN(Kernel::Int8GemmAmx, "gemm-u8s8-amx",
                           "AMX u8 x s8 GEMM micro-kernel (--mr rows 1..32, --columns 1..32, "
                           "--k-tail K % 64, epilogue options as gemm-u8s8)"),
                clEnumValN(Kernel::CeilingTdpbusd, "ceiling-tdpbusd",
@@ -126,7 +126,7 @@ static std::unique_ptr<KernelGenerator> makeKernel() {
       return nullptr;
     return std::make_unique<GemmF32Avx512>(config);
   }
-  case Kernel::GemmU8S8: {
+  case Kernel::Int8GemmVnni: {
     Int8GemmKernelConfig config;
     config.rows = mr, config.nr = nr, config.columns = columns ? int(columns) : int(nr);
     config.kTailBytes = kTail, config.epilogue.compensation = compensation;
@@ -135,7 +135,7 @@ static std::unique_ptr<KernelGenerator> makeKernel() {
     config.epilogue.outScale = outScale, config.epilogue.outZeroPoint = outZeroPoint;
     return std::make_unique<Int8GemmKernelVnni>(config); // throws on a shape it rejects
   }
-  case Kernel::GemmU8S8Amx: {
+  case Kernel::Int8GemmAmx: {
     Int8GemmKernelConfig config;
     config.rows = mr, config.nr = kAmxPanel, config.columns = columns ? int(columns) : kAmxPanel;
     config.kTailBytes = kTail;
