@@ -18,10 +18,6 @@ namespace octet::x86 {
 using gemm_blocking::ceilDiv;
 
 namespace {
-/// A kernel's entry point as stored; each schedule casts it back to its own
-/// signature (Int8GemmVnniFn, Int8GemmAmxFn).
-using AnyKernelFn = void (*)();
-
 /// A thread with at most this many M blocks prefetches its next panel's B
 /// into L2 during each AMX call: with few passes over B (batch 1 x 128: 4), B
 /// streams from L3 and the prefetch took BERT-base 1x128 from 11.7 to 10.9 ms
@@ -150,7 +146,7 @@ Int8GemmDriver::Int8GemmDriver(PackedInt8View packed, Int8GemmParams params)
       config.columns = tail ? tailColumns : nr_;
       const size_t at = size_t(rows - 1) * 2 + tail;
       kernels_[at] = family_.generate(config);
-      entries_[at] = reinterpret_cast<const void *>(kernels_[at]->entry<AnyKernelFn>());
+      entries_[at] = kernels_[at]->entry<AnyKernelFn>();
     }
 }
 
@@ -319,8 +315,7 @@ Int8GemmRunStats Int8GemmDriver::runRegisterTiles(const Call &r, Invoke invoke) 
             args.partial = kBlocks > 1 ? partial.data() + (row - rowBegin) * nr_ : nullptr;
             args.kGroups = kGroups, args.kTail = kTail;
             args.accumulate = kb > 0, args.last = kb == kBlocks - 1;
-            invoke(*kernels_[size_t(rows - 1) * 2 + tailPanel],
-                   reinterpret_cast<AnyKernelFn>(entry(rows, tailPanel)), args);
+            invoke(*kernels_[size_t(rows - 1) * 2 + tailPanel], entry(rows, tailPanel), args);
             ++calls;
           }
         }
@@ -380,8 +375,7 @@ Int8GemmRunStats Int8GemmDriver::runAmxTiles(const Call &r, Invoke invoke) const
             args.bNext = prefetchB && p + 1 < pEnd ? packed_.data + (p + 1) * panelBytes_ : nullptr;
             loadedRows = rows;
             mine.calls += 1, mine.configLoads += args.configure != 0, mine.releases += args.release;
-            invoke(*kernels_[size_t(rows - 1) * 2 + tailPanel],
-                   reinterpret_cast<AnyKernelFn>(entry(rows, tailPanel)), args);
+            invoke(*kernels_[size_t(rows - 1) * 2 + tailPanel], entry(rows, tailPanel), args);
           }
     } catch (...) {
 #pragma omp critical(octet_int8_gemm_error)

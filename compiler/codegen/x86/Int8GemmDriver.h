@@ -171,7 +171,10 @@ private:
   Int8GemmRunStats runRegisterTiles(const Call &run, Invoke invoke) const;
   template <typename Invoke> Int8GemmRunStats runAmxTiles(const Call &run, Invoke invoke) const;
   [[noreturn]] void reject(const std::string &what) const;
-  const void *entry(int rows, bool tailPanel) const { return entries_[(rows - 1) * 2 + tailPanel]; }
+  /// A kernel's entry point as stored; each schedule casts it back to its own
+  /// signature (Int8GemmVnniFn, Int8GemmAmxFn).
+  using AnyKernelFn = void (*)();
+  AnyKernelFn entry(int rows, bool tailPanel) const { return entries_[(rows - 1) * 2 + tailPanel]; }
 
   const Int8GemmKernelFamily &family_;
   int64_t n_, k_;
@@ -183,7 +186,7 @@ private:
   std::vector<int32_t, CacheLineAllocator<int32_t>> comp_;
   std::vector<float, CacheLineAllocator<float>> scale_, bias_;
   std::vector<std::unique_ptr<Int8GemmKernel>> kernels_; // [rows - 1][tail panel], null if unused
-  std::vector<const void *> entries_;                    // their code
+  std::vector<AnyKernelFn> entries_;                     // their code
 };
 
 } // namespace octet::x86

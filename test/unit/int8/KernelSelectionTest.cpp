@@ -293,8 +293,9 @@ TEST(GemmAutotune, TimesWhatRunsHereAndCachesPerShape) {
   for (int b = 0; b < kGemmBuckets; ++b)
     for (const GemmCandidate &c : r.candidates)
       for (const GemmCandidate &chosen : r.candidates)
-        if (chosen.provider == r.choice[b])
+        if (chosen.provider == r.choice[b]) {
           EXPECT_FALSE(fasterBeyondNoise(c.times[b], chosen.times[b])) << r.reason[b];
+        }
   // The same shape again: the timings are reused, not measured again.
   QCase again(4, 96, 40);
   ASSERT_TRUE(makeQLinear(again.spec, DType::F32, o, error)) << error;
