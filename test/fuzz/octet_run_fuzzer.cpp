@@ -93,7 +93,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         elements *= uint64_t(t.dims[d]);
     }
     // Only a valid code may be read as the enum in C++ (octet_run reads the int).
-    size_t element = code >= OCTET_F32 && code <= OCTET_BOOL ? octet_dtype_size(octet_dtype(code)) : 0;
+    size_t element = code >= OCTET_F32 && code <= OCTET_F16 ? octet_dtype_size(octet_dtype(code)) : 0;
     if (huge || elements * (element ? element : 8) > (size_t(1) << 16)) {
       // No caller can own more than 2^63 bytes: such dims must be refused
       // unread (the page faults if not). Smaller ones the contract says the
