@@ -1347,7 +1347,7 @@ TEST(SoftmaxStep, BigRowsAndErrors) {
 // ---- Range, from_elements --------------------------------------------------
 
 TEST(RangeStep, TypesAndDeltas) {
-  for (DType dtype : {DType::I64, DType::I32, DType::F32, DType::F64})
+  for (DType dtype : {DType::I64, DType::I32, DType::I16, DType::F32, DType::F64})
     for (int64_t delta : {1, 3, -2}) {
       TestPlan tp;
       ScalarId start = tp.scalar(5), step = tp.scalar(delta);
@@ -1367,6 +1367,10 @@ TEST(RangeStep, TypesAndDeltas) {
   EXPECT_TRUE(runStep(tp, makeRange(zero, one, empty)).ok());
   EXPECT_ERROR_CONTAINS(runStep(tp, makeRange(zero, one, twoD)), "should be 1-D");
   EXPECT_ERROR_CONTAINS(runStep(tp, makeRange(zero, one, b)), "should be i64");
+  // ONNX Range has no unsigned or f16 form.
+  for (DType dtype : {DType::U16, DType::U64, DType::F16})
+    EXPECT_ERROR_CONTAINS(runStep(tp, makeRange(zero, one, tp.tensor(dtype, {1}))),
+                          "should be i64, i32, i16, f32 or f64");
   EXPECT_ERROR_CONTAINS(runStep(tp, makeRange(zero, 12345, empty)), "not in the plan");
 }
 
