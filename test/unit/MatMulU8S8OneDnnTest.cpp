@@ -18,6 +18,7 @@
 
 #include "compiler/codegen/onednn/MatMulU8S8.h"
 
+#include "test/unit/Int8GemmReference.h"
 #include "test/unit/TestData.h"
 #include "test/unit/ThreadCount.h"
 
@@ -47,8 +48,6 @@ namespace {
   GTEST_SKIP() << "oneDNN's effective ISA lacks VNNI: only [-64, 63] weights are exact "          \
                   "(NoVnni covers that)"
 
-const uint8_t kCanary8 = 0xa5;
-const float kPad = std::numeric_limits<float>::quiet_NaN();
 double worstGeluRatio = 0; // worst GELU error / 2^-20 max(1, |x|), for the log
 
 double geluRef(double x, U8S8Gelu form) {
@@ -79,45 +78,8 @@ struct Options {
   }
 };
 
-/// A and B for (M, N, K), B in both layouts, and the exact sums. `wMax`
-/// bounds |B| (127: full s8 range; 63: the no-VNNI range).
-struct Problem {
-  int64_t m, n, k, lda, ldr;
-  std::vector<uint8_t> a;
-  std::vector<int8_t> bKN, bNK;
-  std::vector<int64_t> dot, colsum;
-  std::vector<float> wScale, bias, residual;
-  float xScale;
-
-  Problem(int64_t m, int64_t n, int64_t k, unsigned seed = 1, int wMax = 127)
-      : m(m), n(n), k(k), lda(k + 3), ldr(n + 2), a(m * lda, 0xff), bKN(k * n), bNK(k * n),
-        dot(m * n, 0), colsum(n, 0), wScale(n), bias(n), residual(m * ldr, kPad) {
-    std::mt19937 gen(seed);
-    std::uniform_int_distribution<int> u8(0, 255), s8(-wMax - 1, wMax);
-    std::uniform_real_distribution<float> unit(-1, 1), half(0.5f, 1.5f);
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t kk = 0; kk < k; ++kk)
-        a[i * lda + kk] = uint8_t(u8(gen));
-    for (int64_t kk = 0; kk < k; ++kk)
-      for (int64_t j = 0; j < n; ++j)
-        bKN[kk * n + j] = bNK[j * k + kk] = int8_t(s8(gen));
-    for (int64_t j = 0; j < n; ++j)
-      for (int64_t kk = 0; kk < k; ++kk)
-        colsum[j] += bKN[kk * n + j];
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t kk = 0; kk < k; ++kk) {
-        const int64_t av = a[i * lda + kk];
-        for (int64_t j = 0; j < n; ++j)
-          dot[i * n + j] += av * bKN[kk * n + j];
-      }
-    // Scaled sums of order 1: the u8/s8 outputs cover their range and saturate.
-    xScale = 1.0f / (64.0f * 64.0f * std::sqrt(float(k)));
-    for (int64_t j = 0; j < n; ++j)
-      wScale[j] = half(gen), bias[j] = unit(gen);
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < n; ++j)
-        residual[i * ldr + j] = unit(gen);
-  }
+struct Problem : octet::test::Int8GemmProblem {
+  using Int8GemmProblem::Int8GemmProblem;
 
   MatMulU8S8Params params(const Options &o) const {
     MatMulU8S8Params p;
@@ -151,71 +113,36 @@ struct Problem {
                              " K=" + std::to_string(k) + " " + o.str() + " (" +
                              mm.implementation() + ")";
     const int bytes = o.output == U8S8Output::F32 ? 4 : 1;
-    const int64_t ldc = n + 5, guard = 64;
-    std::vector<uint8_t> c((rows * ldc + guard) * bytes, kCanary8);
-    Status s = mm.run(a.data(), rows, lda, c.data(), ldc, o.residual ? residual.data() : nullptr,
-                      ldr);
+    octet::test::Int8OutputCheck check;
+    check.output = octet::test::Int8Output(int(o.output)); // the same order: f32, u8, s8
+    check.outScale = p.outScale, check.outZeroPoint = p.outZeroPoint;
+    check.aZeroPoint = o.aZeroPoint;
+    check.exactSums = o.unitScales && o.output == U8S8Output::F32 && !o.bias && !o.residual &&
+                      o.gelu == U8S8Gelu::None;
+    check.ldc = n + 5, check.guard = 64, check.what = what;
+    std::vector<uint8_t> c((rows * check.ldc + check.guard) * bytes, octet::test::kInt8Canary);
+    Status s = mm.run(a.data(), rows, lda, c.data(), check.ldc,
+                      o.residual ? residual.data() : nullptr, ldr);
     ASSERT_TRUE(s.ok()) << what << ": " << s.message();
-
-    int failures = 0;
-    auto fail = [&](int64_t i, int64_t j, const std::string &msg) {
-      if (failures++ < 5)
-        ADD_FAILURE() << what << ": C[" << i << "][" << j << "] " << msg;
-    };
-    for (int64_t i = 0; i < rows; ++i) {
-      for (int64_t j = 0; j < n; ++j) {
-        const int64_t s32 = dot[i * n + j] - int64_t(o.aZeroPoint) * colsum[j];
-        if (o.unitScales && o.output == U8S8Output::F32 && !o.bias && !o.residual &&
-            o.gelu == U8S8Gelu::None) {
-          float got;
-          std::memcpy(&got, &c[(i * ldc + j) * 4], 4);
-          if (got != static_cast<float>(int32_t(s32)))
-            fail(i, j, "= " + std::to_string(got) + ", want exactly " + std::to_string(s32));
-          continue;
-        }
-        const float scale = p.xScale * p.wScale[p.wScale.size() == 1 ? 0 : j];
-        const double scaled = double(scale) * double(s32);
-        double v = scaled, mag = std::fabs(scaled);
-        if (o.bias)
-          v += bias[j], mag += std::fabs(bias[j]);
-        if (o.residual)
-          v += residual[i * ldr + j], mag += std::fabs(residual[i * ldr + j]);
-        double tol = std::ldexp(1.0, -21) * mag;
-        double geluOwn = 0;
-        if (o.gelu != U8S8Gelu::None) {
-          geluOwn = std::ldexp(1.0, -20) * std::max(1.0, std::fabs(v));
-          tol = 1.13 * tol + geluOwn;
-          v = geluRef(v, o.gelu);
-        }
-        if (o.output == U8S8Output::F32) {
-          float got;
-          std::memcpy(&got, &c[(i * ldc + j) * 4], 4);
-          if (!(std::fabs(got - v) <= tol + 1e-30))
-            fail(i, j,
-                 "= " + std::to_string(got) + ", want " + std::to_string(v) + " +- " +
-                     std::to_string(tol));
+    double geluOwn = 0; // oneDNN's own GELU error bound of the element just referenced
+    octet::test::checkInt8Output(
+        *this, rows, c, check,
+        [&](int64_t i, int64_t j, int64_t s32) {
+          const float scale = p.xScale * p.wScale[p.wScale.size() == 1 ? 0 : j];
+          octet::test::Int8Reference r = octet::test::int8Linear(
+              *this, i, j, double(scale), s32, o.bias, o.residual, std::ldexp(1.0, -21));
+          geluOwn = 0;
+          if (o.gelu != U8S8Gelu::None) {
+            geluOwn = std::ldexp(1.0, -20) * std::max(1.0, std::fabs(r.value));
+            r.tolerance = 1.13 * r.tolerance + geluOwn;
+            r.value = geluRef(r.value, o.gelu);
+          }
+          return r;
+        },
+        [&](float got, const octet::test::Int8Reference &r) {
           if (geluOwn > 0)
-            worstGeluRatio = std::max(worstGeluRatio, std::fabs(got - v) / geluOwn);
-          continue;
-        }
-        const double q = v / p.outScale, qTol = tol / p.outScale + 1e-6;
-        const double lo = o.output == U8S8Output::U8 ? 0 : -128, hi = lo + 255;
-        auto quantize = [&](double x) {
-          return std::clamp(std::nearbyint(x) + p.outZeroPoint, lo, hi);
-        };
-        const int got =
-            o.output == U8S8Output::U8 ? int(c[i * ldc + j]) : int(int8_t(c[i * ldc + j]));
-        // Near a tie the f32 pipeline may round either way.
-        if (got < quantize(q - qTol) || got > quantize(q + qTol))
-          fail(i, j,
-               "= " + std::to_string(got) + ", want " + std::to_string(quantize(q)) +
-                   " (v / out_scale = " + std::to_string(q) + ")");
-      }
-      const int64_t padEnd = i + 1 < rows ? ldc : ldc + guard;
-      for (int64_t j = n * bytes; j < padEnd * bytes; ++j)
-        if (c[i * ldc * bytes + j] != kCanary8)
-          fail(i, j / bytes, "padding byte " + std::to_string(j) + " was written");
-    }
+            worstGeluRatio = std::max(worstGeluRatio, std::fabs(got - r.value) / geluOwn);
+        });
   }
 };
 

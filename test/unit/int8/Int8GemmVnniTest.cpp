@@ -17,6 +17,7 @@
 #include "compiler/codegen/x86/Int8GemmDriver.h"
 #include "compiler/codegen/x86/Int8GemmKernelVnni.h"
 #include "compiler/codegen/x86/ProgramEpilogue.h"
+#include "test/unit/Int8GemmReference.h"
 #include "test/unit/TestData.h"
 #include "test/unit/ThreadCount.h"
 
@@ -42,9 +43,6 @@ namespace {
 #define SKIP_WITHOUT_VNNI()                                                                        \
   if (!Int8GemmDriver::hostSupported())                                                            \
   GTEST_SKIP() << "host lacks AVX-512 VNNI (F/BW/VL/DQ + avx512_vnni)"
-
-const uint8_t kCanary8 = 0xa5;
-const float kPad = std::numeric_limits<float>::quiet_NaN();
 
 using octet::test::ThreadCount;
 
@@ -104,44 +102,8 @@ struct Options {
   }
 };
 
-struct Problem {
-  int64_t m, n, k, lda, ldr;
-  std::vector<uint8_t> a;
-  std::vector<int8_t> bKN, bNK;
-  std::vector<int64_t> dot; // [m][n] sum_k A * B
-  std::vector<int64_t> colsum;
-  std::vector<float> wScale, bias, residual;
-  float xScale;
-
-  Problem(int64_t m, int64_t n, int64_t k, unsigned seed = 1)
-      : m(m), n(n), k(k), lda(k + 3), ldr(n + 2), a(m * lda, 0xff), bKN(k * n), bNK(k * n),
-        dot(m * n, 0), colsum(n, 0), wScale(n), bias(n), residual(m * ldr, kPad) {
-    std::mt19937 gen(seed);
-    std::uniform_int_distribution<int> u8(0, 255), s8(-128, 127);
-    std::uniform_real_distribution<float> unit(-1, 1), half(0.5f, 1.5f);
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t kk = 0; kk < k; ++kk)
-        a[i * lda + kk] = uint8_t(u8(gen));
-    for (int64_t kk = 0; kk < k; ++kk)
-      for (int64_t j = 0; j < n; ++j)
-        bKN[kk * n + j] = bNK[j * k + kk] = int8_t(s8(gen));
-    for (int64_t j = 0; j < n; ++j)
-      for (int64_t kk = 0; kk < k; ++kk)
-        colsum[j] += bKN[kk * n + j];
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t kk = 0; kk < k; ++kk) {
-        const int64_t av = a[i * lda + kk];
-        for (int64_t j = 0; j < n; ++j)
-          dot[i * n + j] += av * bKN[kk * n + j];
-      }
-    // Scaled sums of order 1: the u8/s8 outputs cover their range and saturate.
-    xScale = 1.0f / (64.0f * 64.0f * std::sqrt(float(k)));
-    for (int64_t j = 0; j < n; ++j)
-      wScale[j] = half(gen), bias[j] = unit(gen);
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < n; ++j)
-        residual[i * ldr + j] = unit(gen);
-  }
+struct Problem : octet::test::Int8GemmProblem {
+  using Int8GemmProblem::Int8GemmProblem;
 
   void run(const Options &o) const {
     const PackedInt8 packed =
@@ -169,66 +131,24 @@ struct Problem {
                              std::to_string(gemm.nr()) + " Kc " + std::to_string(gemm.kc());
 
     const int bytes = o.output == QuantOutput::F32 ? 4 : 1;
-    const int64_t ldc = n + 5, guard = 64;
-    std::vector<uint8_t> c((m * ldc + guard) * bytes, kCanary8);
-    gemm.run(a.data(), m, lda, c.data(), ldc, o.residual ? residual.data() : nullptr, ldr);
-
-    int failures = 0;
-    auto fail = [&](int64_t i, int64_t j, const std::string &msg) {
-      if (failures++ < 5)
-        ADD_FAILURE() << what << ": C[" << i << "][" << j << "] " << msg;
-    };
-    for (int64_t i = 0; i < m; ++i) {
-      for (int64_t j = 0; j < n; ++j) {
-        const int64_t s32 = dot[i * n + j] - int64_t(o.aZeroPoint) * colsum[j];
-        if (o.unitScales) {
-          float got;
-          std::memcpy(&got, &c[(i * ldc + j) * 4], 4);
-          if (got != static_cast<float>(int32_t(s32)))
-            fail(i, j, "= " + std::to_string(got) + ", want exactly " + std::to_string(s32));
-          continue;
-        }
-        const double scaled = double(xScale) * wScale[j] * double(s32);
-        double v = scaled, mag = std::fabs(scaled);
-        if (o.bias)
-          v += bias[j], mag += std::fabs(bias[j]);
-        if (o.residual)
-          v += residual[i * ldr + j], mag += std::fabs(residual[i * ldr + j]);
-        double tol = std::ldexp(1.0, -22) * mag;
-        if (o.gelu) {
-          const double geluError =
-              fastGelu ? kFastGeluError + std::ldexp(1.0, -22) : std::ldexp(1.0, -22);
-          tol = 1.13 * tol + geluError * std::max(1.0, std::fabs(v));
-          v = gelu(v);
-        }
-        if (o.output == QuantOutput::F32) {
-          float got;
-          std::memcpy(&got, &c[(i * ldc + j) * 4], 4);
-          if (!(std::fabs(got - v) <= tol + 1e-30))
-            fail(i, j,
-                 "= " + std::to_string(got) + ", want " + std::to_string(v) + " +- " +
-                     std::to_string(tol));
-          continue;
-        }
-        const double q = v / params.outScale, qTol = tol / params.outScale + 1e-6;
-        const double lo = o.output == QuantOutput::U8 ? 0 : -128, hi = lo + 255;
-        auto quantize = [&](double x) {
-          return std::clamp(std::nearbyint(x) + params.outZeroPoint, lo, hi);
-        };
-        const int got =
-            o.output == QuantOutput::U8 ? int(c[i * ldc + j]) : int(int8_t(c[i * ldc + j]));
-        // Near a tie the f32 pipeline may round either way.
-        const double lowQ = quantize(q - qTol), highQ = quantize(q + qTol);
-        if (got < lowQ || got > highQ)
-          fail(i, j,
-               "= " + std::to_string(got) + ", want " + std::to_string(quantize(q)) +
-                   " (v / out_scale = " + std::to_string(q) + ")");
+    octet::test::Int8OutputCheck check;
+    check.output = octet::test::Int8Output(int(o.output)); // the same order: f32, u8, s8
+    check.outScale = params.outScale, check.outZeroPoint = params.outZeroPoint;
+    check.aZeroPoint = o.aZeroPoint, check.exactSums = o.unitScales;
+    check.ldc = n + 5, check.guard = 64, check.what = what;
+    std::vector<uint8_t> c((m * check.ldc + check.guard) * bytes, octet::test::kInt8Canary);
+    gemm.run(a.data(), m, lda, c.data(), check.ldc, o.residual ? residual.data() : nullptr, ldr);
+    octet::test::checkInt8Output(*this, m, c, check, [&](int64_t i, int64_t j, int64_t s32) {
+      octet::test::Int8Reference r = octet::test::int8Linear(
+          *this, i, j, double(xScale) * wScale[j], s32, o.bias, o.residual, std::ldexp(1.0, -22));
+      if (o.gelu) {
+        const double geluError =
+            fastGelu ? kFastGeluError + std::ldexp(1.0, -22) : std::ldexp(1.0, -22);
+        r.tolerance = 1.13 * r.tolerance + geluError * std::max(1.0, std::fabs(r.value));
+        r.value = gelu(r.value);
       }
-      const int64_t padEnd = i + 1 < m ? ldc : ldc + guard;
-      for (int64_t j = n * bytes; j < padEnd * bytes; ++j)
-        if (c[i * ldc * bytes + j] != kCanary8)
-          fail(i, j / bytes, "padding byte " + std::to_string(j) + " was written");
-    }
+      return r;
+    });
   }
 };
 
@@ -664,7 +584,7 @@ TEST(Int8GemmVnni, PerRowScaleAndColumnInputsMatchTheFormulaBitForBit) {
           ThreadCount scope(2);
           const int bytes = out == QuantOutput::F32 ? 4 : 1;
           const int64_t ldc = n + 3;
-          std::vector<uint8_t> c(m * ldc * bytes, kCanary8);
+          std::vector<uint8_t> c(m * ldc * bytes, octet::test::kInt8Canary);
           gemm.run(p.a.data(), m, p.lda, c.data(), ldc,
                    params.residual ? p.residual.data() : nullptr, p.ldr,
                    perRow ? xs.data() : nullptr, columns);
@@ -690,7 +610,7 @@ TEST(Int8GemmVnni, PerRowScaleAndColumnInputsMatchTheFormulaBitForBit) {
                   " N " + std::to_string(n) + " K " + std::to_string(k));
           for (int64_t i = 0; i + 1 < m; ++i) // columns past N stay untouched
             for (int64_t j = n * bytes; j < ldc * bytes; ++j)
-              ASSERT_EQ(c[i * ldc * bytes + j], kCanary8)
+              ASSERT_EQ(c[i * ldc * bytes + j], octet::test::kInt8Canary)
                   << "padding byte " << j << " of row " << i;
         }
     Int8GemmParams params;
