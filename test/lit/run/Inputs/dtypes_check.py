@@ -1,4 +1,5 @@
-"""Compares octetc run's outputs (jit/, aot/) with numpy for run/dtypes.test."""
+"""Compares octetc run's and octet-interp's outputs (jit/, aot/, interp/) with numpy for
+run/dtypes.test."""
 import os
 import sys
 
@@ -9,7 +10,7 @@ load = lambda name: np.load(os.path.join(work, name + ".npy"))  # noqa: E731
 a, b, x, y, i, j = (load(n) for n in "abxyij")
 with np.errstate(invalid="ignore", divide="ignore"):
     want = {"m": np.maximum(a, b), "q": a / b, "r": np.mod(x, y), "s": np.mod(i, j)}
-for run in ("jit", "aot"):
+for run in ("jit", "aot", "interp"):
     for name, expected in want.items():
         got = np.load(os.path.join(work, run, name + ".npy"))
         assert got.dtype == expected.dtype, (run, name, got.dtype, expected.dtype)
