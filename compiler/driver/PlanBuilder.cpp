@@ -41,25 +41,27 @@ std::optional<DType> dtypeOf(Type element) {
     return DType::F64;
   if (element.isF16())
     return DType::F16;
-  if (element.isInteger(1))
-    return DType::Bool;
-  if (element.isUnsignedInteger(16)) // before isInteger(n), which takes any signedness
-    return DType::U16;
-  if (element.isUnsignedInteger(32))
-    return DType::U32;
-  if (element.isUnsignedInteger(64))
-    return DType::U64;
-  if (element.isInteger(16))
-    return DType::I16;
-  if (element.isInteger(64) || element.isIndex())
+  if (element.isIndex())
     return DType::I64;
-  if (element.isInteger(32))
-    return DType::I32;
-  if (element.isUnsignedInteger(8))
-    return DType::U8;
-  if (element.isInteger(8))
-    return DType::I8;
-  return std::nullopt;
+  auto integer = dyn_cast<IntegerType>(element);
+  if (!integer)
+    return std::nullopt;
+  // Signless and signed integers are the signed DTypes; i1 of any signedness is Bool.
+  const bool isUnsigned = integer.isUnsigned();
+  switch (integer.getWidth()) {
+  case 1:
+    return DType::Bool;
+  case 8:
+    return isUnsigned ? DType::U8 : DType::I8;
+  case 16:
+    return isUnsigned ? DType::U16 : DType::I16;
+  case 32:
+    return isUnsigned ? DType::U32 : DType::I32;
+  case 64:
+    return isUnsigned ? DType::U64 : DType::I64;
+  default:
+    return std::nullopt;
+  }
 }
 
 std::shared_ptr<void> allocateAligned(size_t bytes) {

@@ -49,36 +49,16 @@ LogicalResult PlanWalker::visitLinear(Operation *op) {
   if (failed(in) || failed(shape))
     return failure();
 
+  // The linear step packs or reorders its weight (and copies the bias) once;
+  // octet-lower-runtime-linear turned a linear of run-time values into matmul
+  // and add, and no epilogue has a generic form for fused_linear.
   if (!weight.getDefiningOp<octet::ConstantOp>() ||
-      (bias && !bias.getDefiningOp<octet::ConstantOp>())) {
-    if (fused)
-      return op->emitError() << "fused_linear with a run-time weight or bias is not supported by "
-                                "the FP32 runtime",
-             failure();
-    // A run-time weight: a generic matmul (+ bias).
-    FailureOr<TensorId> w = tensorFor(op, weight);
-    if (failed(w))
-      return failure();
-    TensorId rhs = *w;
-    if (transposeWeight) {
-      ViewParts parts = viewOf(*w);
-      std::vector<ScalarId> wShape = plan_->tensors[*w].shape;
-      rhs = makeView(plan_->tensors[*w].name + ".T", DType::F32, {wShape[1], wShape[0]}, parts.base,
-                     parts.offset, {parts.strides[1], parts.strides[0]});
-    }
-    FailureOr<TensorId> out = resultTensor(op, op->getResult(0), *shape);
-    if (failed(out))
-      return failure();
-    if (!bias)
-      return addStep(op, rt::recipe::MatMul{*in, rhs, *out}, "matmul");
-    FailureOr<TensorId> b = tensorFor(op, bias);
-    if (failed(b))
-      return failure();
-    TensorId product = newArenaTensor(plan_->tensors[*out].name + ".product", DType::F32, *shape);
-    if (failed(addStep(op, rt::recipe::MatMul{*in, rhs, product}, "matmul")))
-      return failure();
-    return addStep(op, rt::recipe::Binary{rt::BinaryKind::Add, product, *b, *out}, "add");
-  }
+      (bias && !bias.getDefiningOp<octet::ConstantOp>()))
+    return op->emitError() << op->getName()
+                           << " with a run-time weight or bias is not supported by the FP32 "
+                              "runtime"
+                           << (fused ? "" : " (octet-lower-runtime-linear makes it matmul + add)"),
+           failure();
 
   rt::LinearSpec spec;
   FailureOr<TensorId> rowInput = ensureRowContiguous(op, *in);
@@ -209,10 +189,7 @@ LogicalResult PlanWalker::visitLayerNorm(Operation *op) {
   for (auto [i, result] : llvm::enumerate(op->getResults())) {
     if (i == 0 && lnq && result.use_empty())
       continue;
-    FailureOr<std::vector<ScalarId>> shape = resultShape(op, result);
-    if (failed(shape))
-      return failure();
-    FailureOr<TensorId> out = resultTensor(op, result, *shape);
+    FailureOr<TensorId> out = shapedResultTensor(op, result);
     if (failed(out))
       return failure();
     (i == 0 ? spec.output : i == 1 ? spec.quantized : spec.rowScale) = *out;

@@ -33,10 +33,7 @@ LogicalResult PlanWalker::visitQuant(Operation *op) {
       return failure();
     z = *zt;
   }
-  FailureOr<std::vector<ScalarId>> shape = resultShape(op, op->getResult(0));
-  if (failed(shape))
-    return failure();
-  FailureOr<TensorId> out = resultTensor(op, op->getResult(0), *shape);
+  FailureOr<TensorId> out = shapedResultTensor(op, op->getResult(0));
   if (failed(out))
     return failure();
   if (isa<octet::QuantizeOp>(op))
@@ -146,10 +143,7 @@ LogicalResult PlanWalker::visitQLinear(octet::QLinearOp op) {
     if (spec.epilogue.instrs.empty())
       spec.epilogue.instrs.push_back({rt::ElementwiseProgram::Op::Input, 0, -1, 0});
   }
-  FailureOr<std::vector<ScalarId>> shape = resultShape(op, op.getResult());
-  if (failed(shape))
-    return failure();
-  FailureOr<TensorId> out = resultTensor(op, op.getResult(), *shape);
+  FailureOr<TensorId> out = shapedResultTensor(op, op.getResult());
   if (failed(out))
     return failure();
   spec.output = *out;
@@ -163,10 +157,7 @@ LogicalResult PlanWalker::visitQuantizePerRow(octet::QuantizePerRowOp op) {
     return failure();
   TensorId results[2];
   for (auto [i, result] : llvm::enumerate(op->getResults())) {
-    FailureOr<std::vector<ScalarId>> shape = resultShape(op, result);
-    if (failed(shape))
-      return failure();
-    FailureOr<TensorId> out = resultTensor(op, result, *shape);
+    FailureOr<TensorId> out = shapedResultTensor(op, result);
     if (failed(out))
       return failure();
     results[i] = *out;

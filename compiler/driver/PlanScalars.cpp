@@ -25,6 +25,18 @@ ScalarId PlanWalker::addScalar(Scalar s) {
   return id;
 }
 
+ScalarId PlanWalker::addOperation(Scalar::Kind kind, ScalarId a, ScalarId b, ScalarId c,
+                                  Scalar::Predicate predicate, std::string what) {
+  Scalar s;
+  s.kind = kind;
+  s.a = a;
+  s.b = b;
+  s.c = c;
+  s.predicate = predicate;
+  s.what = std::move(what);
+  return addScalar(std::move(s));
+}
+
 ScalarId PlanWalker::arith(Scalar::Kind kind, ScalarId a, ScalarId b, std::string what) {
   using K = Scalar::Kind;
   std::optional<int64_t> x = constantOf(a), y = constantOf(b);
@@ -79,26 +91,17 @@ ScalarId PlanWalker::arith(Scalar::Kind kind, ScalarId a, ScalarId b, std::strin
     if (octet::applyIntBinary(*op, *x, *y, r) == octet::ArithStatus::Ok)
       return constant(r);
   }
-  Scalar s;
-  s.kind = kind;
-  s.a = a;
-  s.b = b;
-  if (kind == K::Broadcast || kind == K::Equal || kind == K::DivS || kind == K::FloorDivS ||
-      kind == K::CeilDivS || kind == K::RemS)
-    s.what = std::move(what);
-  return addScalar(s);
+  // Only the checking kinds (and divisions, for division by zero) keep `what`.
+  bool checks = kind == K::Broadcast || kind == K::Equal || kind == K::DivS ||
+                kind == K::FloorDivS || kind == K::CeilDivS || kind == K::RemS;
+  return addOperation(kind, a, b, -1, Scalar::Predicate::Eq, checks ? std::move(what) : "");
 }
 
 ScalarId PlanWalker::cmp(Scalar::Predicate predicate, ScalarId a, ScalarId b) {
   std::optional<int64_t> x = constantOf(a), y = constantOf(b);
   if (x && y)
     return constant(octet::compareInt(rt::intPredicateOf(predicate), *x, *y));
-  Scalar s;
-  s.kind = Scalar::Kind::Cmp;
-  s.predicate = predicate;
-  s.a = a;
-  s.b = b;
-  return addScalar(s);
+  return addOperation(Scalar::Kind::Cmp, a, b, -1, predicate);
 }
 
 ScalarId PlanWalker::select(ScalarId condition, ScalarId a, ScalarId b) {
@@ -106,12 +109,7 @@ ScalarId PlanWalker::select(ScalarId condition, ScalarId a, ScalarId b) {
     return *c ? a : b;
   if (a == b)
     return a;
-  Scalar s;
-  s.kind = Scalar::Kind::Select;
-  s.a = condition;
-  s.b = a;
-  s.c = b;
-  return addScalar(s);
+  return addOperation(Scalar::Kind::Select, condition, a, b);
 }
 
 ScalarId PlanWalker::product(ArrayRef<ScalarId> dims) {
@@ -380,30 +378,16 @@ LogicalResult PlanWalker::visitIndexOp(Operation *op) {
   } else if (isa<arith::MaxSIOp>(op)) {
     id = arith(K::MaxS, operand(0), operand(1));
   } else if (auto c = dyn_cast<arith::CmpIOp>(op)) {
-    P predicate;
-    switch (c.getPredicate()) {
-    case arith::CmpIPredicate::eq:
-      predicate = P::Eq;
-      break;
-    case arith::CmpIPredicate::ne:
-      predicate = P::Ne;
-      break;
-    case arith::CmpIPredicate::slt:
-      predicate = P::Lt;
-      break;
-    case arith::CmpIPredicate::sle:
-      predicate = P::Le;
-      break;
-    case arith::CmpIPredicate::sgt:
-      predicate = P::Gt;
-      break;
-    case arith::CmpIPredicate::sge:
-      predicate = P::Ge;
-      break;
-    default:
+    using IP = arith::CmpIPredicate;
+    static constexpr std::pair<IP, P> kSigned[] = {{IP::eq, P::Eq},  {IP::ne, P::Ne},
+                                                   {IP::slt, P::Lt}, {IP::sle, P::Le},
+                                                   {IP::sgt, P::Gt}, {IP::sge, P::Ge}};
+    const auto *found =
+        llvm::find_if(kSigned, [&](auto entry) { return entry.first == c.getPredicate(); });
+    if (found == std::end(kSigned))
       return op->emitError() << "unsigned index comparisons are not supported by the plan builder",
              failure();
-    }
+    P predicate = found->second;
     id = cmp(predicate, operand(0), operand(1));
   } else if (isa<arith::SelectOp>(op)) {
     id = select(operand(0), operand(1), operand(2));

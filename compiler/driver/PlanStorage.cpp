@@ -264,6 +264,13 @@ FailureOr<TensorId> PlanWalker::resultTensor(Operation *op, Value result,
   return t;
 }
 
+FailureOr<TensorId> PlanWalker::shapedResultTensor(Operation *op, Value result) {
+  FailureOr<std::vector<ScalarId>> shape = resultShape(op, result);
+  if (failed(shape))
+    return failure();
+  return resultTensor(op, result, *shape);
+}
+
 FailureOr<std::vector<TensorId>> PlanWalker::tensorOperands(Operation *op) {
   std::vector<TensorId> tensors;
   for (Value operand : op->getOperands()) {

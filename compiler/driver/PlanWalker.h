@@ -71,6 +71,9 @@ public:
 private:
   // ---- scalars ----
   ScalarId addScalar(Scalar scalar);
+  /// The scalar of operation `kind` on `a`, `b` (`c`: Select's second choice), unfolded.
+  ScalarId addOperation(Scalar::Kind kind, ScalarId a, ScalarId b, ScalarId c = -1,
+                        Scalar::Predicate predicate = Scalar::Predicate::Eq, std::string what = "");
   ScalarId constant(int64_t value) {
     Scalar s;
     s.kind = Scalar::Kind::Constant;
@@ -125,6 +128,8 @@ private:
   /// Take: after `op` is built, releases the module's blobs it used last.
   void releaseUsedBlobs(Operation *op);
   FailureOr<TensorId> resultTensor(Operation *op, Value result, std::vector<ScalarId> shape);
+  /// resultTensor with the shape from the op's shape rule (resultShape).
+  FailureOr<TensorId> shapedResultTensor(Operation *op, Value result);
   /// The arena slot octet-plan-memory gave result `resultIndex` of `op` (-1: none).
   int64_t slotOf(Operation *op, unsigned resultIndex = 0) const;
 

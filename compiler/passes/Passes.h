@@ -27,7 +27,8 @@ enum class QuantMode { Static, Dynamic };
 /// cleanup, fuse-gemm-epilogue. Calibration instruments the IR it leaves.
 void buildRecognitionPipeline(mlir::OpPassManager &pm);
 /// The standard FP32 pipeline on a module: recognition, then
-/// fuse-elementwise, pack-tokens (unless `packTokens` is false) and plan-memory.
+/// fuse-elementwise, pack-tokens (unless `packTokens` is false), lower-runtime-linear and
+/// plan-memory.
 void buildFp32Pipeline(mlir::OpPassManager &pm, bool packTokens = true);
 
 /// The layout the runtime's qlinear kernel takes on `cpu` (the compile
@@ -50,7 +51,8 @@ struct Int8PipelineOptions {
 };
 /// The INT8 lowering that follows recognition (and, for static mode,
 /// calibration: the linears carry octet.calib): [smoothquant], quantize,
-/// eliminate-qdq, cleanup, fuse-elementwise, [pack-weights], [pack-tokens], plan-memory.
+/// eliminate-qdq, cleanup, fuse-elementwise, [pack-weights], [pack-tokens],
+/// lower-runtime-linear, plan-memory.
 void buildInt8LoweringPipeline(mlir::OpPassManager &pm, const Int8PipelineOptions &options);
 /// Registers the pipelines with the pass registry (for octet-opt).
 void registerOctetPipelines();

@@ -299,6 +299,37 @@ def OctetPackTokens : Pass<"octet-pack-tokens", "::mlir::func::FuncOp"> {
   ];
 }
 
+def OctetLowerRuntimeLinear : Pass<"octet-lower-runtime-linear", "::mlir::func::FuncOp"> {
+  let summary = "a linear whose weight or bias is computed at run time becomes matmul (+ add)";
+  let description = [{
+    The runtime's linear step packs (JIT) or reorders (oneDNN) its weight
+    once, when the Plan is built, so it needs the weight and bias as
+    constants. An `octet.linear` whose weight or bias is a run-time value
+    (hand-written IR; the importer and octet-recognize make linears of
+    constant weights only) becomes the generic ops that compute the same:
+    `octet.matmul` of the input and the weight (transposed first with
+    `octet.transpose` under `transpose_weight`), then `octet.add` of the bias
+    when there is one. Runs before octet-plan-memory, so the new values get
+    arena slots. A linear of constants, and an `octet.fused_linear` (whose
+    epilogue has no generic form here), are left alone.
+
+    Before:
+    ```mlir
+    %y = octet.linear %x, %w, %b transpose_weight : tensor<?x4xf32>, tensor<8x4xf32>, tensor<8xf32>
+    ```
+    After:
+    ```mlir
+    %t = octet.transpose %w permutation = [1, 0] : tensor<8x4xf32>
+    %p = octet.matmul %x, %t : tensor<?x4xf32>, tensor<4x8xf32>
+    %y = octet.add %p, %b : tensor<?x8xf32>, tensor<8xf32>
+    ```
+  }];
+  let dependentDialects = ["::octet::OctetDialect"];
+  let statistics = [
+    Statistic<"numLowered", "lowered-linears", "Linears with a run-time weight or bias lowered">,
+  ];
+}
+
 def OctetPlanMemory : Pass<"octet-plan-memory", "::mlir::func::FuncOp"> {
   let summary = "assign every intermediate tensor a slot of one activation arena";
   let description = [{

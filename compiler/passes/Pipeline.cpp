@@ -63,6 +63,7 @@ void octet::buildFp32Pipeline(OpPassManager &pm, bool packTokens) {
   fn.addPass(createOctetFuseElementwise());
   if (packTokens)
     fn.addPass(createOctetPackTokens());
+  fn.addPass(createOctetLowerRuntimeLinear());
   fn.addPass(createOctetPlanMemory());
 }
 
@@ -80,6 +81,7 @@ void octet::buildInt8LoweringPipeline(OpPassManager &pm, const Int8PipelineOptio
     fn.addPass(createOctetPackWeights(OctetPackWeightsOptions{*options.packIsa}));
   if (options.packTokens)
     fn.addPass(createOctetPackTokens());
+  fn.addPass(createOctetLowerRuntimeLinear());
   fn.addPass(createOctetPlanMemory());
 }
 
@@ -99,7 +101,7 @@ void octet::registerOctetPipelines() {
   PassPipelineRegistration<Fp32PipelineOptions>(
       "octet-fp32-pipeline",
       "The FP32 pipeline: cleanup, recognize, cleanup, fuse-gemm-epilogue, fuse-elementwise, "
-      "[pack-tokens], plan-memory",
+      "[pack-tokens], lower-runtime-linear, plan-memory",
       [](OpPassManager &pm, const Fp32PipelineOptions &textual) {
         buildFp32Pipeline(pm, textual.packTokens);
       });
@@ -107,7 +109,7 @@ void octet::registerOctetPipelines() {
       "octet-int8-lowering",
       "The INT8 lowering after recognition (and calibration for mode=static): [smoothquant], "
       "quantize, eliminate-qdq, cleanup, fuse-elementwise, merge-layer-norms, [pack-weights], "
-      "[pack-tokens], plan-memory",
+      "[pack-tokens], lower-runtime-linear, plan-memory",
       [](OpPassManager &pm, const Int8LoweringOptions &textual) {
         Int8PipelineOptions options;
         options.mode = textual.mode;
