@@ -211,7 +211,9 @@ private:
   mlir::OpFoldResult buildProduct(IndexProduct product, mlir::Location loc);
 
   llvm::DenseMap<std::pair<mlir::Value, int64_t>, mlir::OpFoldResult> dimCache;
-  llvm::DenseMap<int64_t, mlir::Value> indexConstants;
+  // A std::map, not a DenseMap: INT64_MAX and INT64_MIN are DenseMap's empty
+  // and tombstone keys, and a hostile model's sizes reach them.
+  std::map<int64_t, mlir::Value> indexConstants;
   /// Products built by indexOp, both ways, and the order atoms were first seen.
   llvm::DenseMap<mlir::Value, IndexProduct> products;
   std::map<std::pair<int64_t, std::vector<unsigned>>, mlir::Value> productValues;
