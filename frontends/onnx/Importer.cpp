@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "frontends/onnx/Importer.h"
+#include "compiler/ir/AttrNames.h"
 #include "frontends/onnx/GraphImporter.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -604,11 +605,11 @@ OwningOpRef<ModuleOp> ModelImporter::run() {
   for (const auto &opset : opsets)
     opsetAttrs.emplace_back(StringAttr::get(&ctx, opset.getKey()),
                             IntegerAttr::get(IntegerType::get(&ctx, 64), opset.getValue()));
-  (*module)->setAttr("octet.opset", DictionaryAttr::get(&ctx, opsetAttrs));
+  (*module)->setAttr(octet::attr::kOpset, DictionaryAttr::get(&ctx, opsetAttrs));
   std::string producer = model.producer_name();
   if (!model.producer_version().empty())
     producer += (producer.empty() ? "" : " ") + model.producer_version();
-  (*module)->setAttr("octet.producer", StringAttr::get(&ctx, producer));
+  (*module)->setAttr(octet::attr::kProducer, StringAttr::get(&ctx, producer));
 
   onnx::GraphProto &graphProto = *model.mutable_graph();
   OpBuilder builder(module->getBodyRegion());
@@ -628,8 +629,9 @@ OwningOpRef<ModuleOp> ModelImporter::run() {
   SmallVector<std::string> argNames;
   auto ioAttrs = [&](StringRef name, ArrayRef<Attribute> dimParams) {
     NamedAttribute attrs[] = {
-        NamedAttribute(StringAttr::get(&ctx, "octet.name"), StringAttr::get(&ctx, name)),
-        NamedAttribute(StringAttr::get(&ctx, "octet.dim_params"), ArrayAttr::get(&ctx, dimParams))};
+        NamedAttribute(StringAttr::get(&ctx, octet::attr::kName), StringAttr::get(&ctx, name)),
+        NamedAttribute(StringAttr::get(&ctx, octet::attr::kDimParams),
+                       ArrayAttr::get(&ctx, dimParams))};
     return DictionaryAttr::get(&ctx, attrs);
   };
   SmallVector<SmallVector<Attribute>> argDimParams;

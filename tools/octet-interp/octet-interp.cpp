@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/interp/Interpreter.h"
+#include "compiler/ir/AttrNames.h"
 #include "compiler/ir/Locations.h"
 #include "compiler/passes/Passes.h"
 #include "frontends/onnx/Importer.h"
@@ -189,8 +190,8 @@ static std::string pipelineText(StringRef text) {
 }
 
 static StringRef nameOf(func::FuncOp func, unsigned i, bool result) {
-  auto attr = result ? func.getResultAttrOfType<StringAttr>(i, "octet.name")
-                     : func.getArgAttrOfType<StringAttr>(i, "octet.name");
+  auto attr = result ? func.getResultAttrOfType<StringAttr>(i, octet::attr::kName)
+                     : func.getArgAttrOfType<StringAttr>(i, octet::attr::kName);
   return attr ? attr.getValue() : StringRef();
 }
 
