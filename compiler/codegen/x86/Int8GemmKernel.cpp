@@ -8,11 +8,6 @@ namespace octet::x86 {
 using namespace Xbyak;
 
 namespace {
-uint32_t bitsOf(float f) {
-  uint32_t b;
-  std::memcpy(&b, &f, sizeof b);
-  return b;
-}
 
 // The epilogue's own constants (after the elementwise emitter's), by index.
 enum OwnConstant { kOutScale, kClampLow, kClampHigh, kOutZeroPoint, kZero, kOwnConstantCount };

@@ -14,10 +14,18 @@
 #include <xbyak/xbyak.h>
 
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
 namespace octet::x86 {
+
+/// The bit pattern of `f`, for a 32-bit immediate or a broadcast constant.
+inline uint32_t bitsOf(float f) {
+  uint32_t b;
+  std::memcpy(&b, &f, sizeof b);
+  return b;
+}
 
 class KernelGenerator : public Xbyak::CodeGenerator {
 public:

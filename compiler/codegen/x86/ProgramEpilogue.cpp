@@ -21,11 +21,6 @@ bool isBinary(Op op) { return op >= Op::Add && op <= Op::Pow; }
 bool isCommutative(Op op) {
   return op == Op::Add || op == Op::Mul || op == Op::Max || op == Op::Min;
 }
-uint32_t bitsOf(float f) {
-  uint32_t b;
-  std::memcpy(&b, &f, sizeof b);
-  return b;
-}
 
 bool toUnaryOp(Op op, GeluAccuracy gelu, UnaryOp &out) {
   const bool fast = gelu == GeluAccuracy::ForRequantize;

@@ -11,11 +11,6 @@ namespace octet::x86 {
 using namespace Xbyak;
 
 namespace {
-uint32_t bitsOf(float f) {
-  uint32_t b;
-  std::memcpy(&b, &f, sizeof b);
-  return b;
-}
 uint32_t tailMaskOf(int64_t n) { return (1u << (n % 16)) - 1; }
 // vcmpps predicate: unordered (either operand NaN).
 constexpr uint8_t kUnord = 3;
