@@ -245,6 +245,7 @@ rt::Status octet::calibrateModule(ModuleOp module, const CompileOptions &options
   OpPassManager &fn = pm.nest<func::FuncOp>();
   fn.addPass(createOctetFuseElementwise());
   fn.addPass(createOctetLowerRuntimeLinear());
+  fn.addPass(createOctetLowerGelu());
   fn.addPass(createOctetPlanMemory());
   if (failed(pm.run(*clone)))
     return rt::Status::error("calibration: the FP32 pipeline failed on the instrumented model");

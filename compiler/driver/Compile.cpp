@@ -9,15 +9,15 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/driver/Compile.h"
 
+#include "compiler/codegen/x86/KernelGenerator.h"
 #include "compiler/driver/Calibrate.h"
 #include "compiler/driver/PlanBuilder.h"
 #include "compiler/ir/AttrNames.h"
 #include "compiler/ir/Locations.h"
 #include "compiler/passes/Passes.h"
 #include "compiler/passes/ResourceBlobs.h"
-#include "compiler/codegen/x86/KernelGenerator.h"
-#include "runtime/KernelSelection.h"
 #include "frontends/onnx/Importer.h"
+#include "runtime/KernelSelection.h"
 
 #include "mlir/Bytecode/BytecodeWriter.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -115,21 +115,33 @@ std::string fp32PassNames(MLIRContext &ctx) {
   return inner.str();
 }
 
-/// The passes of CompileOptions::passes: the FP32 pipeline, nothing ("none"),
-/// or a comma-separated list of octet function passes.
+/// The runtime's lowerings: what the Plan builder takes from any pipeline. They
+/// end the standard pipelines, and follow a pipeline given as text (each does
+/// nothing where its op is absent), so any prefix of the passes still runs.
+void addRuntimeLowerings(OpPassManager &fn) {
+  fn.addPass(octet::createOctetLowerRuntimeLinear());
+  fn.addPass(octet::createOctetLowerGelu());
+}
+
+/// The passes of CompileOptions::passes: the FP32 pipeline, no optimization
+/// ("none"), or a comma-separated list of octet function passes; the last two
+/// followed by the runtime's lowerings.
 rt::Status buildPipeline(PassManager &pm, const std::string &passes, bool packTokens) {
   llvm::StringRef text = llvm::StringRef(passes).trim();
   if (text.empty()) {
     octet::buildFp32Pipeline(pm, packTokens);
     return rt::Status();
   }
-  if (text == "none")
+  if (text == "none") {
+    addRuntimeLowerings(pm.nest<func::FuncOp>());
     return rt::Status();
+  }
   auto invalid = [&](llvm::StringRef why) {
     return rt::Status::error("pass pipeline '" + passes + "': " + why.str() +
                              " (give function passes separated by commas, e.g. the FP32 "
                              "pipeline '" +
-                             fp32PassNames(*pm.getContext()) + "', or 'none' for no pass)");
+                             fp32PassNames(*pm.getContext()) +
+                             "', or 'none' for no optimization pass)");
   };
   // Passes nest in @main here; a nested pipeline such as func.func(...) would
   // silently match nothing.
@@ -141,7 +153,8 @@ rt::Status buildPipeline(PassManager &pm, const std::string &passes, bool packTo
   std::call_once(registered, [] { octet::registerOctetPasses(); });
   std::string error;
   llvm::raw_string_ostream errorStream(error);
-  if (failed(parsePassPipeline(text, pm.nest<func::FuncOp>(), errorStream))) {
+  OpPassManager &fn = pm.nest<func::FuncOp>();
+  if (failed(parsePassPipeline(text, fn, errorStream))) {
     // MLIR's message is "<parser>:1:N: error: WHY\n<text>\n<caret>": keep WHY.
     llvm::StringRef why = llvm::StringRef(error).split('\n').first;
     size_t at = why.find("error: ");
@@ -149,6 +162,7 @@ rt::Status buildPipeline(PassManager &pm, const std::string &passes, bool packTo
       why = why.drop_front(at + strlen("error: "));
     return invalid(why.empty() ? "cannot parse it" : why);
   }
+  addRuntimeLowerings(fn);
   return rt::Status();
 }
 
@@ -181,10 +195,8 @@ rt::Status recognition(PassManager &pm) {
 rt::Status recognizeAndCalibrate(MLIRContext &ctx, ModuleOp module,
                                  const octet::CompileOptions &options, std::string &diagnostics,
                                  octet::CalibrationSummary *summary) {
-  if (rt::Status status = runPasses(
-          ctx, module, options,
-          recognition,
-          "the recognition pipeline", diagnostics);
+  if (rt::Status status =
+          runPasses(ctx, module, options, recognition, "the recognition pipeline", diagnostics);
       !status.ok())
     return status;
   rt::Status calibrated = octet::calibrateModule(module, options, summary);
@@ -228,10 +240,8 @@ rt::Status compileModule(MLIRContext &ctx, OwningOpRef<ModuleOp> module,
                                                     options.calibrationSummary);
           !status.ok())
         return status;
-    } else if (rt::Status status = runPasses(
-                   ctx, *module, options,
-                   recognition,
-                   "the recognition pipeline", diagnostics);
+    } else if (rt::Status status = runPasses(ctx, *module, options, recognition,
+                                             "the recognition pipeline", diagnostics);
                !status.ok()) {
       return status;
     }
@@ -346,8 +356,7 @@ rt::Status octet::compileOnnxFile(const std::string &path, const CompileOptions 
 }
 
 rt::Status octet::compileOnnxFileToImage(const std::string &path, const CompileOptions &options,
-                                         rt::PlanImage &image,
-                                         std::unique_ptr<rt::Plan> *planOut) {
+                                         rt::PlanImage &image, std::unique_ptr<rt::Plan> *planOut) {
   if (rt::Status valid = validateCompileOptions(options); !valid.ok())
     return valid;
   std::string diagnostics;
@@ -404,8 +413,8 @@ rt::Status octet::calibrateOnnxFile(const std::string &path, const CompileOption
     }
     output->os().flush();
     if (output->os().has_error())
-      return rt::Status::error("cannot write '" + outputPath + "': " +
-                               output->os().error().message());
+      return rt::Status::error("cannot write '" + outputPath +
+                               "': " + output->os().error().message());
     output->keep();
     return rt::Status();
   });

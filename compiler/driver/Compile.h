@@ -38,8 +38,10 @@ struct CompileOptions {
   rt::KernelOptions kernels;
   /// The passes between import and PlanBuilder, as a textual pipeline of octet
   /// function passes ("octet-cleanup,octet-recognize"). Empty: the full FP32
-  /// pipeline; "none": no pass (the imported IR is planned as it is). Any
-  /// prefix of the pipeline must compute the same (octetc run --passes).
+  /// pipeline; "none": no optimization pass. The runtime's lowerings
+  /// (octet-lower-runtime-linear, octet-lower-gelu) follow a given pipeline and
+  /// "none", so the Plan builder gets what it takes. Any prefix of the pipeline
+  /// must compute the same (octetc run --passes).
   /// With INT8 they replace the INT8 lowering only: recognition (and, static,
   /// calibration) run first, then these passes ("none": plan the recognized,
   /// calibrated FP32 IR).

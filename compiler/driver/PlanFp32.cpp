@@ -2,7 +2,7 @@
 //
 // Each op of the FP32 pipeline's output becomes a step (runtime/Steps.h):
 // linear / fused_linear through makeLinear (the epilogue region an
-// ElementwiseProgram), layer norms, gelu, attention and octet.fused as kernel
+// ElementwiseProgram), layer norms, attention and octet.fused as kernel
 // steps, the rest generic steps, with copies in front of steps that need
 // contiguous operands.
 //
@@ -235,7 +235,7 @@ LogicalResult PlanWalker::visit(Operation *op) {
   if (failed(shape))
     return failure();
   StringRef opName = op->getName().getStringRef();
-  bool kernel = isa<octet::GeluOp, octet::AttentionOp, octet::FusedOp>(op);
+  bool kernel = isa<octet::AttentionOp, octet::FusedOp>(op);
   if (kernel) {
     // Kernel steps read plain (or row-strided) buffers: copy other views first.
     for (size_t i = 0; i < ins.size(); ++i) {
@@ -346,15 +346,15 @@ LogicalResult PlanWalker::visit(Operation *op) {
       .Case([&](octet::MatMulOp) {
         return addStep(op, rt::recipe::MatMul{ins[0], ins[1], out}, "matmul");
       })
-      .Case([&](octet::GeluOp g) {
-        rt::ElementwiseProgram program;
-        program.numInputs = 1;
-        program.instrs.push_back({rt::ElementwiseProgram::Op::Input, 0, -1, 0});
-        program.instrs.push_back({g.getApproximate() == "tanh"
-                                      ? rt::ElementwiseProgram::Op::GeluTanh
-                                      : rt::ElementwiseProgram::Op::GeluErf,
-                                  0, -1, 0});
-        return addStep(op, rt::recipe::FusedElementwise{program, ins, out}, "gelu");
+      .Case([&](octet::GeluOp g) -> LogicalResult {
+        // octet-lower-gelu makes each f32 gelu an octet.fused of one octet.scalar_gelu.
+        if (g.getType().getElementType().isF32())
+          return op->emitError() << "octet.gelu reached the Plan builder: the pipeline must run "
+                                    "octet-lower-gelu, which makes it an octet.fused",
+                 failure();
+        return op->emitError() << "octet.gelu of " << g.getType()
+                               << " is not supported by the FP32 runtime (GELU runs in f32)",
+               failure();
       })
       .Case([&](octet::AttentionOp a) {
         rt::AttentionSpec spec;

@@ -658,6 +658,13 @@ FailureOr<HostTensor> Interpreter::linear(Operation *op, Value input, Value weig
                      });
 }
 
+/// GELU in double: 0.5·x·(1 + erf(x/√2)), or its tanh approximation.
+static double geluOf(double x, bool tanhForm) {
+  const double sqrt2OverPi = std::sqrt(2.0 / M_PI);
+  return tanhForm ? 0.5 * x * (1.0 + std::tanh(sqrt2OverPi * (x + 0.044715 * x * x * x)))
+                  : 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+}
+
 /// One scalar arith/math op of a fused region on float operands, in double.
 static FailureOr<double> evaluateFloatOp(Operation *op, ArrayRef<double> x) {
   auto nanOr = [](double a, double b, double v) { return std::isnan(a) || std::isnan(b) ? NAN : v; };
@@ -682,6 +689,7 @@ static FailureOr<double> evaluateFloatOp(Operation *op, ArrayRef<double> x) {
       .Case([&](math::SqrtOp) { return std::sqrt(x[0]); })
       .Case([&](math::RsqrtOp) { return 1.0 / std::sqrt(x[0]); })
       .Case([&](math::PowFOp) { return std::pow(x[0], x[1]); })
+      .Case([&](ScalarGeluOp g) { return geluOf(x[0], g.getApproximate() == "tanh"); })
       .Default([&](Operation *) -> FailureOr<double> {
         return op->emitError() << "'" << op->getName() << "' is not supported by the interpreter";
       });
@@ -929,12 +937,8 @@ FailureOr<HostTensor> Interpreter::gelu(GeluOp op) {
   bool tanhForm = op.getApproximate() == "tanh";
   if (!tanhForm && op.getApproximate() != "none")
     return op.emitError() << "unknown GELU approximation '" << op.getApproximate() << "'";
-  const double sqrt2OverPi = std::sqrt(2.0 / M_PI);
   return elementwise(op, a.elementType, {&a}, [&](HostTensor &r, int64_t o, ArrayRef<int64_t> i) {
-    double x = a.floats[i[0]];
-    double y = tanhForm ? 0.5 * x * (1.0 + std::tanh(sqrt2OverPi * (x + 0.044715 * x * x * x)))
-                        : 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
-    r.floats[o] = roundToFloat(a.elementType, y);
+    r.floats[o] = roundToFloat(a.elementType, geluOf(a.floats[i[0]], tanhForm));
     return success();
   });
 }

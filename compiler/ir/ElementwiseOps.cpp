@@ -1,5 +1,6 @@
 //===- ElementwiseOps.cpp - what a fused region may hold ------------------===//
 #include "compiler/ir/ElementwiseOps.h"
+#include "compiler/ir/OctetOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -15,13 +16,22 @@ namespace {
 
 template <typename OpT, Opcode code> struct Entry {
   using Type = OpT;
-  static constexpr Opcode opcode = code;
+  static Opcode opcode(Operation *) { return code; }
+};
+
+/// octet.scalar_gelu: its attribute picks the opcode.
+struct GeluEntry {
+  using Type = octet::ScalarGeluOp;
+  static Opcode opcode(Operation *op) {
+    return cast<octet::ScalarGeluOp>(op).getApproximate() == "tanh" ? Opcode::GeluTanh
+                                                                    : Opcode::GeluErf;
+  }
 };
 
 /// The table. arith.maxnumf / minnumf are not in it: they return the non-NaN
 /// operand, where the program's Max / Min propagate NaN (as arith.maximumf and
-/// ONNX Max do). Sigmoid, Reciprocal, Relu and the two Gelu opcodes have no
-/// scalar op here: octet's own ops lower to them directly.
+/// ONNX Max do). Sigmoid, Reciprocal and Relu have no scalar op here: the
+/// runtime's unary steps run octet's own ops.
 using Table =
     std::tuple<Entry<arith::ConstantOp, Opcode::Constant>, Entry<arith::AddFOp, Opcode::Add>,
                Entry<arith::SubFOp, Opcode::Sub>, Entry<arith::MulFOp, Opcode::Mul>,
@@ -30,12 +40,12 @@ using Table =
                Entry<arith::NegFOp, Opcode::Neg>, Entry<math::AbsFOp, Opcode::Abs>,
                Entry<math::ExpOp, Opcode::Exp>, Entry<math::LogOp, Opcode::Log>,
                Entry<math::ErfOp, Opcode::Erf>, Entry<math::TanhOp, Opcode::Tanh>,
-               Entry<math::SqrtOp, Opcode::Sqrt>, Entry<math::RsqrtOp, Opcode::Rsqrt>>;
+               Entry<math::SqrtOp, Opcode::Sqrt>, Entry<math::RsqrtOp, Opcode::Rsqrt>, GeluEntry>;
 
 template <typename... Entries>
 std::optional<Opcode> lookup(Operation *op, std::tuple<Entries...> *) {
   std::optional<Opcode> found;
-  ((isa<typename Entries::Type>(op) ? (found = Entries::opcode, true) : false) || ...);
+  ((isa<typename Entries::Type>(op) ? (found = Entries::opcode(op), true) : false) || ...);
   return found;
 }
 

@@ -1367,12 +1367,16 @@ LogicalResult AddLayerNormOp::verify() {
   return verifyNorm(*this, getInput().getType(), getAxis(), getEpsilon(), getGamma(), getBeta());
 }
 
-LogicalResult GeluOp::verify() {
-  if (getApproximate() != "none" && getApproximate() != "tanh")
-    return emitOpError("approximate must be \"none\" or \"tanh\", got \"")
-           << getApproximate() << "\"";
+static LogicalResult verifyGeluApproximation(Operation *op, StringRef approximate) {
+  if (approximate != "none" && approximate != "tanh")
+    return op->emitOpError("approximate must be \"none\" or \"tanh\", got \"")
+           << approximate << "\"";
   return success();
 }
+
+LogicalResult GeluOp::verify() { return verifyGeluApproximation(*this, getApproximate()); }
+
+LogicalResult ScalarGeluOp::verify() { return verifyGeluApproximation(*this, getApproximate()); }
 
 LogicalResult AttentionOp::verify() {
   auto type = getQuery().getType();

@@ -394,7 +394,7 @@ def Octet_FusedOp : Octet_Op<"fused", [Pure, IsolatedFromAbove]> {
     comes from nowhere. The body is straight-line scalar f32 code of the ops
     an elementwise program lowers (`arith.addf`, `subf`, `mulf`, `divf`,
     `maximumf`, `minimumf`, `negf`, `constant`; `math.erf`, `tanh`, `exp`,
-    `log`, `sqrt`, `rsqrt`, `powf`, `absf`), isolated from above (its
+    `log`, `sqrt`, `rsqrt`, `powf`, `absf`; `octet.scalar_gelu`), isolated from above (its
     constants are inside), and `octet.yield`s the result element.
     `octet-fuse-elementwise` forms it from a connected group of pointwise
     ops that has one result used outside the group.
@@ -606,6 +606,26 @@ def Octet_GeluOp : Octet_Op<"gelu", [Pure, SameOperandsAndResultType]> {
   let arguments = (ins Octet_FloatTensor:$input,
                        DefaultValuedStrAttr<StrAttr, "none">:$approximate);
   let results = (outs Octet_FloatTensor:$result);
+  let assemblyFormat = "$input (`approximate` `=` $approximate^)? attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+def Octet_ScalarGeluOp : Octet_Op<"scalar_gelu", [Pure, SameOperandsAndResultType]> {
+  let summary = "GELU of one f32, for the scalar region of a fused op";
+  let description = [{
+    `octet.gelu` on one element: the op a fused region holds for the
+    runtime's GELU instructions (the elementwise program's GeluErf /
+    GeluTanh), where spelling GELU out in `math.erf` arithmetic would give
+    another instruction sequence. `octet-lower-gelu` makes it from a lone
+    `octet.gelu`.
+
+    ```mlir
+    %y = octet.scalar_gelu %x : f32
+    %z = octet.scalar_gelu %x approximate = "tanh" : f32
+    ```
+  }];
+  let arguments = (ins F32:$input, DefaultValuedStrAttr<StrAttr, "none">:$approximate);
+  let results = (outs F32:$result);
   let assemblyFormat = "$input (`approximate` `=` $approximate^)? attr-dict `:` type($input)";
   let hasVerifier = 1;
 }

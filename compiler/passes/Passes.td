@@ -330,6 +330,39 @@ def OctetLowerRuntimeLinear : Pass<"octet-lower-runtime-linear", "::mlir::func::
   ];
 }
 
+def OctetLowerGelu : Pass<"octet-lower-gelu", "::mlir::func::FuncOp"> {
+  let summary = "a lone f32 octet.gelu becomes an octet.fused of one octet.scalar_gelu";
+  let description = [{
+    The runtime has no GELU step of its own: GELU runs as an elementwise
+    program (the GeluErf / GeluTanh instruction of the fused-elementwise
+    kernel). A GELU that octet-fuse-gemm-epilogue did not fold into its
+    linear, and that octet-fuse-elementwise left alone, reaches the Plan
+    builder as `octet.gelu`; this pass makes it the `octet.fused` whose body
+    is that one instruction, so the lowering shows in the IR and the Plan
+    builder reads one kind of op. The fused op keeps the gelu's location
+    (the step's name). Runs after both fusion passes, before
+    octet-plan-memory; a gelu of another element type stays as it is (the
+    runtime's element-wise program is f32) and the Plan builder refuses it.
+
+    Before:
+    ```mlir
+    %y = octet.gelu %x approximate = "tanh" : tensor<?x?x64xf32>
+    ```
+    After:
+    ```mlir
+    %y = octet.fused %x {
+    ^bb0(%e: f32):
+      %g = octet.scalar_gelu %e approximate = "tanh" : f32
+      octet.yield %g : f32
+    } : tensor<?x?x64xf32> -> tensor<?x?x64xf32>
+    ```
+  }];
+  let dependentDialects = ["::octet::OctetDialect"];
+  let statistics = [
+    Statistic<"numLowered", "lowered-gelus", "GELUs that became a fused op">,
+  ];
+}
+
 def OctetPlanMemory : Pass<"octet-plan-memory", "::mlir::func::FuncOp"> {
   let summary = "assign every intermediate tensor a slot of one activation arena";
   let description = [{

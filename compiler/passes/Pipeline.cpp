@@ -64,6 +64,7 @@ void octet::buildFp32Pipeline(OpPassManager &pm, bool packTokens) {
   if (packTokens)
     fn.addPass(createOctetPackTokens());
   fn.addPass(createOctetLowerRuntimeLinear());
+  fn.addPass(createOctetLowerGelu());
   fn.addPass(createOctetPlanMemory());
 }
 
@@ -82,6 +83,7 @@ void octet::buildInt8LoweringPipeline(OpPassManager &pm, const Int8PipelineOptio
   if (options.packTokens)
     fn.addPass(createOctetPackTokens());
   fn.addPass(createOctetLowerRuntimeLinear());
+  fn.addPass(createOctetLowerGelu());
   fn.addPass(createOctetPlanMemory());
 }
 

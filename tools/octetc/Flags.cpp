@@ -128,7 +128,8 @@ cl::opt<bool> runPrintKernelChoices(
 cl::opt<std::string> runPasses(
     "passes",
     cl::desc("The passes between import and planning, as a comma-separated pipeline of function "
-             "passes (default: the full FP32 pipeline; 'none': plan the imported IR as it is). "
+             "passes (default: the full FP32 pipeline; 'none': no optimization pass). The "
+             "runtime's lowerings (octet-lower-runtime-linear, octet-lower-gelu) always follow. "
              "Any prefix of the pipeline must compute the same outputs. With --int8 they replace "
              "the INT8 lowering only: recognition (and, static, calibration) run first, then "
              "these passes ('none': plan the recognized, calibrated FP32 IR)"),

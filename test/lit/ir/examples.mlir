@@ -173,6 +173,12 @@ func.func @gelu(%x: tensor<?x?x3072xf32>) {
   return
 }
 
+func.func @scalar_gelu(%x: f32) {
+  %y = octet.scalar_gelu %x : f32
+  %z = octet.scalar_gelu %x approximate = "tanh" : f32
+  return
+}
+
 func.func @greater(%a: tensor<?x?x768xf32>, %b: tensor<768xf32>) {
   %y = octet.greater %a, %b : tensor<?x?x768xf32>, tensor<768xf32>
   return

@@ -101,3 +101,19 @@ func.func @fused_one(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
   } {octet.slot = 0 : i64} : tensor<2x3xf32> -> tensor<2x3xf32>
   return %y : tensor<2x3xf32>
 }
+
+// octet.scalar_gelu in octet.fused's body (what octet-lower-gelu builds).
+// CHECK-LABEL: func.func @scalar_gelu(
+//  CHECK-NEXT:   %0 = octet.fused %arg0 {
+//  CHECK-NEXT:   ^bb0(%arg1: f32):
+//  CHECK-NEXT:     %1 = octet.scalar_gelu %arg1 approximate = "tanh" : f32
+//  CHECK-NEXT:     octet.yield %1 : f32
+//  CHECK-NEXT:   } : tensor<?x16xf32> -> tensor<?x16xf32>
+func.func @scalar_gelu(%x: tensor<?x16xf32>) -> tensor<?x16xf32> {
+  %y = octet.fused %x {
+  ^bb0(%e: f32):
+    %g = octet.scalar_gelu %e approximate = "tanh" : f32
+    octet.yield %g : f32
+  } : tensor<?x16xf32> -> tensor<?x16xf32>
+  return %y : tensor<?x16xf32>
+}

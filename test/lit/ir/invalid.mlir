@@ -301,6 +301,22 @@ func.func @gelu_approximate(%x: tensor<?x3072xf32>) {
 
 // -----
 
+func.func @scalar_gelu_approximate(%x: f32) {
+  // expected-error @+1 {{'octet.scalar_gelu' op approximate must be "none" or "tanh", got "fast"}}
+  %0 = octet.scalar_gelu %x approximate = "fast" : f32
+  return
+}
+
+// -----
+
+func.func @scalar_gelu_f64(%x: f64) {
+  // expected-error @+1 {{'octet.scalar_gelu' op operand #0 must be 32-bit float, but got 'f64'}}
+  %0 = octet.scalar_gelu %x : f64
+  return
+}
+
+// -----
+
 func.func @attention_heads(%q: tensor<?x?x768xf32>) {
   // expected-error @+1 {{'octet.attention' op hidden size 768 is not a multiple of num_heads 10}}
   %0 = octet.attention %q, %q, %q num_heads = 10 scale = 0.125 : tensor<?x?x768xf32>
@@ -900,7 +916,7 @@ func.func @fused_yield_type(%a: tensor<4xf32>) {
 func.func @fused_body_op(%a: tensor<4xf32>) {
   %y = octet.fused %a {
   ^bb0(%a0: f32):
-    // expected-error @+1 {{'math.sin' op is not a scalar f32 op that octet.fused allows (arith.constant, arith.addf, arith.subf, arith.mulf, arith.divf, arith.maximumf, arith.minimumf, math.powf, arith.negf, math.absf, math.exp, math.log, math.erf, math.tanh, math.sqrt, math.rsqrt)}}
+    // expected-error @+1 {{'math.sin' op is not a scalar f32 op that octet.fused allows (arith.constant, arith.addf, arith.subf, arith.mulf, arith.divf, arith.maximumf, arith.minimumf, math.powf, arith.negf, math.absf, math.exp, math.log, math.erf, math.tanh, math.sqrt, math.rsqrt, octet.scalar_gelu)}}
     %s = math.sin %a0 : f32
     octet.yield %s : f32
   } : tensor<4xf32> -> tensor<4xf32>
