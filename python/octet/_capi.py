@@ -313,7 +313,6 @@ def _check_elf(path: str, fd: int) -> None:
                       f"{size} bytes (truncated)")
 
 
-_load_dir: Optional[str] = None
 _load_count = 0
 _load_lock = threading.Lock()
 
@@ -323,19 +322,23 @@ def _unique_load_name(fd: int, path: str) -> str:
     /proc/self/fd/<fd>. dlopen returns an already loaded library whose name matches, and a
     library stays loaded past dlclose while a thread holds its thread_local objects, so
     neither the file's path (written again: other contents) nor /proc/self/fd/<fd> (fd
-    numbers are reused) may serve as the name."""
-    global _load_dir, _load_count
-    import atexit
-    import shutil
+    numbers are reused) may serve as the name. The symlink lives in a folder of its own,
+    removed with it right after dlopen (the caller's _drop_load_name): a process that is
+    killed later (a Ray replica) leaves nothing behind in the temporary folder."""
+    global _load_count
     import tempfile
     with _load_lock:
-        if _load_dir is None:
-            _load_dir = tempfile.mkdtemp(prefix="octet-load-")
-            atexit.register(shutil.rmtree, _load_dir, True)
-        _load_count += 1
-        name = os.path.join(_load_dir, f"{_load_count}-{os.path.basename(path) or 'model.so'}")
+        _load_count += 1  # the count keeps names distinct should mkdtemp reuse a folder name
+        count = _load_count
+    folder = tempfile.mkdtemp(prefix="octet-load-")
+    name = os.path.join(folder, f"{count}-{os.path.basename(path) or 'model.so'}")
     os.symlink(f"/proc/self/fd/{fd}", name)
     return name
+
+
+def _drop_load_name(name: str) -> None:
+    os.unlink(name)
+    os.rmdir(os.path.dirname(name))
 
 
 def open_model_library(path: str) -> Library:
@@ -358,7 +361,7 @@ def open_model_library(path: str) -> Library:
             raise InvalidModel(f"'{path}' is not a loadable Octet model.so: "
                                f"{str(e).replace(name, path)}") from None
         finally:
-            os.unlink(name)
+            _drop_load_name(name)
         if getattr(cdll, "octet_aot_image", None) is None:
             _ctypes.dlclose(cdll._handle)
             raise InvalidModel(f"'{path}' is not a loadable Octet model.so: it exports no "

@@ -148,6 +148,25 @@ except octet.Unsupported as e:
     assert "liboctet.so" in done.stdout  # compile says what it lacks
 
 
+
+def test_a_killed_process_leaves_no_load_folder(int8_so, tmp_path):
+    """octet.load's dlopen name lives only while dlopen runs: a process killed after loading
+    (a Ray replica stopped by its controller) leaves nothing in the temporary folder."""
+    script = f"""
+import os, sys
+sys.path.insert(0, {os.path.join(ROOT, 'python')!r})
+import octet
+models = [octet.load({int8_so!r}) for _ in range(3)]
+print(sorted(os.listdir({str(tmp_path)!r})), flush=True)
+os.kill(os.getpid(), 9)
+"""
+    env = dict(os.environ, TMPDIR=str(tmp_path))
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == -9, done.stderr
+    assert done.stdout.strip() == "[]"
+    assert os.listdir(tmp_path) == []
+
 def test_compile_to_so_needs_a_c_compiler(small_onnx, tmp_path, monkeypatch):
     monkeypatch.setenv("CC", "/no/such/cc")
     path = tmp_path / "m.so"
