@@ -4,10 +4,12 @@ p50 / p99 latency of Octet INT8 replicas against the same deployment wrapping ON
 (FP32 and INT8 dynamic), on all-MiniLM-L6-v2 (issue 16).
 
   python3 bench/serve_load.py [--replicas 1,2] [--batch-sizes 1,16] [--requests 200]
-                              [--concurrency 8] [--png bench/serve_load.png]
+                              [--sentences-per-request 1] [--concurrency 8]
+                              [--png bench/serve_load.png]
 
-Requests: the first --requests sentences of ../shared/data/sentences, each tokenized alone
-(1 x its length) and POSTed as an .npz body (the binary path; JSON would time the float
+Requests: consecutive sentences of ../shared/data/sentences, --sentences-per-request of them
+in each request (an embedding client's batch: tokenized, padded to the request's longest,
+attention mask 0 on the padding), --requests requests, POSTed as an .npz body (the binary path; JSON would time the float
 formatting instead of the engine) by --concurrency client threads with keep-alive
 connections. For every engine x replicas x max batch size the deployment is (re)deployed,
 warmed up with 20 requests, and timed over the fixed request count: requests per second and
@@ -78,6 +80,8 @@ def main():
     ap.add_argument("--replicas", default="1,2")
     ap.add_argument("--batch-sizes", default="1,16")
     ap.add_argument("--requests", type=int, default=200)
+    ap.add_argument("--sentences-per-request", type=int, default=1,
+                    help="sentences in each request, padded to the request's longest")
     ap.add_argument("--concurrency", type=int, default=8)
     ap.add_argument("--port", type=int, default=8123)
     ap.add_argument("--png", default=os.path.join(ROOT, "bench", "serve_load.png"))
@@ -104,13 +108,22 @@ def main():
                             calibration=octet.sentence.token_batches(model_dir, texts[9::10][:64]))
     tokenizer = Tokenizer.from_file(os.path.join(model_dir, "tokenizer.json"))
     tokenizer.no_padding()
-    bodies = []
-    for text in texts[:args.requests]:
-        e = tokenizer.encode(text)
+    per = args.sentences_per_request
+    if per < 1 or args.requests * per > len(texts):
+        ap.error(f"--requests x --sentences-per-request must be in [1, {len(texts)}] sentences")
+    bodies, tokens = [], []
+    for r in range(args.requests):
+        encoded = [tokenizer.encode(t) for t in texts[r * per:(r + 1) * per]]
+        width = max(len(e.ids) for e in encoded)
+        tokens += [len(e.ids) for e in encoded]
+        arrays = {name: np.zeros((per, width), np.int64)
+                  for name in ("input_ids", "attention_mask", "token_type_ids")}
+        for row, e in enumerate(encoded):
+            arrays["input_ids"][row, :len(e.ids)] = e.ids
+            arrays["attention_mask"][row, :len(e.ids)] = e.attention_mask
+            arrays["token_type_ids"][row, :len(e.ids)] = e.type_ids
         buffer = io.BytesIO()
-        np.savez(buffer, input_ids=np.array([e.ids], np.int64),
-                 attention_mask=np.array([e.attention_mask], np.int64),
-                 token_type_ids=np.array([e.type_ids], np.int64))
+        np.savez(buffer, **arrays)
         bodies.append(buffer.getvalue())
 
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # a loopback cluster of its own
@@ -118,7 +131,7 @@ def main():
     ray.init(include_dashboard=False, logging_level="ERROR",
              runtime_env={"env_vars": {"PYTHONPATH": os.path.join(ROOT, "python")}})
     serve.start(http_options={"host": "127.0.0.1", "port": args.port})
-    print(f"{len(bodies)} requests (1 sentence each, {statistics.mean(len(tokenizer.encode(t).ids) for t in texts[:args.requests]):.1f} "
+    print(f"{len(bodies)} requests ({per} sentence(s) each, {statistics.mean(tokens):.1f} "
           f"tokens on average), {args.concurrency} clients; cores {os.cpu_count()}", flush=True)
     rows = []
     for engine in args.engines.split(","):
@@ -133,17 +146,18 @@ def main():
                 wall, latencies, errors = load(args.port, bodies, args.concurrency)
                 p50, p99 = np.percentile(latencies, [50, 99]) if latencies else (float("nan"),) * 2
                 rows.append({"engine": engine, "replicas": replicas, "batch": batch,
-                             "rps": len(latencies) / wall, "p50": float(p50), "p99": float(p99),
-                             "errors": len(errors)})
+                             "rps": len(latencies) / wall, "sps": per * len(latencies) / wall,
+                             "p50": float(p50), "p99": float(p99), "errors": len(errors)})
                 print(json.dumps(rows[-1]), flush=True)
                 serve.delete("default")
     serve.shutdown()
     ray.shutdown()
-    print("\n| engine | replicas | max batch | requests/s | p50 ms | p99 ms | errors |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    print(f"\n{per} sentence(s) per request")
+    print("\n| engine | replicas | max batch | requests/s | sentences/s | p50 ms | p99 ms | errors |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
-        print(f"| {r['engine']} | {r['replicas']} | {r['batch']} | {r['rps']:.0f} | {r['p50']:.1f} | "
-              f"{r['p99']:.1f} | {r['errors']} |")
+        print(f"| {r['engine']} | {r['replicas']} | {r['batch']} | {r['rps']:.1f} | {r['sps']:.0f} | "
+              f"{r['p50']:.1f} | {r['p99']:.1f} | {r['errors']} |")
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -162,7 +176,8 @@ def main():
                 ax.annotate(f"b{batch}", (rps, p99), fontsize=7)
     ax.set_xlabel("requests / s")
     ax.set_ylabel("p99 latency (ms)")
-    ax.set_title(f"octet.serve, all-MiniLM-L6-v2, {args.concurrency} clients, loopback")
+    ax.set_title(f"octet.serve, all-MiniLM-L6-v2, {per} sentence(s)/request, "
+                 f"{args.concurrency} clients, loopback")
     ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(args.png, dpi=100)
