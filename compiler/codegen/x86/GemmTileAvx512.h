@@ -66,11 +66,14 @@ public:
   /// Largest MR whose accumulators leave room for the B row, the A broadcast
   /// and the epilogue's scratch registers (at most 14 rows; 0 if none fit).
   static int maxRows(int nr, int epilogueScratch);
+  /// K steps per iteration of kLoop's unrolled part (afterUnrolledSteps runs
+  /// once per iteration).
+  static constexpr int kUnrollSteps = 4;
 
 protected:
   GemmTileAvx512(std::string name, Isa isa, size_t maxCodeBytes, int mr, int nr, int columns);
 
-  static constexpr int kUnroll = 4;
+  static constexpr int kUnroll = kUnrollSteps;
   int vectors() const { return (columns_ + 15) / 16; }
   Xbyak::Zmm acc(int row, int vec) const { return Xbyak::Zmm(row * vectors() + vec); }
   Xbyak::Zmm zB(int vec) const { return Xbyak::Zmm(accCount_ + 1 + vec); }
@@ -91,6 +94,9 @@ protected:
   void kLoop();
   /// One K step at `step` steps past regB_ / the A group pointers.
   virtual void kStep(int step) = 0;
+  /// Emitted once per unrolled iteration of kLoop, after its kUnroll steps
+  /// (a kernel's prefetches); nothing by default.
+  virtual void afterUnrolledSteps() {}
   /// Moves B and the A group pointers `steps` K steps on.
   void advance(int steps);
 

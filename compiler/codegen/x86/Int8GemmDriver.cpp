@@ -307,11 +307,23 @@ Int8GemmRunStats Int8GemmDriver::runRegisterTiles(const Call &r, Invoke invoke) 
           const int64_t k0 = kb * kc_, len = std::min(kc_, k_ - k0);
           const int8_t *b = panel + (k0 / granule) * nr_ * granule;
           const int64_t kGroups = len / granule, kTail = len % granule;
+          // The bytes after this slice are what this thread reads next (the
+          // next K block, or the next panel): the row tiles pull them into L2
+          // in turn, each kernel call one line per unrolled K step; once they
+          // are covered (or past the weight's end), a call prefetches its own,
+          // L1-resident slice, which costs nothing.
+          const int8_t *next = b + ceilDiv(len, granule) * granule * nr_;
+          const int64_t nextBytes = std::min<int64_t>(ceilDiv(len, granule) * granule * nr_,
+                                                      packed_.data + packed_.bytes - next);
+          const int64_t linesPerCall = kGroups / GemmTileAvx512::kUnrollSteps;
+          int64_t prefetched = 0;
           for (int64_t row = rowBegin; row < rowEnd; row += mr_) {
             const int rows = int(std::min<int64_t>(mr_, rowEnd - row));
             Int8GemmVnniArgs args = tileArgs<Int8GemmVnniArgs>(r, row, col);
             args.a += k0;
             args.b = b;
+            args.bPrefetch = prefetched < nextBytes ? next + prefetched : b;
+            prefetched += linesPerCall * 64;
             args.partial = kBlocks > 1 ? partial.data() + (row - rowBegin) * nr_ : nullptr;
             args.kGroups = kGroups, args.kTail = kTail;
             args.accumulate = kb > 0, args.last = kb == kBlocks - 1;

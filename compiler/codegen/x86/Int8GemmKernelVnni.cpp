@@ -99,11 +99,21 @@ void Int8GemmKernelVnni::dotGroup(int step, bool tailGroup) {
   }
 }
 
+void Int8GemmKernelVnni::afterUnrolledSteps() {
+  // A model's weights come from L3 or DRAM (each was last read a layer ago),
+  // and the hardware prefetchers follow the current B slice, not the next:
+  // without this the first row tile of each slice waits on memory (BERT-base
+  // GEMMs at M = 128: bench/gemm_u8s8_vnni's cold column).
+  prefetcht1(ptr[regPrefetch_]);
+  add(regPrefetch_, 64);
+}
+
 void Int8GemmKernelVnni::generate() {
   const int partialRow = nr_ * 4; // bytes
   preamble();
   loadTile(offsetof(Int8GemmVnniArgs, kGroups), offsetof(Int8GemmVnniArgs, b),
            offsetof(Int8GemmVnniArgs, a), offsetof(Int8GemmVnniArgs, lda), sizeof(uint8_t));
+  mov(regPrefetch_, ptr[regArgs_ + offsetof(Int8GemmVnniArgs, bPrefetch)]);
   // K loop over 4-byte groups, then the masked K tail group.
   kLoop();
   if (config_.kTailBytes) {

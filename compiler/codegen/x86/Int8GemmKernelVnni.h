@@ -58,6 +58,10 @@ struct Int8GemmVnniArgs {
   int64_t last;         ///< nonzero: last K block: epilogue and store C; else store `partial`
   const float *xScale;  ///< per-row x scale of the tile's first row (xScalePerRow), one per row
   const float *columns; ///< the program's per-column inputs at the panel's first column
+  /// B bytes to pull into L2 during this call, one cache line per kUnroll K
+  /// groups from here on (the driver's next slice of B; prefetches never
+  /// fault, so any value is safe, null included).
+  const int8_t *bPrefetch;
 };
 using Int8GemmVnniFn = void (*)(const Int8GemmVnniArgs *);
 
@@ -71,6 +75,8 @@ public:
 
 protected:
   void generate() override;
+  /// One line of the next B slice into L2 per unrolled K step.
+  void afterUnrolledSteps() override;
 
 private:
   void kStep(int step) override { dotGroup(step, false); }
@@ -78,10 +84,11 @@ private:
   void dotGroup(int step, bool tailGroup);
   static size_t argsOffset(ColumnArray array);
 
-  const Xbyak::Reg64 regVec_ = r12;     // comp / scale / bias
-  const Xbyak::Reg64 regXs_ = r13;      // per-row x scales
-  const Xbyak::Reg64 regColumns_ = r14; // the program's per-column inputs
-  const Xbyak::Opmask kKTail_ = k2;     // K tail bytes (K loop only)
+  const Xbyak::Reg64 regVec_ = r12;      // comp / scale / bias
+  const Xbyak::Reg64 regXs_ = r13;       // per-row x scales
+  const Xbyak::Reg64 regColumns_ = r14;  // the program's per-column inputs
+  const Xbyak::Reg64 regPrefetch_ = r15; // Int8GemmVnniArgs::bPrefetch, moving on
+  const Xbyak::Opmask kKTail_ = k2;      // K tail bytes (K loop only)
 };
 
 } // namespace octet::x86
