@@ -11,7 +11,8 @@
 //    L2; "cold": the team cycles through copies of the weight (64 MiB in all,
 //    BERT-base INT8's 85 MB of linears), so B comes from L3 or DRAM at every
 //    run, as in a model, where each GEMM's weight was last read a layer ago.
-//   gemm_u8s8_vnni [reps] [cpu]   (OMP_NUM_THREADS sets the team)
+//   gemm_u8s8_vnni [reps] [cpu|wall] [M,M,...]   (OMP_NUM_THREADS sets the team;
+//   M default 128,1024; 16-32 is a short sentence at batch 1)
 // `cpu`: one-thread figures and the team's peak use thread CPU time rather
 // than wall time, so that time slicing on a shared host drops out; the team's
 // GEMM times stay wall-clock (its threads wait for each other).
@@ -113,6 +114,27 @@ double bestSeconds(int reps, const std::function<void()> &f, bool cpuTime) {
 int main(int argc, char **argv) {
   const int reps = argc > 1 ? std::atoi(argv[1]) : 20;
   threadCpuTime = argc > 2 && std::string(argv[2]) == "cpu";
+  std::vector<int64_t> ms = {128, 1024};
+  if (argc > 3) {
+    ms.clear();
+    for (const char *p = argv[3]; *p;) {
+      char *end = nullptr;
+      const long m = std::strtol(p, &end, 10);
+      if (end == p || m < 1) {
+        std::fprintf(stderr,
+                     "gemm_u8s8_vnni: M list '%s': expected positive integers, "
+                     "comma separated\n",
+                     argv[3]);
+        return 2;
+      }
+      ms.push_back(m);
+      p = *end == ',' ? end + 1 : end;
+      if (*end && *end != ',') {
+        std::fprintf(stderr, "gemm_u8s8_vnni: M list '%s': unexpected '%c'\n", argv[3], *end);
+        return 2;
+      }
+    }
+  }
   if (!Int8GemmDriver::hostSupported()) {
     std::printf("host lacks AVX-512 VNNI: nothing to measure\n");
     return 0;
@@ -130,7 +152,7 @@ int main(int argc, char **argv) {
   std::mt19937 gen(1);
   std::uniform_int_distribution<int> u8(0, 255), s8(-128, 127);
   const int64_t kn[][2] = {{768, 768}, {768, 2304}, {768, 3072}, {3072, 768}};
-  for (int64_t m : {128, 1024})
+  for (int64_t m : ms)
     for (auto [k, n] : kn) {
       std::vector<uint8_t> a(m * k), c(m * n * 4);
       std::vector<int8_t> w(k * n);
