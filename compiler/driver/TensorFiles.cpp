@@ -327,6 +327,12 @@ bool readTensorProto(const std::string &path, HostTensor &tensor, std::string &e
     return fail("dims " + formatDims(tensor.dims) + " are negative or too large");
   size_t count = bytes / elementSize;
   tensor.bytes.assign(bytes, 0);
+  // An empty tensor has no buffer on either side (null data pointers), and
+  // memcpy's pointers must not be null even for 0 bytes.
+  auto copyAll = [&](const void *from) {
+    if (bytes)
+      std::memcpy(tensor.bytes.data(), from, bytes);
+  };
   auto sizeMismatch = [&](size_t have) {
     return fail("dims " + formatDims(tensor.dims) + " need " + std::to_string(count) +
                 " elements, it holds " + std::to_string(have));
@@ -335,23 +341,23 @@ bool readTensorProto(const std::string &path, HostTensor &tensor, std::string &e
     if (proto.raw_data().size() != bytes)
       return fail("dims " + formatDims(tensor.dims) + " need " + std::to_string(bytes) +
                   " raw bytes, it holds " + std::to_string(proto.raw_data().size()));
-    std::memcpy(tensor.bytes.data(), proto.raw_data().data(), bytes);
+    copyAll(proto.raw_data().data());
   } else {
     switch (tensor.dtype) {
     case DType::F32:
       if (size_t(proto.float_data_size()) != count)
         return sizeMismatch(proto.float_data_size());
-      std::memcpy(tensor.bytes.data(), proto.float_data().data(), bytes);
+      copyAll(proto.float_data().data());
       break;
     case DType::F64:
       if (size_t(proto.double_data_size()) != count)
         return sizeMismatch(proto.double_data_size());
-      std::memcpy(tensor.bytes.data(), proto.double_data().data(), bytes);
+      copyAll(proto.double_data().data());
       break;
     case DType::I64:
       if (size_t(proto.int64_data_size()) != count)
         return sizeMismatch(proto.int64_data_size());
-      std::memcpy(tensor.bytes.data(), proto.int64_data().data(), bytes);
+      copyAll(proto.int64_data().data());
       break;
     case DType::U32:
     case DType::U64: // uint32 and uint64 live in uint64_data
