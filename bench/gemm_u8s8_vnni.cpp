@@ -127,12 +127,12 @@ int main(int argc, char **argv) {
                      argv[3]);
         return 2;
       }
-      ms.push_back(m);
-      p = *end == ',' ? end + 1 : end;
       if (*end && *end != ',') {
         std::fprintf(stderr, "gemm_u8s8_vnni: M list '%s': unexpected '%c'\n", argv[3], *end);
         return 2;
       }
+      ms.push_back(m);
+      p = *end ? end + 1 : end;
     }
   }
   if (!Int8GemmDriver::hostSupported()) {

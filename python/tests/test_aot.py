@@ -148,7 +148,6 @@ except octet.Unsupported as e:
     assert "liboctet.so" in done.stdout  # compile says what it lacks
 
 
-
 def test_a_killed_process_leaves_no_load_folder(int8_so, tmp_path):
     """octet.load's dlopen name lives only while dlopen runs: a process killed after loading
     (a Ray replica stopped by its controller) leaves nothing in the temporary folder."""
@@ -166,6 +165,7 @@ os.kill(os.getpid(), 9)
     assert done.returncode == -9, done.stderr
     assert done.stdout.strip() == "[]"
     assert os.listdir(tmp_path) == []
+
 
 def test_compile_to_so_needs_a_c_compiler(small_onnx, tmp_path, monkeypatch):
     monkeypatch.setenv("CC", "/no/such/cc")

@@ -123,8 +123,9 @@ void GemmTileAvx512::emitElementwise(const EpilogueEmitter &e, const Reg64 *colu
     scratch.push_back(Zmm(r));
   for (int r = 0; r < accCount_; ++r) {
     const int vec = r % vectors(); // accumulators are row-major
-    e.emit(*this, Zmm(r), scratch, constants_,
-           [&](int c) { return zword[*columns + int(c * columnStride + vec * 64)]; });
+    e.emit(*this, Zmm(r), scratch, constants_, [&](int c) {
+      return zword[*columns + int(c * columnStride + vec * 64)];
+    });
   }
 }
 

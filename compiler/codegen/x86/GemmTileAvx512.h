@@ -68,12 +68,11 @@ public:
   static int maxRows(int nr, int epilogueScratch);
   /// K steps per iteration of kLoop's unrolled part (afterUnrolledSteps runs
   /// once per iteration).
-  static constexpr int kUnrollSteps = 4;
+  static constexpr int kUnroll = 4;
 
 protected:
   GemmTileAvx512(std::string name, Isa isa, size_t maxCodeBytes, int mr, int nr, int columns);
 
-  static constexpr int kUnroll = kUnrollSteps;
   int vectors() const { return (columns_ + 15) / 16; }
   Xbyak::Zmm acc(int row, int vec) const { return Xbyak::Zmm(row * vectors() + vec); }
   Xbyak::Zmm zB(int vec) const { return Xbyak::Zmm(accCount_ + 1 + vec); }

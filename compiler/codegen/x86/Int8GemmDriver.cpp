@@ -311,11 +311,11 @@ Int8GemmRunStats Int8GemmDriver::runRegisterTiles(const Call &r, Invoke invoke) 
           // next K block, or the next panel): the row tiles pull them into L2
           // in turn, each kernel call one line per unrolled K step; once they
           // are covered (or past the weight's end), a call prefetches its own,
-          // L1-resident slice, which costs nothing.
+          // L1-resident slice (L1 hits).
           const int8_t *next = b + ceilDiv(len, granule) * granule * nr_;
           const int64_t nextBytes = std::min<int64_t>(ceilDiv(len, granule) * granule * nr_,
                                                       packed_.data + packed_.bytes - next);
-          const int64_t linesPerCall = kGroups / GemmTileAvx512::kUnrollSteps;
+          const int64_t linesPerCall = kGroups / GemmTileAvx512::kUnroll;
           int64_t prefetched = 0;
           for (int64_t row = rowBegin; row < rowEnd; row += mr_) {
             const int rows = int(std::min<int64_t>(mr_, rowEnd - row));

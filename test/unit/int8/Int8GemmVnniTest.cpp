@@ -256,45 +256,42 @@ TEST(Int8GemmVnni, KTailNeverReadsPastTheRow) {
 // unreadable page or garbage must neither fault nor change C.
 TEST(Int8GemmVnni, BPrefetchAddressIsNeverLoaded) {
   SKIP_WITHOUT_VNNI();
-  const int rows = 4, nr = 16;
-  const int64_t k = 64; // 16 K groups: 4 unrolled iterations, 4 prefetches
-  Int8GemmKernelConfig config;
-  config.rows = rows, config.nr = nr, config.columns = nr;
-  Int8GemmKernelVnni kernel(config);
-  auto fn = kernel.entry<Int8GemmVnniFn>();
+  const int rows = 4;
+  const int64_t k = 64, n = 16; // 16 K groups: 4 unrolled iterations, 4 prefetches
   std::mt19937 gen{11};
   std::vector<uint8_t> a(rows * k);
-  std::vector<int8_t> b(k * nr), packed(k * nr);
+  std::vector<int8_t> b(k * n);
   for (uint8_t &x : a)
     x = uint8_t(gen());
   for (int8_t &x : b)
     x = int8_t(gen());
-  for (int64_t g = 0; g < k / 4; ++g) // [K / 4][NR][4]
-    for (int j = 0; j < nr; ++j)
-      for (int q = 0; q < 4; ++q)
-        packed[(g * nr + j) * 4 + q] = b[(4 * g + q) * nr + j];
-  std::vector<int32_t> comp(nr, 0);
-  std::vector<float> scale(nr, 1.0f), bias(nr, 0.0f);
+  const PackedInt8 packed = packInt8(octet::PackIsa::Avx512Vnni, b.data(), k, n, WeightLayout::KN);
+  Int8GemmKernelConfig config;
+  config.rows = rows, config.nr = packed.nr, config.columns = int(n);
+  Int8GemmKernelVnni kernel(config);
+  auto fn = kernel.entry<Int8GemmVnniFn>();
+  std::vector<int32_t> comp(packed.nr, 0);
+  std::vector<float> scale(packed.nr, 1.0f), bias(packed.nr, 0.0f);
   const long page = sysconf(_SC_PAGESIZE);
   void *guard = mmap(nullptr, page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   ASSERT_NE(guard, MAP_FAILED);
-  const int8_t *targets[] = {packed.data(), nullptr, static_cast<const int8_t *>(guard),
+  const int8_t *targets[] = {packed.data.data(), nullptr, static_cast<const int8_t *>(guard),
                              reinterpret_cast<const int8_t *>(uintptr_t(0xdead0000))};
   for (const int8_t *target : targets) {
-    std::vector<float> c(rows * nr, -1.0f);
+    std::vector<float> c(rows * n, -1.0f);
     Int8GemmVnniArgs args{};
-    args.a = a.data(), args.b = packed.data(), args.c = c.data();
+    args.a = a.data(), args.b = packed.data.data(), args.c = c.data();
     args.comp = comp.data(), args.scale = scale.data(), args.bias = bias.data();
-    args.lda = k, args.ldc = nr;
+    args.lda = k, args.ldc = n;
     args.kGroups = k / 4, args.last = 1;
     args.bPrefetch = target;
     fn(&args);
     for (int i = 0; i < rows; ++i)
-      for (int j = 0; j < nr; ++j) {
+      for (int64_t j = 0; j < n; ++j) {
         int64_t ref = 0;
         for (int64_t kk = 0; kk < k; ++kk)
-          ref += int64_t(a[i * k + kk]) * b[kk * nr + j];
-        ASSERT_EQ(c[i * nr + j], float(ref))
+          ref += int64_t(a[i * k + kk]) * b[kk * n + j];
+        ASSERT_EQ(c[i * n + j], float(ref))
             << "prefetch target " << static_cast<const void *>(target);
       }
   }
