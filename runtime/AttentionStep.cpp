@@ -21,7 +21,7 @@
 // S. Hosts without AVX-512 (or allowAvx512 == false) run the compiled C++ twins
 // of the same kernels through the same driver.
 //
-// bf16 (AttentionSpec::bf16: --attention=bf16, on a target with AVX512-BF16;
+// bf16 (AttentionSpec::precision: --attention=bf16, on a target with AVX512-BF16;
 // docs/attention-bf16.md): Kᵀ and V_h are packed as bf16 tiles
 // (AttentionBf16PackKernel), each block of 32 query rows converted to bf16,
 // Q·Kᵀ and P·V run on AMX (AttentionTileBf16Kernel, f32 sums) or, without
@@ -29,11 +29,20 @@
 // in f32 as above, its P converted to bf16 rows; rows and keys are padded to
 // multiples of 32 with zeros inside the per-thread scratch.
 //
+// int8 (AttentionSpec::precision: --attention=int8, on a target with AVX-512
+// VNNI; docs/attention-int8.md): per head, K and V quantized per key into
+// vpdpbusd tiles (AttentionInt8PackKernel), per block of 32 query rows Q
+// quantized per row (u8, offset 128), Q·Kᵀ on vpdpbusd with the offset's share
+// and the scales applied in the dot kernel's epilogue (AttentionDotInt8Kernel),
+// the softmax in f32 as above, P times the keys' V scales quantized per row
+// (u8), P·V on vpdpbusd into a 32 × D f32 block.
+//
 //===----------------------------------------------------------------------===//
 #include "runtime/Steps.h"
 #include "runtime/TokenLayout.h"
 
 #include "compiler/codegen/x86/AttentionBf16Kernels.h"
+#include "compiler/codegen/x86/AttentionInt8Kernels.h"
 #include "compiler/codegen/x86/AttentionKernels.h"
 
 #include <omp.h>
@@ -111,13 +120,26 @@ struct Geometry {
   }
 };
 
-/// Query rows per block of the bf16 path: two 16-row tiles.
+/// Query rows per block of the bf16 and int8 paths: two 16-row tiles.
 constexpr int64_t kBf16RowBlock = 32;
+
+/// Where the int8 path's per-thread scales, sums and scratch lie in one buffer
+/// (floats and int32s, 4 bytes each) for keys of up to maxPad and dims of dPad:
+/// per key its K scale, K sum and V scale; per dim P·V's column scale (1) and
+/// sum (0: P has no offset); per query row of a block its scale.
+struct Int8Scratch {
+  int64_t keyScales, keySums, valueScales, keyWork, ones, zeros, rowScales, size;
+  Int8Scratch(int64_t maxPad, int64_t dPad) {
+    keyScales = 0, keySums = maxPad, valueScales = 2 * maxPad, keyWork = 3 * maxPad;
+    ones = keyWork + 16, zeros = ones + dPad, rowScales = zeros + dPad;
+    size = rowScales + kBf16RowBlock;
+  }
+};
 
 class AttentionStep final : public Step {
 public:
-  AttentionStep(const AttentionSpec &spec, bool jit, bool bf16, bool amx)
-      : spec_(spec), jit_(jit), bf16_(bf16), amx_(amx) {
+  AttentionStep(const AttentionSpec &spec, bool jit, bool bf16, bool amx, bool int8)
+      : spec_(spec), jit_(jit), bf16_(bf16), amx_(amx), int8_(int8) {
     inputs = {spec.q, spec.k, spec.v};
     if (spec.mask >= 0)
       inputs.push_back(spec.mask);
@@ -147,6 +169,17 @@ public:
       }
       return;
     }
+    if (int8_) {
+      for (x86::Int8Pack mode : {x86::Int8Pack::SignedRows, x86::Int8Pack::UnsignedRows,
+                                 x86::Int8Pack::Keys, x86::Int8Pack::Values}) {
+        auto &kernel = int8PackKernels_[int(mode)];
+        kernel = std::make_unique<x86::AttentionInt8PackKernel>(mode);
+        int8PackFns_[int(mode)] = kernel->entry<x86::AttentionInt8PackKernel::Fn>();
+      }
+      int8DotKernel_ = std::make_unique<x86::AttentionDotInt8Kernel>();
+      int8DotFn_ = int8DotKernel_->entry<x86::AttentionDotInt8Kernel::Fn>();
+      return;
+    }
     // Every kernel run() may call, generated now (never inside run()).
     keysKernel_ = std::make_unique<x86::AttentionKeysKernel>();
     keysFn_ = keysKernel_->entry<x86::AttentionKeysKernel::Fn>();
@@ -159,9 +192,10 @@ public:
   }
 
   std::string kind() const override {
-    return bf16_ ? (amx_ ? "attention.amx_bf16" : "attention.avx512_bf16")
-                 : jit_ ? "attention.jit_avx512"
-                        : "attention.cpp";
+    return bf16_   ? (amx_ ? "attention.amx_bf16" : "attention.avx512_bf16")
+           : int8_ ? "attention.vnni_int8"
+           : jit_  ? "attention.jit_avx512"
+                   : "attention.cpp";
   }
 
   /// Q·Kᵀ and P·V: 4·B·H·S²·D ops, plus the softmax's per score; bytes: q, k,
@@ -198,6 +232,8 @@ public:
       return s;
     if (g.batch == 0 || g.seq == 0 || g.width == 0)
       return {};
+    if (int8_)
+      return computeInt8(ctx, g);
     if (!bf16_)
       return compute(ctx, g);
     if (!amx_)
@@ -405,7 +441,7 @@ private:
 
   /// Per-thread scratch of one path; `allocate` sizes it for the geometry.
   struct Scratch {
-    Buffer scores, keys, values, maskRow, rows, tile;
+    Buffer scores, keys, values, maskRow, rows, tile, quant;
     bool tilesConfigured = false; ///< bf16: this thread loaded the tile configuration
   };
 
@@ -473,15 +509,30 @@ private:
     return {};
   }
 
+  /// The tensors of one call: the mask only where it is read (not in a packed
+  /// batch), and whether its rows are contiguous along the keys (or absent).
+  struct Operands {
+    const float *q, *k, *v, *mask;
+    float *out;
+    bool maskRowsContiguous;
+  };
+  Operands operands(const ExecContext &ctx, const Geometry &g) const {
+    Operands o;
+    o.q = ctx.data<float>(spec_.q), o.k = ctx.data<float>(spec_.k);
+    o.v = ctx.data<float>(spec_.v), o.out = ctx.data<float>(spec_.output);
+    o.mask = spec_.mask >= 0 && !g.packed ? ctx.data<float>(spec_.mask) : nullptr;
+    o.maskRowsContiguous = !o.mask || g.mK == 1 || g.maxLength == 1;
+    return o;
+  }
+
   Status compute(const ExecContext &ctx, const Geometry &g) const {
-    const float *q = ctx.data<float>(spec_.q), *k = ctx.data<float>(spec_.k),
-                *v = ctx.data<float>(spec_.v);
-    const float *mask = spec_.mask >= 0 && !g.packed ? ctx.data<float>(spec_.mask) : nullptr;
-    float *out = ctx.data<float>(spec_.output);
+    const Operands o = operands(ctx, g);
+    const float *q = o.q, *k = o.k, *v = o.v, *mask = o.mask;
+    float *out = o.out;
     const int64_t maxS = g.maxLength, D = g.headDim;
     const int64_t panels = (maxS + kPanel - 1) / kPanel, dPanels = (D + kPanel - 1) / kPanel;
     const int64_t ldScores = (maxS + 15) / 16 * 16;
-    const bool maskRowsContiguous = !mask || g.mK == 1 || maxS == 1;
+    const bool maskRowsContiguous = o.maskRowsContiguous;
 
     auto allocateScratch = [&](Scratch &s) {
       s.scores = allocate(std::min(kRowBlock, maxS) * ldScores);
@@ -558,13 +609,12 @@ private:
   }
 
   Status computeBf16(const ExecContext &ctx, const Geometry &g) const {
-    const float *q = ctx.data<float>(spec_.q), *k = ctx.data<float>(spec_.k),
-                *v = ctx.data<float>(spec_.v);
-    const float *mask = spec_.mask >= 0 && !g.packed ? ctx.data<float>(spec_.mask) : nullptr;
-    float *out = ctx.data<float>(spec_.output);
+    const Operands o = operands(ctx, g);
+    const float *q = o.q, *k = o.k, *v = o.v, *mask = o.mask;
+    float *out = o.out;
     const int64_t maxS = g.maxLength, D = g.headDim;
     const int64_t maxPad = x86::bf16Padded(maxS), dPad = x86::bf16Padded(D);
-    const bool maskRowsContiguous = !mask || g.mK == 1 || maxS == 1;
+    const bool maskRowsContiguous = o.maskRowsContiguous;
     auto bf16 = [](const Buffer &b) { return reinterpret_cast<uint16_t *>(b.get()); };
 
     auto allocateScratch = [&](Scratch &s) {
@@ -606,9 +656,90 @@ private:
     return forEachTask(g, kBf16RowBlock, allocateScratch, body);
   }
 
+  Status computeInt8(const ExecContext &ctx, const Geometry &g) const {
+    const Operands o = operands(ctx, g);
+    const float *q = o.q, *k = o.k, *v = o.v, *mask = o.mask;
+    float *out = o.out;
+    const int64_t maxS = g.maxLength, D = g.headDim;
+    const int64_t maxPad = x86::int8Padded(maxS), dPad = x86::int8Padded(D);
+    const bool maskRowsContiguous = o.maskRowsContiguous;
+    const Int8Scratch at(maxPad, dPad);
+    auto bytes = [](const Buffer &b) { return reinterpret_cast<uint8_t *>(b.get()); };
+    auto sums = [](const Buffer &b, int64_t offset) {
+      return reinterpret_cast<int32_t *>(b.get() + offset);
+    };
+    using x86::Int8Pack;
+
+    auto allocateScratch = [&](Scratch &s) {
+      s.scores = allocate(kBf16RowBlock * maxPad);                   // f32 scores, then P
+      s.keys = allocate(maxPad * dPad / 4);                          // s8 Kᵀ tiles
+      s.values = allocate(maxPad * dPad / 4);                        // s8 V_h tiles
+      s.rows = allocate(kBf16RowBlock * std::max(maxPad, dPad) / 4); // u8 Q or P rows
+      s.tile = allocate(kBf16RowBlock * dPad);                       // f32 P·V of a block
+      s.quant = allocate(at.size);
+      std::fill_n(s.quant.get() + at.ones, dPad, 1.0f);
+      std::fill_n(sums(s.quant, at.zeros), dPad, 0);
+      if (!maskRowsContiguous)
+        s.maskRow = allocate(maxS);
+    };
+    auto body = [&](Scratch &s, int64_t b, int64_t h, bool newHead, int64_t row0, int64_t rows) {
+      const int64_t S = g.length(b), sPad = x86::int8Padded(S);
+      const float *qB = q + g.start(b, g.qB, g.qS);
+      float *outB = out + g.start(b, g.oB, g.oS);
+      float *quant = s.quant.get();
+      if (newHead) {
+        x86::AttentionInt8PackArgs kv;
+        kv.rows = S, kv.cols = D, kv.padRows = sPad, kv.padCols = dPad;
+        kv.src = k + g.start(b, g.kB, g.kS) + h * D, kv.lds = g.kS, kv.dst = bytes(s.keys);
+        kv.scales = quant + at.keyScales, kv.sums = sums(s.quant, at.keySums);
+        kv.work = quant + at.keyWork;
+        int8PackFns_[int(Int8Pack::Keys)](&kv);
+        kv.src = v + g.start(b, g.vB, g.vS) + h * D, kv.lds = g.vS, kv.dst = bytes(s.values);
+        kv.scales = quant + at.valueScales, kv.sums = nullptr, kv.work = nullptr;
+        int8PackFns_[int(Int8Pack::Values)](&kv);
+      }
+      for (int64_t r0 = row0; r0 < row0 + rows; r0 += kBf16RowBlock) {
+        const int64_t n = std::min(kBf16RowBlock, row0 + rows - r0);
+        // scores = (Q rows, u8 + 128) · (Kᵀ, s8), scaled back to f32
+        x86::AttentionInt8PackArgs pack;
+        pack.src = qB + r0 * g.qS + h * D, pack.lds = g.qS, pack.rows = n, pack.cols = D;
+        pack.dst = bytes(s.rows), pack.ldd = dPad, pack.padRows = kBf16RowBlock;
+        pack.padCols = dPad, pack.scales = quant + at.rowScales;
+        int8PackFns_[int(Int8Pack::SignedRows)](&pack);
+        x86::AttentionDotInt8Args dot;
+        dot.a = bytes(s.rows), dot.lda = dPad, dot.b = reinterpret_cast<int8_t *>(s.keys.get());
+        dot.c = s.scores.get(), dot.ldc = sPad * 4;
+        dot.kChunks = dPad / x86::kInt8Chunk, dot.colPairs = sPad / 32;
+        dot.rowScale = quant + at.rowScales, dot.colScale = quant + at.keyScales;
+        dot.colSums = sums(s.quant, at.keySums);
+        int8DotFn_(&dot);
+        softmaxBlock(g, mask, maskRowsContiguous, b, h, r0, n, S, s.scores.get(), sPad,
+                     s.maskRow.get());
+        // out rows = (P times the keys' V scales, u8) · (V_h, s8), through the
+        // block's f32 tile
+        pack.src = s.scores.get(), pack.lds = sPad, pack.cols = S;
+        pack.ldd = sPad, pack.padCols = sPad, pack.columnScales = quant + at.valueScales;
+        int8PackFns_[int(Int8Pack::UnsignedRows)](&pack);
+        dot.lda = sPad, dot.b = reinterpret_cast<int8_t *>(s.values.get());
+        dot.c = s.tile.get(), dot.ldc = dPad * 4;
+        dot.kChunks = sPad / x86::kInt8Chunk, dot.colPairs = dPad / 32;
+        dot.colScale = quant + at.ones, dot.colSums = sums(s.quant, at.zeros);
+        int8DotFn_(&dot);
+        for (int64_t r = 0; r < n; ++r)
+          std::copy_n(s.tile.get() + r * dPad, D, outB + (r0 + r) * g.oS + h * D);
+      }
+    };
+    return forEachTask(g, kBf16RowBlock, allocateScratch, body);
+  }
+
   AttentionSpec spec_;
   bool jit_, bf16_;
   bool amx_; ///< bf16 on AMX tiles, else on vdpbf16ps (same packing, same results' layout)
+  bool int8_; ///< Q·Kᵀ and P·V on vpdpbusd
+  std::unique_ptr<x86::AttentionInt8PackKernel> int8PackKernels_[4];
+  x86::AttentionInt8PackKernel::Fn int8PackFns_[4] = {};
+  std::unique_ptr<x86::AttentionDotInt8Kernel> int8DotKernel_;
+  x86::AttentionDotInt8Kernel::Fn int8DotFn_ = nullptr;
   std::unique_ptr<x86::AttentionBf16PackKernel> packKernels_[3];
   x86::AttentionBf16PackKernel::Fn packFns_[3] = {};
   std::unique_ptr<x86::AttentionTileBf16Kernel> tileKernel_;
@@ -625,6 +756,18 @@ private:
 };
 
 } // namespace
+
+const char *attentionPrecisionName(AttentionPrecision precision) {
+  switch (precision) {
+  case AttentionPrecision::F32:
+    return "f32";
+  case AttentionPrecision::Bf16:
+    return "bf16";
+  case AttentionPrecision::Int8:
+    return "int8";
+  }
+  return "?";
+}
 
 StepPtr makeAttention(const AttentionSpec &spec, const KernelOptions &options, std::string &error) {
   if (spec.q < 0 || spec.k < 0 || spec.v < 0 || spec.output < 0) {
@@ -646,9 +789,13 @@ StepPtr makeAttention(const AttentionSpec &spec, const KernelOptions &options, s
   const bool amx = options.cpu.supports(x86::Isa::AmxBf16) &&
                    !(options.cpu == x86::CpuFeatures::host() &&
                      !x86::requestAmxPermission().empty());
-  const bool bf16 = spec.bf16 && jit && (amx || options.cpu.supports(x86::Isa::Avx512Bf16));
+  const bool bf16 = spec.precision == AttentionPrecision::Bf16 && jit &&
+                    (amx || options.cpu.supports(x86::Isa::Avx512Bf16));
+  // int8 where the target has AVX-512 VNNI; else f32.
+  const bool int8 = spec.precision == AttentionPrecision::Int8 && jit &&
+                    options.cpu.supports(x86::Isa::Avx512Vnni);
   try {
-    return std::make_unique<AttentionStep>(spec, jit, bf16, bf16 && amx);
+    return std::make_unique<AttentionStep>(spec, jit, bf16, bf16 && amx, int8);
   } catch (const std::exception &e) {
     error = std::string("attention: cannot generate its kernels: ") + e.what();
     return nullptr;

@@ -46,7 +46,6 @@ struct Switch {
 const Switch kSwitches[] = {
     {"isa", "avx2", "host", "host or avx2", &OptionSettings::allowAvx512},
     {"autotune", "0", "1", "0 or 1", &OptionSettings::autotune},
-    {"attention", "f32", "bf16", "f32 or bf16", &OptionSettings::attentionBf16},
     {"precision", "f32", "bf16", "f32 or bf16", &OptionSettings::linearBf16},
     {"print_ir_after_all", "0", "1", "0 or 1", &OptionSettings::printIrAfterAll},
     {"profile", "0", "1", "0 or 1", &OptionSettings::profile},
@@ -74,11 +73,19 @@ bool setOption(OptionSettings &settings, const std::string &key, const std::stri
     if (key == option.key) {
       if (!parseSwitch(v, option.off, option.on, settings.*option.setting))
         return bad(option.expected);
-      if (key == "attention")
-        settings.attentionGiven = true; // else attention follows precision
       return true;
     }
-  if (key == "gemm") {
+  if (key == "attention") {
+    using P = AttentionPrecision;
+    if (v == "auto") { // follow precision and int8 (compileOptionsFrom)
+      settings.attentionGiven = false;
+      return true;
+    }
+    if (!parseChoice<P>(v, {{"f32", P::F32}, {"bf16", P::Bf16}, {"int8", P::Int8}},
+                        settings.attention))
+      return bad("auto, f32, bf16 or int8");
+    settings.attentionGiven = true;
+  } else if (key == "gemm") {
     using Gemm = KernelOptions::Gemm;
     if (!parseChoice<Gemm>(v, {{"auto", Gemm::Auto}, {"jit", Gemm::Jit}, {"onednn", Gemm::OneDnn}},
                            settings.gemm))

@@ -27,9 +27,9 @@ struct OptionSettings {
   bool allowAvx512 = true;
   std::string target = "host"; ///< KernelOptions::setTarget's name (checked when set)
   bool autotune = false;
-  bool attentionBf16 = false;
+  AttentionPrecision attention = AttentionPrecision::F32;
   bool linearBf16 = false;     ///< precision=bf16 (KernelOptions::linearBf16)
-  bool attentionGiven = false; ///< `attention` was set; else it follows `precision`
+  bool attentionGiven = false; ///< `attention` was set; else it follows `precision` and `int8`
   bool printIrAfterAll = false;
   bool profile = false;
   Int8Mode int8 = Int8Mode::None;

@@ -358,7 +358,7 @@ struct SpecWriter {
   void operator()(const recipe::Attention &r) {
     const AttentionSpec &s = r.spec;
     w.i32(s.q), w.i32(s.k), w.i32(s.v), w.i32(s.mask), w.i32(s.output);
-    w.i64(s.numHeads), w.f32(s.scale), w.u8(s.bf16), w.u8(s.zeroMaskedRows);
+    w.i64(s.numHeads), w.f32(s.scale), w.u8(uint8_t(s.precision)), w.u8(s.zeroMaskedRows);
     w.i32(s.tokenLayout);
   }
   void operator()(const recipe::FusedElementwise &r) {
@@ -543,7 +543,12 @@ struct SpecReader {
     case 15: {
       AttentionSpec s;
       s.q = r.i32(), s.k = r.i32(), s.v = r.i32(), s.mask = r.i32(), s.output = r.i32();
-      s.numHeads = r.i64(), s.scale = r.f32(), s.bf16 = r.u8() != 0;
+      s.numHeads = r.i64(), s.scale = r.f32();
+      if (const uint8_t precision = r.u8(); precision <= uint8_t(AttentionPrecision::Int8))
+        s.precision = AttentionPrecision(precision);
+      else if (r.error.empty())
+        r.error = "an attention step has precision " + std::to_string(precision) +
+                  ", not f32 (0), bf16 (1) or int8 (2)";
       s.zeroMaskedRows = r.u8() != 0;
       s.tokenLayout = r.i32();
       return Attention{s};

@@ -124,6 +124,13 @@ using GemmChoice = std::array<GemmProvider, kGemmBuckets>;
 
 struct GemmChoiceLog; // runtime/KernelSelection.h
 
+/// The operands of attention's Q·Kᵀ and P·V (--attention): f32; bf16 on AMX-BF16
+/// or AVX512-BF16 (docs/attention-bf16.md); int8 on AVX-512 VNNI, quantized at run
+/// time per query row, key and head dim (docs/attention-int8.md). Sums are f32 /
+/// int32, the softmax f32. Stored as one byte in a model.so: values are append-only.
+enum class AttentionPrecision : uint8_t { F32 = 0, Bf16 = 1, Int8 = 2 };
+const char *attentionPrecisionName(AttentionPrecision precision);
+
 struct KernelOptions {
   enum class Gemm { Auto, Jit, OneDnn };
   Gemm gemm = Gemm::Auto; ///< Auto: the documented rule (docs/kernel-selection.md)
@@ -135,10 +142,9 @@ struct KernelOptions {
   /// Resolve Auto GEMM providers by timing the candidates that run here (at
   /// build time, per M bucket) instead of by the rule alone.
   bool autotune = false;
-  /// Attention's Q·Kᵀ and P·V on bf16 operands (AMX-BF16, f32 sums) where the
-  /// target has AMX-BF16; PlanBuilder sets AttentionSpec::bf16 from it
-  /// (docs/attention-bf16.md). Off: f32, the default.
-  bool attentionBf16 = false;
+  /// Attention's Q·Kᵀ and P·V operands (--attention); PlanBuilder sets
+  /// AttentionSpec::precision from it. F32 is the default.
+  AttentionPrecision attention = AttentionPrecision::F32;
   /// `--precision bf16`: every linear (f32 GEMM with a constant weight) runs on
   /// x86::GemmBf16 - weights packed as bf16 (half the bytes), activations
   /// rounded to bf16, f32 sums - where the target has AVX512-BF16; an error
@@ -219,9 +225,9 @@ struct AttentionSpec {
   TensorId q = -1, k = -1, v = -1, mask = -1, output = -1;
   int64_t numHeads = 1;
   float scale = 1;
-  /// Q·Kᵀ and P·V may run on bf16 operands (AMX-BF16, f32 sums) where the
-  /// target has AMX-BF16 (KernelOptions::attentionBf16, docs/attention-bf16.md).
-  bool bf16 = false;
+  /// Q·Kᵀ and P·V on bf16 or int8 operands where the target has the
+  /// instructions, else f32 (KernelOptions::attention).
+  AttentionPrecision precision = AttentionPrecision::F32;
   /// Probabilities that come out NaN (rows whose scores are all -inf: fully
   /// masked) are 0, as Where(IsNaN(p), 0, p) after the softmax makes them.
   bool zeroMaskedRows = false;

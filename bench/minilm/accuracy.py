@@ -17,13 +17,14 @@ held-out sentences (--calib-count of them, batches of --batch).
 Per mode: cosine of each sentence's embedding with ORT FP32's (mean, minimum) and a linear
 probe: L2-regularized logistic regression (Newton's method, NumPy) on the embeddings,
 5-fold cross-validation over a fixed seeded stratified split, the same folds for every mode;
-the accuracy is over all evaluated sentences. Octet FP32's last_hidden_state must match ORT's
+the accuracy is over all evaluated sentences (--probe-seeds N: also its mean over the fold
+splits of seeds 0..N-1, less dependent on which sentences share a fold). Octet FP32's last_hidden_state must match ORT's
 to 1e-4 x max(1, max|ORT|) on real tokens (exit 1 otherwise); --min-mean-cosine X exits 1
 when an INT8 mode's mean cosine is below X.
 
 Usage: accuracy.py [--data DIR] [--octetc PATH] [--modes fp32,static-sq,static,dynamic]
                    [--limit N] [--calib-count N] [--octetc-arg=ARG ...] [--min-mean-cosine X]
-                   [--json FILE] [--keep DIR]
+                   [--json FILE] [--keep DIR] [--probe-seeds N]
 """
 import argparse
 import json
@@ -193,6 +194,8 @@ def main(argv=None):
     p.add_argument("--min-mean-cosine", type=float,
                    help="exit 1 when an INT8 mode's mean cosine with FP32 is below this")
     p.add_argument("--json", help="also write the figures to this JSON file")
+    p.add_argument("--probe-seeds", type=int, default=1,
+                   help="also report the probe accuracy's mean over the fold splits of seeds 0..N-1")
     p.add_argument("--keep", help="keep the model, input sets and outputs in this folder")
     args = p.parse_args(argv)
 
@@ -239,10 +242,16 @@ def main(argv=None):
               f"{CALIB_EVERY - 1}); probe: {FOLDS}-fold logistic regression, seed {PROBE_SEED}", flush=True)
 
         fold = folds(labels)
+        splits = [folds(labels, seed=s) for s in range(max(1, args.probe_seeds))]
+
+        def probe_mean(embeddings):
+            return float(np.mean([probe_accuracy(embeddings, labels, f) for f in splits]))
+
         ort_hidden = run_ort(model, sets)
         reference = pooled(ort_hidden, sets, len(texts))
         results = [{"mode": "ort-fp32", "mean_cosine": 1.0, "min_cosine": 1.0, "max_abs_diff": 0.0,
-                    "probe_accuracy": probe_accuracy(reference, labels, fold), "seconds": None}]
+                    "probe_accuracy": probe_accuracy(reference, labels, fold),
+                    "probe_accuracy_mean": probe_mean(reference), "seconds": None}]
         for mode in modes:
             mode_args = list(MODES[mode]) + args.octetc_arg
             if mode in CALIBRATED:
@@ -258,7 +267,7 @@ def main(argv=None):
             diff = max(float(np.abs(hidden[n] - ort_hidden[n])[f["attention_mask"] == 1].max()) for n, _, f in sets)
             results.append({"mode": mode, "mean_cosine": float(cos.mean()), "min_cosine": float(cos.min()),
                             "max_abs_diff": diff, "probe_accuracy": probe_accuracy(emb, labels, fold),
-                            "seconds": seconds})
+                            "probe_accuracy_mean": probe_mean(emb), "seconds": seconds})
     except (RuntimeError, ValueError) as e:
         print(f"accuracy.py: {e}", file=sys.stderr)
         return 1
@@ -266,16 +275,19 @@ def main(argv=None):
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
 
-    print(f"{'mode':<10} {'mean cos':>9} {'min cos':>9} {'max|dh|':>9} {'probe acc':>9} {'octetc s':>9}")
+    seeds = max(1, args.probe_seeds)
+    mean_head = f" {'probe avg' + str(seeds):>11}" if seeds > 1 else ""
+    print(f"{'mode':<10} {'mean cos':>9} {'min cos':>9} {'max|dh|':>9} {'probe acc':>9}{mean_head} {'octetc s':>9}")
     for r in results:
         secs = "-" if r["seconds"] is None else f"{r['seconds']:.1f}"
+        mean = f" {r['probe_accuracy_mean']:11.4f}" if seeds > 1 else ""
         print(f"{r['mode']:<10} {r['mean_cosine']:9.5f} {r['min_cosine']:9.5f} {r['max_abs_diff']:9.2e} "
-              f"{r['probe_accuracy']:9.4f} {secs:>9}")
+              f"{r['probe_accuracy']:9.4f}{mean} {secs:>9}")
     print(f"total {time.perf_counter() - start:.1f} s")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"sentences": len(texts), "calibration_sentences": len(calibration), "folds": FOLDS,
-                       "results": results}, f, indent=2)
+                       "probe_seeds": seeds, "results": results}, f, indent=2)
     ok = True
     for r in results:
         if r["mode"] == "fp32":  # Octet FP32 must match ORT as on every encoder (run_vs_ort.py)

@@ -34,10 +34,13 @@ inline CompileOptions compileOptionsFrom(const rt::OptionSettings &settings) {
   std::string unknown; // checked by setOption
   result.kernels.setTarget(settings.target, unknown);
   result.kernels.autotune = settings.autotune;
-  // precision=bf16 takes attention's matmuls to bf16 too unless `attention` says otherwise
-  // (docs/kernel-selection.md, "bf16 linears").
-  result.kernels.attentionBf16 =
-      settings.attentionGiven ? settings.attentionBf16 : settings.linearBf16;
+  // Unless `attention` says otherwise, attention's matmuls follow the linears:
+  // bf16 with precision=bf16 (docs/kernel-selection.md, "bf16 linears"), int8 in an
+  // INT8 plan (docs/attention-int8.md), f32 otherwise.
+  result.kernels.attention = settings.attentionGiven               ? settings.attention
+                             : settings.linearBf16                 ? rt::AttentionPrecision::Bf16
+                             : settings.int8 != rt::Int8Mode::None ? rt::AttentionPrecision::Int8
+                                                                   : rt::AttentionPrecision::F32;
   result.kernels.linearBf16 = settings.linearBf16;
   result.int8 = toInt8(settings.int8);
   result.calibrationSamples = settings.calibrationSamples;

@@ -364,7 +364,7 @@ LogicalResult PlanWalker::visit(Operation *op) {
         spec.output = out;
         spec.numHeads = a.getNumHeads();
         spec.scale = a.getScale().convertToFloat();
-        spec.bf16 = options_.attentionBf16;
+        spec.precision = options_.attention;
         spec.zeroMaskedRows = a.getZeroMaskedRows();
         return addStep(op, rt::recipe::Attention{spec}, "attention");
       })

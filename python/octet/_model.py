@@ -450,8 +450,9 @@ def compile(model: ModelSource, *, int8: Optional[str] = None,
     folder of input sets (one subfolder per batch, NAME.npy per input), or
     "generate:N[xB][xS]" (N generated token batches of B x S; default "generate:16x8x128").
     calibration_percentile, smoothquant, smoothquant_alpha: docs/calibration.md.
-    target: "host" (default), "avx2", "avx512-vnni", "amx", a CPU name...; attention: "f32"
-    or "bf16"; precision: "f32" (default) or "bf16" (an FP32 model's linears on bf16 weights,
+    target: "host" (default), "avx2", "avx512-vnni", "amx", a CPU name...; attention: "auto"
+    (default: "int8" with int8, "bf16" with precision "bf16", else "f32"), "f32", "bf16" or
+    "int8" (docs/attention-int8.md); precision: "f32" (default) or "bf16" (an FP32 model's linears on bf16 weights,
     f32 sums; needs AVX512-BF16, not with int8); gemm: "auto", "jit", "onednn"; autotune:
     time the GEMM candidates.
     profile: time every step of each run (Model.profile()).

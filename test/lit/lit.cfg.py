@@ -64,6 +64,9 @@ try:
         # host-amx-bf16: the bf16 attention path runs here (AMX-BF16 + AVX512-BF16).
         if "amx_bf16" in _flags and "avx512_bf16" in _flags:
             config.available_features.add("host-amx-bf16")
+        # host-avx512-vnni: the int8 attention (vpdpbusd) runs here.
+        if "avx512_vnni" in _flags and "avx512bw" in _flags:
+            config.available_features.add("host-avx512-vnni")
         # host-avx512-bf16: the bf16 attention runs on vdpbf16ps (no AMX needed).
         if "avx512_bf16" in _flags:
             config.available_features.add("host-avx512-bf16")

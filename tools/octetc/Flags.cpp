@@ -111,9 +111,12 @@ cl::opt<bool> runAutotune(
     runAndCompile);
 cl::opt<std::string> runAttention(
     "attention",
-    cl::desc("f32 (default), or bf16: attention's Q·Kᵀ and P·V on bf16 operands (AMX-BF16, f32 "
-             "sums) where the target has AMX-BF16 (docs/attention-bf16.md)"),
-    cl::value_desc("f32|bf16"), cl::init("f32"), runAndCompile);
+    cl::desc("auto (default: int8 with --int8, bf16 with --precision bf16, else f32); f32; "
+             "bf16: attention's Q·Kᵀ and P·V on bf16 operands with f32 sums, on AMX-BF16 or "
+             "AVX512-BF16 (docs/attention-bf16.md); int8: on vpdpbusd, Q, K, V and the "
+             "probabilities quantized at run time per row, key and head dim (AVX-512 VNNI; "
+             "docs/attention-int8.md). Where the target lacks the instructions: f32"),
+    cl::value_desc("auto|f32|bf16|int8"), cl::init("auto"), runAndCompile);
 cl::opt<std::string> runPrecision(
     "precision",
     cl::desc("f32 (default), or bf16 for an FP32 model: every linear's weight stored as bf16 "

@@ -393,74 +393,12 @@ void AttentionTileBf16Kernel::generate() {
 AttentionDotBf16Kernel::AttentionDotBf16Kernel()
     : KernelGenerator("attention_dot_bf16", Isa::Avx512Bf16, 8 * 1024) {}
 
-Xbyak::Address AttentionDotBf16Kernel::aRow(int row) const {
-  return rowDword(rA, rA4, rLda, rLda3, row);
-}
-
 void AttentionDotBf16Kernel::generate() {
-  using Xbyak::Zmm;
-  constexpr int kRows = 8, kGroups = 32 / kRows;
-  auto field = [&](size_t offset) { return qword[rArgs + int(offset)]; };
-  auto acc = [](int row, int tile) { return Zmm(row * 2 + tile); };
-  const Zmm zB0(16), zB1(17);
-  auto zA = [](int row) { return Zmm(18 + row); };
-  Xbyak::Label pairLoop, done;
   preamble();
-  mov(rPairs, field(offsetof(AttentionTileBf16Args, colPairs)));
-  test(rPairs, rPairs);
-  jle(done, T_NEAR);
-  mov(rBPair, field(offsetof(AttentionTileBf16Args, b)));
-  mov(rCBase, field(offsetof(AttentionTileBf16Args, c)));
-  mov(rLdc, field(offsetof(AttentionTileBf16Args, ldc)));
-  mov(rLda, field(offsetof(AttentionTileBf16Args, lda)));
-  lea(rLda3, ptr[rLda + rLda * 2]);
-  mov(rPairBytes, field(offsetof(AttentionTileBf16Args, kChunks)));
-  shl(rPairBytes, 11); // two column tiles of kChunks KiB
-  L(pairLoop);
-  mov(rABase, field(offsetof(AttentionTileBf16Args, a)));
-  mov(rC, rCBase);
-  for (int g = 0; g < kGroups; ++g) {
-    Xbyak::Label kLoop;
-    for (int r = 0; r < kRows; ++r)
-      for (int t = 0; t < 2; ++t)
-        vxorps(acc(r, t), acc(r, t), acc(r, t));
-    mov(rA, rABase);
-    lea(rA4, ptr[rA + rLda * 4]);
-    mov(rB0, rBPair);
-    mov(rB1, rPairBytes);
-    shr(rB1, 1);
-    add(rB1, rBPair);
-    mov(rK, field(offsetof(AttentionTileBf16Args, kChunks)));
-    shl(rK, 4); // 16 k pairs per chunk
-    // One k pair per iteration: the pair's row of both column tiles, then per
-    // row one broadcast A pair and two dot products.
-    L(kLoop);
-    vmovups(zB0, ptr[rB0]);
-    vmovups(zB1, ptr[rB1]);
-    for (int r = 0; r < kRows; ++r) {
-      vpbroadcastd(zA(r), aRow(r));
-      vdpbf16ps(acc(r, 0), zA(r), zB0);
-      vdpbf16ps(acc(r, 1), zA(r), zB1);
-    }
-    add(rA, 4);
-    add(rA4, 4);
-    add(rB0, 64);
-    add(rB1, 64);
-    dec(rK);
-    jnz(kLoop, T_NEAR);
-    for (int r = 0; r < kRows; ++r) {
-      vmovups(ptr[rC], acc(r, 0));
-      vmovups(ptr[rC + 64], acc(r, 1));
-      add(rC, rLdc);
-    }
-    if (g + 1 < kGroups)
-      lea(rABase, ptr[rABase + rLda * 8]);
-  }
-  add(rCBase, 128);
-  add(rBPair, rPairBytes);
-  dec(rPairs);
-  jnz(pairLoop, T_NEAR);
-  L(done);
+  emitPackedDot(
+      *this, packedDotFields<AttentionTileBf16Args>(),
+      [&](const Zmm &acc, const Zmm &a, const Zmm &b) { vdpbf16ps(acc, a, b); }, [](int) {},
+      [](const Zmm &, int, int) {});
   postamble();
 }
 

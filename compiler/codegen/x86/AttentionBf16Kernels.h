@@ -124,12 +124,6 @@ public:
 
 protected:
   void generate() override;
-
-private:
-  Xbyak::Address aRow(int row) const;
-  const Xbyak::Reg64 rArgs = rdi, rA = rsi, rA4 = rdx, rLda = rcx, rLda3 = r8, rB0 = r9,
-                     rB1 = r10, rC = r11, rLdc = rax, rK = rbx, rPairs = rbp, rBPair = r12,
-                     rPairBytes = r13, rABase = r14, rCBase = r15;
 };
 
 /// The C++ twin of one tile call: f32 sums of bf16 products, k in order.

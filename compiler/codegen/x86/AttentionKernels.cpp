@@ -54,6 +54,80 @@ Xbyak::Address rowDword(const Xbyak::Reg64 &base, const Xbyak::Reg64 &base4,
   }
 }
 
+void emitPackedDot(Xbyak::CodeGenerator &g, const PackedDotFields &fields,
+                   const std::function<void(const Zmm &acc, const Zmm &a, const Zmm &b)> &dot,
+                   const std::function<void(int group)> &beforeStores,
+                   const std::function<void(const Zmm &acc, int row, int tile)> &finish) {
+  using Xbyak::Reg64;
+  constexpr int kRows = 8, kGroups = 32 / kRows;
+  const Reg64 rArgs = g.rdi, rA = g.rsi, rA4 = g.rdx, rLda = g.rcx, rLda3 = g.r8, rB0 = g.r9,
+              rB1 = g.r10, rC = g.r11, rLdc = g.rax, rK = g.rbx, rPairs = g.rbp, rBPair = g.r12,
+              rPairBytes = g.r13, rABase = g.r14, rCBase = g.r15;
+  auto field = [&](size_t offset) { return g.qword[rArgs + int(offset)]; };
+  auto acc = [](int row, int tile) { return Zmm(row * 2 + tile); };
+  const Zmm zB0(16), zB1(17);
+  auto zA = [](int row) { return Zmm(18 + row); };
+  Xbyak::Label pairLoop, done;
+  g.mov(rPairs, field(fields.colPairs));
+  g.test(rPairs, rPairs);
+  g.jle(done, g.T_NEAR);
+  g.mov(rBPair, field(fields.b));
+  g.mov(rCBase, field(fields.c));
+  g.mov(rLdc, field(fields.ldc));
+  g.mov(rLda, field(fields.lda));
+  g.lea(rLda3, g.ptr[rLda + rLda * 2]);
+  g.mov(rPairBytes, field(fields.kChunks));
+  g.shl(rPairBytes, 11); // two column tiles of kChunks KiB
+  g.L(pairLoop);
+  g.mov(rABase, field(fields.a));
+  g.mov(rC, rCBase);
+  for (int group = 0; group < kGroups; ++group) {
+    Xbyak::Label kLoop;
+    for (int r = 0; r < kRows; ++r)
+      for (int t = 0; t < 2; ++t)
+        g.vxorps(acc(r, t), acc(r, t), acc(r, t));
+    g.mov(rA, rABase);
+    g.lea(rA4, g.ptr[rA + rLda * 4]);
+    g.mov(rB0, rBPair);
+    g.mov(rB1, rPairBytes);
+    g.shr(rB1, 1);
+    g.add(rB1, rBPair);
+    g.mov(rK, field(fields.kChunks));
+    g.shl(rK, 4); // 16 k steps per chunk
+    // One k step per iteration: the step's row of both column tiles, then per
+    // row one broadcast A group and two dot products.
+    g.L(kLoop);
+    g.vmovups(zB0, g.ptr[rB0]);
+    g.vmovups(zB1, g.ptr[rB1]);
+    for (int r = 0; r < kRows; ++r) {
+      g.vpbroadcastd(zA(r), rowDword(rA, rA4, rLda, rLda3, r));
+      dot(acc(r, 0), zA(r), zB0);
+      dot(acc(r, 1), zA(r), zB1);
+    }
+    g.add(rA, 4);
+    g.add(rA4, 4);
+    g.add(rB0, 64);
+    g.add(rB1, 64);
+    g.dec(rK);
+    g.jnz(kLoop, g.T_NEAR);
+    beforeStores(group);
+    for (int r = 0; r < kRows; ++r) {
+      for (int t = 0; t < 2; ++t) {
+        finish(acc(r, t), group * kRows + r, t);
+        g.vmovups(g.ptr[rC + 64 * t], acc(r, t));
+      }
+      g.add(rC, rLdc);
+    }
+    if (group + 1 < kGroups)
+      g.lea(rABase, g.ptr[rABase + rLda * 8]);
+  }
+  g.add(rCBase, 128);
+  g.add(rBPair, rPairBytes);
+  g.dec(rPairs);
+  g.jnz(pairLoop, g.T_NEAR);
+  g.L(done);
+}
+
 Xbyak::Address AttentionGemmKernel::aRow(int row) const { return rowDword(rA, rA4, rLda, rLda3, row); }
 
 void AttentionGemmKernel::generate() {

@@ -25,7 +25,9 @@
 #include "compiler/codegen/x86/KernelGenerator.h"
 #include "compiler/codegen/x86/VectorMath.h"
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 
 namespace octet::x86 {
 
@@ -71,6 +73,31 @@ private:
 /// 3 ld, so eight rows need no per-row pointer (the f32 and bf16 GEMM tiles).
 Xbyak::Address rowDword(const Xbyak::Reg64 &base, const Xbyak::Reg64 &base4,
                         const Xbyak::Reg64 &ld, const Xbyak::Reg64 &ld3, int row);
+
+/// Where a packed-dot kernel's arguments hold the fields emitPackedDot reads.
+struct PackedDotFields {
+  size_t a, b, c, lda, ldc, kChunks, colPairs;
+};
+template <typename Args> PackedDotFields packedDotFields() {
+  return {offsetof(Args, a),   offsetof(Args, b),       offsetof(Args, c),       offsetof(Args, lda),
+          offsetof(Args, ldc), offsetof(Args, kChunks), offsetof(Args, colPairs)};
+}
+
+/// The body of the bf16 and int8 dot kernels (between preamble and postamble,
+/// arguments at rdi): C[32 x 32 colPairs] from A (32 rows, stride lda bytes, 4
+/// bytes per k step) and B packed as 16 x 16-dword tiles (column tile t, chunk
+/// kc at b + (t kChunks + kc) KiB; one 64-byte tile row per k step, 16 k steps
+/// per chunk). Per pair of column tiles and per group of 8 rows: accumulators
+/// zmm0-15 (row r, tile t: zmm(2r + t)) cleared, then per k step the pair's
+/// tile rows (zmm16-17) and, per row, its 4 bytes broadcast (zmm18-25) into
+/// dot(acc, a, b). Then beforeStores(group) (rsi, rdx, r9, r10, rbx, zmm16-31
+/// free; r15 − args.c is the pair's byte offset, 128 per pair, into per-column
+/// vectors), and finish(acc, row 0-31, tile) before each accumulator's store.
+void emitPackedDot(Xbyak::CodeGenerator &g, const PackedDotFields &fields,
+                   const std::function<void(const Xbyak::Zmm &acc, const Xbyak::Zmm &a,
+                                            const Xbyak::Zmm &b)> &dot,
+                   const std::function<void(int group)> &beforeStores,
+                   const std::function<void(const Xbyak::Zmm &acc, int row, int tile)> &finish);
 
 /// The C++ twin of AttentionGemmKernel (any mr, columns <= 64).
 void attentionGemmReference(const AttentionGemmArgs &args, int mr);

@@ -42,6 +42,15 @@ std::string hostBf16Kind(std::string *why = nullptr) {
 
 bool hostRunsBf16(std::string *why = nullptr) { return !hostBf16Kind(why).empty(); }
 
+bool hostRunsInt8(std::string *why = nullptr) {
+  const x86::CpuFeatures &f = x86::CpuFeatures::host();
+  if (f.supports(x86::Isa::Avx512Vnni))
+    return true;
+  if (why)
+    *why = "host lacks AVX-512 VNNI (has: " + f.describe() + ")";
+  return false;
+}
+
 using PlanBuilder = test::BoundPlan;
 
 enum class MaskShape { None, B11S, B1SS, One11S, BHSS, SS, B1S1 };
@@ -74,12 +83,13 @@ struct Case {
   bool merged = true; ///< q/k/v are column slices of one [B, S, 3HD] buffer
   bool allowAvx512 = true;
   float scale = 0.25f;
-  bool bf16 = false; ///< AttentionSpec::bf16: AMX-BF16 where the host has it
+  /// bf16: AMX-BF16 or AVX512-BF16 where the host has it; int8: AVX-512 VNNI.
+  AttentionPrecision precision = AttentionPrecision::F32;
   std::string describe() const {
     std::ostringstream os;
     os << "B=" << batch << " S=" << seq << " H=" << heads << " D=" << dim
        << " mask=" << maskName(mask) << " masked=" << int(masked) << " merged=" << merged
-       << " avx512=" << allowAvx512 << " bf16=" << bf16;
+       << " avx512=" << allowAvx512 << " precision=" << attentionPrecisionName(precision);
     return os.str();
   }
 };
@@ -174,14 +184,16 @@ void runCase(const Case &c) {
   spec.q = q, spec.k = k, spec.v = v, spec.mask = mask, spec.output = o;
   spec.numHeads = H;
   spec.scale = c.scale;
-  spec.bf16 = c.bf16;
+  spec.precision = c.precision;
   KernelOptions options;
   options.allowAvx512 = c.allowAvx512;
   std::string error;
   StepPtr step = makeAttention(spec, options, error);
   ASSERT_TRUE(step) << error;
-  const bool bf16 = c.bf16 && c.allowAvx512 && hostRunsBf16();
+  const bool bf16 = c.precision == AttentionPrecision::Bf16 && c.allowAvx512 && hostRunsBf16();
+  const bool int8 = c.precision == AttentionPrecision::Int8 && c.allowAvx512 && hostRunsInt8();
   EXPECT_EQ(step->kind(), bf16             ? hostBf16Kind()
+                          : int8          ? "attention.vnni_int8"
                           : c.allowAvx512 ? "attention.jit_avx512"
                                           : "attention.cpp");
   Status status = pb.run(*step);
@@ -215,8 +227,9 @@ void runCase(const Case &c) {
           double err = std::abs(got - expected);
           worst = std::max(worst, err);
           // bf16 operands (8 significant bits) with f32 sums: ~1e-3 here;
+          // int8 operands (scales per row, key, dim): up to 5.1e-3 measured;
           // a layout or padding fault moves outputs by O(0.1).
-          const double tolerance = bf16 ? 1e-2 : 2e-6 + 2e-6 * std::abs(expected);
+          const double tolerance = bf16 || int8 ? 1e-2 : 2e-6 + 2e-6 * std::abs(expected);
           ASSERT_LE(err, tolerance)
               << "b=" << b << " h=" << h << " s=" << s << " d=" << d << " expected " << expected;
         }
@@ -294,20 +307,12 @@ TEST(Attention, SingleThreadAndRowBlocks) {
   omp_set_num_threads(saved);
 }
 
-// The bf16 path (AMX-BF16): shapes, every mask, odd head dims, row blocks
-// and one thread, against the same double reference within bf16's error.
-// Elsewhere the step falls back to f32, which the kind check confirms.
-// On AMX-BF16 tiles or, without AMX, on vdpbf16ps: whichever this host has.
-TEST(Attention, Bf16) {
-  std::string why;
-  if (!hostRunsBf16(&why)) {
-    Case c;
-    c.bf16 = true;
-    runCase(c); // the f32 kernels, kind checked
-    GTEST_SKIP() << "bf16 attention not run: " << why;
-  }
-  auto run = [](Case c) {
-    c.bf16 = true;
+/// A lower-precision path's cases: shapes, every mask, odd head dims, row
+/// blocks and one thread, against the same double reference within the
+/// precision's error.
+void runPrecisionCases(AttentionPrecision precision) {
+  auto run = [&](Case c) {
+    c.precision = precision;
     runCase(c);
   };
   for (int64_t seq : {1, 7, 33, 128})
@@ -338,9 +343,37 @@ TEST(Attention, Bf16) {
   omp_set_num_threads(saved);
 }
 
-// Kᵀ packing (16 x 16 transposes, masked dims, zero keys up to the panel):
-// bit for bit the C++ layout over odd key counts and head dims, nothing
-// written past the panels.
+// The bf16 path: on AMX-BF16 tiles or, without AMX, on vdpbf16ps, whichever
+// this host has. Elsewhere the step falls back to f32, which the kind check
+// confirms.
+TEST(Attention, Bf16) {
+  std::string why;
+  if (!hostRunsBf16(&why)) {
+    Case c;
+    c.precision = AttentionPrecision::Bf16;
+    runCase(c); // the f32 kernels, kind checked
+    GTEST_SKIP() << "bf16 attention not run: " << why;
+  }
+  runPrecisionCases(AttentionPrecision::Bf16);
+}
+
+// The int8 path (vpdpbusd); also keys past one 64-key chunk of P·V and head
+// dims past one 64-dim chunk of Q·Kᵀ (S 200, D 136).
+TEST(Attention, Int8) {
+  std::string why;
+  if (!hostRunsInt8(&why)) {
+    Case c;
+    c.precision = AttentionPrecision::Int8;
+    runCase(c);
+    GTEST_SKIP() << "int8 attention not run: " << why;
+  }
+  runPrecisionCases(AttentionPrecision::Int8);
+  Case c;
+  c.batch = 2, c.seq = 200, c.heads = 2, c.dim = 136, c.mask = MaskShape::B11S;
+  c.masked = Masked::NegInf, c.precision = AttentionPrecision::Int8;
+  runCase(c);
+}
+
 TEST(AttentionKernels, KeysPackingMatchesReference) {
   if (!hostHasAvx512())
     GTEST_SKIP() << "no AVX-512: the JIT kernel cannot run here";
@@ -370,7 +403,7 @@ TEST(Attention, Bf16NeedsAvx512Bf16OnTheTarget) {
   if (!hostHasAvx512())
     GTEST_SKIP() << "no AVX-512: the f32 fallback is the C++ twin either way";
   AttentionSpec spec;
-  spec.q = 0, spec.k = 1, spec.v = 2, spec.output = 3, spec.numHeads = 2, spec.bf16 = true;
+  spec.q = 0, spec.k = 1, spec.v = 2, spec.output = 3, spec.numHeads = 2, spec.precision = AttentionPrecision::Bf16;
   KernelOptions options;
   options.cpu.amxBf16 = false; // a target without AMX: vdpbf16ps where it has AVX512-BF16
   std::string error;
@@ -379,6 +412,24 @@ TEST(Attention, Bf16NeedsAvx512Bf16OnTheTarget) {
   EXPECT_EQ(step->kind(), options.cpu.avx512bf16 ? "attention.avx512_bf16" : "attention.jit_avx512");
   options = KernelOptions();
   options.cpu.avx512bf16 = false;
+  step = makeAttention(spec, options, error);
+  ASSERT_TRUE(step) << error;
+  EXPECT_EQ(step->kind(), "attention.jit_avx512");
+}
+
+// A target without AVX-512 VNNI keeps f32 attention although the plan asks for int8.
+TEST(Attention, Int8NeedsVnniOnTheTarget) {
+  if (!hostHasAvx512())
+    GTEST_SKIP() << "no AVX-512: the f32 fallback is the C++ twin either way";
+  AttentionSpec spec;
+  spec.q = 0, spec.k = 1, spec.v = 2, spec.output = 3, spec.numHeads = 2;
+  spec.precision = AttentionPrecision::Int8;
+  KernelOptions options;
+  std::string error;
+  StepPtr step = makeAttention(spec, options, error);
+  ASSERT_TRUE(step) << error;
+  EXPECT_EQ(step->kind(), hostRunsInt8() ? "attention.vnni_int8" : "attention.jit_avx512");
+  options.cpu.avx512vnni = false;
   step = makeAttention(spec, options, error);
   ASSERT_TRUE(step) << error;
   EXPECT_EQ(step->kind(), "attention.jit_avx512");

@@ -221,10 +221,13 @@ TEST(CApi, Options) {
   EXPECT_EQ(octet_options_set(options, "isa", "avx2"), OCTET_OK);
   EXPECT_EQ(octet_options_set(options, "print_ir_after_all", "1"), OCTET_OK);
   EXPECT_EQ(octet_options_set(options, "attention", "bf16"), OCTET_OK);
+  EXPECT_EQ(octet_options_set(options, "attention", "int8"), OCTET_OK);
+  EXPECT_EQ(octet_options_set(options, "attention", "auto"), OCTET_OK);
   EXPECT_EQ(octet_options_set(options, "attention", "f32"), OCTET_OK);
   EXPECT_EQ(octet_options_set(options, "attention", "fp16"), OCTET_ERROR_INVALID_ARGUMENT);
-  EXPECT_THAT(octet_last_error(),
-              HasSubstr("option 'attention': invalid value 'fp16' (expected f32 or bf16)"));
+  EXPECT_THAT(
+      octet_last_error(),
+      HasSubstr("option 'attention': invalid value 'fp16' (expected auto, f32, bf16 or int8)"));
   EXPECT_EQ(octet_options_set(options, "gemm", "fast"), OCTET_ERROR_INVALID_ARGUMENT);
   EXPECT_THAT(octet_last_error(),
               HasSubstr("option 'gemm': invalid value 'fast' (expected auto, jit or onednn)"));

@@ -1,0 +1,233 @@
+//===- AttentionInt8Test.cpp - the int8 attention kernels vs their twins ---===//
+//
+// Packing (AVX-512): bit-identical to the C++ layouts, scales and sums over odd
+// row and column counts, padding included, with ties, zero rows, NaN and inf.
+// The dot kernel (AVX-512 VNNI): bit-identical to exact int32 sums scaled in
+// the documented order. Each skips where the host lacks the ISA, saying why.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/codegen/CpuFeatures.h"
+#include "compiler/codegen/x86/AttentionInt8Kernels.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace octet::x86 {
+namespace {
+
+bool hostHas(Isa isa, std::string &why) {
+  if (CpuFeatures::host().supports(isa))
+    return true;
+  why =
+      std::string("host lacks ") + isaName(isa) + " (has: " + CpuFeatures::host().describe() + ")";
+  return false;
+}
+
+std::string modeName(Int8Pack m) {
+  switch (m) {
+  case Int8Pack::SignedRows:
+    return "signed rows";
+  case Int8Pack::UnsignedRows:
+    return "unsigned rows";
+  case Int8Pack::Keys:
+    return "keys";
+  case Int8Pack::Values:
+    return "values";
+  }
+  return "?";
+}
+
+/// Floats compared by bits (NaN == NaN of the same payload).
+std::vector<uint32_t> bitsOfAll(const std::vector<float> &v) {
+  std::vector<uint32_t> bits(v.size());
+  std::memcpy(bits.data(), v.data(), v.size() * 4);
+  return bits;
+}
+
+struct PackResult {
+  std::vector<uint8_t> dst;
+  std::vector<float> scales;
+  std::vector<int32_t> sums;
+};
+
+PackResult pack(Int8Pack mode, AttentionInt8PackArgs args, bool jit,
+                AttentionInt8PackKernel::Fn fn) {
+  const bool rows = mode == Int8Pack::SignedRows || mode == Int8Pack::UnsignedRows;
+  PackResult r;
+  r.dst.assign(rows ? args.padRows * args.ldd : args.padRows * args.padCols, 0xab);
+  r.scales.assign(args.padRows, -3.0f);
+  r.sums.assign(args.padRows, -5);
+  std::vector<float> work(16, -9.0f);
+  // UnsignedRows: the probabilities' column multipliers (the keys' V scales; 0 past cols).
+  std::vector<float> columnScales(args.padCols, 0.0f);
+  std::mt19937 gen(unsigned(args.rows * 131 + args.cols));
+  for (int64_t c = 0; c < args.cols; ++c)
+    columnScales[c] = std::uniform_real_distribution<float>(0.001f, 0.05f)(gen);
+  args.columnScales = columnScales.data();
+  args.dst = r.dst.data(), args.scales = r.scales.data(), args.sums = r.sums.data();
+  args.work = work.data();
+  if (jit)
+    fn(&args);
+  else
+    attentionInt8PackReference(mode, args);
+  return r;
+}
+
+TEST(AttentionInt8, PackKernelsMatchTheLayouts) {
+  std::string why;
+  if (!hostHas(Isa::Avx512, why))
+    GTEST_SKIP() << why;
+  std::mt19937 gen(3);
+  std::normal_distribution<float> normal(0, 3);
+  for (Int8Pack mode :
+       {Int8Pack::SignedRows, Int8Pack::UnsignedRows, Int8Pack::Keys, Int8Pack::Values}) {
+    AttentionInt8PackKernel kernel(mode);
+    auto fn = kernel.entry<AttentionInt8PackKernel::Fn>();
+    const bool rowsMode = mode == Int8Pack::SignedRows || mode == Int8Pack::UnsignedRows;
+    for (int64_t rows : {1, 2, 7, 16, 31, 33, 64, 65, 128})
+      for (int64_t cols : {1, 15, 16, 17, 32, 63, 64, 65, 80, 128}) {
+        const int64_t lds = cols + 5;
+        std::vector<float> src(rows * lds + 32);
+        for (float &x : src)
+          x = mode == Int8Pack::UnsignedRows ? std::abs(normal(gen)) : normal(gen);
+        if (cols > 1 && rows > 2) {
+          // A zero row, and the largest magnitude negative (its q is -127).
+          for (int64_t c = 0; c < cols; ++c)
+            src[lds + c] = 0.0f;
+          if (mode != Int8Pack::UnsignedRows)
+            src[2 * lds] = -100.0f;
+        }
+        AttentionInt8PackArgs args;
+        args.src = src.data(), args.lds = lds, args.rows = rows, args.cols = cols;
+        args.padCols = int8Padded(cols);
+        args.padRows = rowsMode ? rows + 3 : int8Padded(rows);
+        args.ldd = rowsMode ? args.padCols + 64 : 0;
+        const PackResult got = pack(mode, args, true, fn), want = pack(mode, args, false, fn);
+        const std::string where =
+            modeName(mode) + " rows " + std::to_string(rows) + " cols " + std::to_string(cols);
+        ASSERT_EQ(got.dst.size(), want.dst.size());
+        for (size_t i = 0; i < got.dst.size(); ++i) {
+          // Rows' stride padding past padCols is not written.
+          if (rowsMode && int64_t(i % args.ldd) >= args.padCols)
+            continue;
+          ASSERT_EQ(int(got.dst[i]), int(want.dst[i])) << where << " byte " << i;
+        }
+        ASSERT_EQ(bitsOfAll(got.scales), bitsOfAll(want.scales)) << where;
+        if (mode == Int8Pack::Keys) {
+          ASSERT_EQ(got.sums, want.sums) << where;
+        }
+      }
+  }
+}
+
+TEST(AttentionInt8, ScalesAndRounding) {
+  // One row through the reference: the documented scale and ties to even.
+  std::vector<float> src = {127.0f, -63.5f, 0.5f, 1.5f, -127.0f};
+  std::vector<uint8_t> dst(64 * 4);
+  std::vector<float> scales(4);
+  AttentionInt8PackArgs args;
+  args.src = src.data(), args.lds = 5, args.rows = 1, args.cols = 5;
+  args.dst = dst.data(), args.ldd = 64, args.padRows = 2, args.padCols = 64;
+  args.scales = scales.data();
+  attentionInt8PackReference(Int8Pack::SignedRows, args);
+  EXPECT_EQ(scales[0], 1.0f);
+  EXPECT_EQ(scales[1], 0.0f); // padding row
+  EXPECT_EQ(int(dst[0]), 127 + 128);
+  EXPECT_EQ(int(dst[1]), -64 + 128); // -63.5: to even
+  EXPECT_EQ(int(dst[2]), 0 + 128);   // 0.5: to even
+  EXPECT_EQ(int(dst[3]), 2 + 128);   // 1.5: to even
+  EXPECT_EQ(int(dst[4]), -127 + 128);
+  EXPECT_EQ(int(dst[5]), 128); // padding column: q = 0
+  EXPECT_EQ(int(dst[64]), 0);  // padding row
+  // A NaN makes the scale NaN.
+  src[3] = NAN;
+  attentionInt8PackReference(Int8Pack::SignedRows, args);
+  EXPECT_TRUE(std::isnan(scales[0]));
+}
+
+TEST(AttentionInt8, NonFiniteInputsGiveNaNScales) {
+  std::string why;
+  if (!hostHas(Isa::Avx512, why))
+    GTEST_SKIP() << why;
+  for (Int8Pack mode :
+       {Int8Pack::SignedRows, Int8Pack::UnsignedRows, Int8Pack::Keys, Int8Pack::Values}) {
+    AttentionInt8PackKernel kernel(mode);
+    auto fn = kernel.entry<AttentionInt8PackKernel::Fn>();
+    for (float bad : {NAN, INFINITY, -INFINITY}) {
+      std::vector<float> src(8 * 70, 0.25f);
+      src[3 * 70 + 5] = bad;
+      AttentionInt8PackArgs args;
+      args.src = src.data(), args.lds = 70, args.rows = 8, args.cols = 70;
+      args.padCols = 128;
+      const bool rowsMode = mode == Int8Pack::SignedRows || mode == Int8Pack::UnsignedRows;
+      args.padRows = rowsMode ? 8 : 64;
+      args.ldd = rowsMode ? 128 : 0;
+      const PackResult got = pack(mode, args, true, fn), want = pack(mode, args, false, fn);
+      ASSERT_EQ(bitsOfAll(got.scales), bitsOfAll(want.scales)) << modeName(mode) << " " << bad;
+      const float scale = got.scales[3];
+      EXPECT_TRUE(std::isnan(scale) || std::isinf(scale)) << modeName(mode) << " " << scale;
+    }
+  }
+}
+
+TEST(AttentionInt8, DotKernelMatchesExactSums) {
+  std::string why;
+  if (!hostHas(Isa::Avx512Vnni, why))
+    GTEST_SKIP() << why;
+  AttentionDotInt8Kernel kernel;
+  auto fn = kernel.entry<AttentionDotInt8Kernel::Fn>();
+  std::mt19937 gen(5);
+  std::uniform_int_distribution<int> byte(0, 255);
+  std::normal_distribution<float> normal(0, 1);
+  for (int64_t kChunks : {1, 2, 5})
+    for (int64_t colPairs : {1, 3}) {
+      const int64_t k = kChunks * kInt8Chunk, n = 32 * colPairs;
+      std::vector<uint8_t> a(32 * (k + 16));
+      std::vector<int8_t> b(2 * colPairs * kChunks * kInt8TileBytes);
+      for (uint8_t &x : a)
+        x = uint8_t(byte(gen));
+      for (int8_t &x : b)
+        x = int8_t(byte(gen) - 128);
+      a[0] = 255, b[0] = -128; // the extremes
+      std::vector<float> rowScale(32), colScale(n);
+      std::vector<int32_t> colSums(n);
+      for (float &s : rowScale)
+        s = std::abs(normal(gen)) / 100;
+      for (float &s : colScale)
+        s = std::abs(normal(gen)) / 100;
+      for (int32_t &s : colSums)
+        s = byte(gen) * 300 - 40000;
+      AttentionDotInt8Args args;
+      args.a = a.data(), args.lda = k + 16;
+      args.b = b.data();
+      args.ldc = (n + 8) * 4;
+      args.kChunks = kChunks, args.colPairs = colPairs;
+      args.rowScale = rowScale.data(), args.colScale = colScale.data();
+      args.colSums = colSums.data();
+      std::vector<float> got(32 * (n + 8), -7.0f), want(32 * (n + 8), -7.0f);
+      args.c = got.data();
+      fn(&args);
+      args.c = want.data();
+      attentionDotInt8Reference(args);
+      for (int64_t m = 0; m < 32; ++m)
+        for (int64_t j = 0; j < n + 8; ++j) {
+          const float w = want[m * (n + 8) + j], g = got[m * (n + 8) + j];
+          if (j >= n) {
+            ASSERT_EQ(g, -7.0f) << "C[" << m << "][" << j << "] written";
+            continue;
+          }
+          ASSERT_EQ(g, w) << "kChunks " << kChunks << " colPairs " << colPairs << " C[" << m << "]["
+                          << j << "]";
+        }
+    }
+  AttentionDotInt8Args none; // colPairs 0: nothing
+  fn(&none);
+}
+
+} // namespace
+} // namespace octet::x86
