@@ -5,6 +5,10 @@
 // mask [B, 1, 1, S], B in {1, 8}, S in {128, 384}; best of repeated runs of
 //  - step.jit: makeAttention with the JIT kernels (per (b, h): Q·Kᵀ, softmax, P·V
 //    in a per-thread scores tile);
+//  - step.int8: the same step's int8 path (Q·Kᵀ and P·V on vpdpbusd, operands
+//    quantized per row and key at run time; docs/attention-int8.md), on AVX-512 VNNI;
+//  - step.bf16: its bf16 path (AMX-BF16 tiles, or vdpbf16ps without AMX), where the
+//    host has AVX512-BF16 (docs/attention-bf16.md);
 //  - step.cpp: the same step with the compiled C++ kernels (allowAvx512 = false);
 //  - onednn:   the straightforward alternative: two batched oneDNN matmuls over
 //    strided [B, H, S, D] views with the whole [B, H, S, S] scores tensor in
@@ -68,8 +72,10 @@ void benchBertBaseShapes() {
   const float scale = 0.125f;
   std::printf("threads %d, AVX-512 %s, %s time\n", omp_get_max_threads(), jit ? "yes" : "no",
               cpuClock() ? "CPU" : "wall");
-  std::printf("%-4s %-5s %12s %12s %12s   (ms, best of runs; GFLOP/s in brackets)\n", "B", "S",
-              "step.jit", "step.cpp", "onednn");
+  const bool int8 = x86::CpuFeatures::host().supports(x86::Isa::Avx512Vnni);
+  const bool bf16 = x86::CpuFeatures::host().supports(x86::Isa::Avx512Bf16);
+  std::printf("%-4s %-5s %12s %12s %12s %12s %12s   (ms, best of runs; GOP/s in brackets)\n",
+              "B", "S", "step.jit", "step.int8", "step.bf16", "step.cpp", "onednn");
   for (int64_t B : {1, 8})
     for (int64_t S : {128, 384}) {
       std::mt19937 rng(42);
@@ -94,17 +100,22 @@ void benchBertBaseShapes() {
       spec.numHeads = H, spec.scale = scale;
       ExecContext ctx = bp.context();
       const int repeats = S * B > 1000 ? 10 : 30;
-      auto timeStep = [&](bool allowAvx512) {
+      auto timeStep = [&](bool allowAvx512, AttentionPrecision precision) {
         KernelOptions options;
         options.allowAvx512 = allowAvx512;
         std::string error;
-        StepPtr step = makeAttention(spec, options, error);
+        AttentionSpec withPrecision = spec;
+        withPrecision.precision = precision;
+        StepPtr step = makeAttention(withPrecision, options, error);
         check(step != nullptr, "makeAttention: " + error);
         return bestMs([&] { check(step->run(ctx).ok(), "the attention step failed"); }, repeats);
       };
-      double msJit = jit ? timeStep(true) : 0;
+      double msInt8 = int8 ? timeStep(true, AttentionPrecision::Int8) : 0;
+      std::vector<float> int8Out = out;
+      double msBf16 = bf16 ? timeStep(true, AttentionPrecision::Bf16) : 0;
+      double msJit = jit ? timeStep(true, AttentionPrecision::F32) : 0;
       std::vector<float> expected = out;
-      double msCpp = timeStep(false);
+      double msCpp = timeStep(false, AttentionPrecision::F32);
 
       // oneDNN: scores[B,H,S,S] = scale · Q·Kᵀ; softmax(+mask) rows; out = P·V.
       using dnnl::memory;
@@ -148,11 +159,19 @@ void benchBertBaseShapes() {
       for (size_t i = 0; i < out.size(); ++i)
         worst = std::max(worst, double(std::abs(out[i] - expected[i])));
       check(worst < 1e-4, "oneDNN and the step disagree by " + std::to_string(worst));
+      if (int8) {
+        double far = 0;
+        for (size_t i = 0; i < out.size(); ++i)
+          far = std::max(far, double(std::abs(int8Out[i] - expected[i])));
+        check(far < 2e-2, "the int8 step is " + std::to_string(far) + " from f32");
+      }
 
       const double gflop = 4.0 * B * H * S * S * D * 1e-9;
-      std::printf("%-4lld %-5lld %6.2f [%4.0f] %6.2f [%4.0f] %6.2f [%4.0f]\n", (long long)B,
-                  (long long)S, msJit, msJit > 0 ? gflop / msJit * 1e3 : 0, msCpp,
-                  gflop / msCpp * 1e3, msDnnl, gflop / msDnnl * 1e3);
+      auto rate = [&](double ms) { return ms > 0 ? gflop / ms * 1e3 : 0.0; };
+      std::printf(
+          "%-4lld %-5lld %6.2f [%4.0f] %6.2f [%4.0f] %6.2f [%4.0f] %6.2f [%4.0f] %6.2f [%4.0f]\n",
+          (long long)B, (long long)S, msJit, rate(msJit), msInt8, rate(msInt8), msBf16,
+          rate(msBf16), msCpp, rate(msCpp), msDnnl, rate(msDnnl));
     }
 }
 

@@ -9,6 +9,7 @@ medians (issue 17).
 Engines (bench/peers/worker.py):
   octet-int8        Octet INT8 static (SmoothQuant; octet.compile, JIT), system python
   octet-int8-padded the same with pack_tokens off: every padding token computed
+  octet-int8-f32attn the same with attention="f32" (attention's matmuls in f32, not int8)
   octet-fp32        Octet FP32 (system python)
   octet-bf16        Octet with precision="bf16" on the FP32 model (system python)
   ov-int8           OpenVINO INT8 on the same QDQ model as ort-int8-static (static shapes)
@@ -46,10 +47,12 @@ sys.path.insert(0, os.path.join(ROOT, "bench", "minilm"))
 from bert_base_int8 import token_batch  # noqa: E402  (random token batches, as that bench)
 
 WORKER = os.path.join(ROOT, "bench", "peers", "worker.py")
-ENGINES = ["octet-int8", "octet-int8-padded", "octet-fp32", "octet-bf16", "ov-int8", "ort-int8-static", "ort-int8-dynamic", "torch-int8", "ort-fp32", "ov-default"]
+ENGINES = ["octet-int8", "octet-int8-padded", "octet-int8-f32attn", "octet-fp32", "octet-bf16", "ov-int8", "ort-int8-static", "ort-int8-dynamic", "torch-int8", "ort-fp32", "ov-default"]
 # The INT8 comparison; --engines octet-bf16,octet-fp32,ov-default for --precision bf16.
-DEFAULT_ENGINES = [e for e in ENGINES if e not in ("octet-fp32", "octet-bf16", "octet-int8-padded")]
-TITLES = {"octet-int8": "Octet INT8 static", "octet-int8-padded": "Octet INT8 static, padding computed", "octet-fp32": "Octet FP32", "octet-bf16": "Octet bf16",
+DEFAULT_ENGINES = [e for e in ENGINES
+                   if e not in ("octet-fp32", "octet-bf16", "octet-int8-padded", "octet-int8-f32attn")]
+TITLES = {"octet-int8": "Octet INT8 static", "octet-int8-padded": "Octet INT8 static, padding computed",
+          "octet-int8-f32attn": "Octet INT8 static, f32 attention", "octet-fp32": "Octet FP32", "octet-bf16": "Octet bf16",
           "ov-int8": "OpenVINO INT8 (same QDQ)",
           "ort-int8-static": "ORT INT8 static (QDQ)", "ort-int8-dynamic": "ORT INT8 dynamic",
           "torch-int8": "PyTorch torchao SmoothQuant + Inductor", "ort-fp32": "ORT FP32", "ov-default": "OpenVINO default precision"}

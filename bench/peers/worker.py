@@ -8,7 +8,7 @@ neighbour in the same process).
       time SHAPE REPEAT           -> "ok <ms> <ms> ..." REPEAT timed runs
       out SHAPE                   -> "ok <path>"      the first output saved as .npy
       quit
-Engines: octet-int8, octet-int8-padded, octet-fp32, octet-bf16 (system python, the package of this checkout), ort-fp32, ort-int8-static,
+Engines: octet-int8, octet-int8-padded, octet-int8-f32attn, octet-fp32, octet-bf16 (system python, the package of this checkout), ort-fp32, ort-int8-static,
 ort-int8-dynamic, ov-int8, ov-default, torch-int8 (peers venv). Files in WORK: model.onnx (FP32 BERT-base),
 calib/setNNN/*.npy (calibration batches), qdq.onnx, dynamic.onnx, SHAPE.npz (feeds).
 """
@@ -61,7 +61,8 @@ def prepare(work):
 
 
 class Octet:
-    """octet-int8: INT8 static (SmoothQuant, the calibration sets); octet-fp32: FP32;
+    """octet-int8: INT8 static (SmoothQuant, the calibration sets; -padded, -f32attn: without
+    padding-free batches, with f32 attention); octet-fp32: FP32;
     octet-bf16: the FP32 model with precision="bf16" (bf16 weights and activations in the
     linears and attention's matmuls, f32 sums)."""
 
@@ -70,10 +71,12 @@ class Octet:
         import octet
         self.version = "octet (this checkout)"
         path = os.path.join(work, "model.onnx")
-        if engine in ("octet-int8", "octet-int8-padded"):
-            # -padded: every padding token computed (pack_tokens off, docs/padding-free.md).
+        if engine in ("octet-int8", "octet-int8-padded", "octet-int8-f32attn"):
+            # -padded: every padding token computed (pack_tokens off, docs/padding-free.md);
+            # -f32attn: attention's matmuls in f32 (before int8 attention, docs/attention-int8.md).
             self.model = octet.compile(path, int8="static", calibration=os.path.join(work, "calib"),
                                        progress=False,
+                                       attention="f32" if engine.endswith("f32attn") else None,
                                        options={"pack_tokens": "off"} if engine.endswith("padded") else None)
         else:
             self.model = octet.compile(path, precision="bf16" if engine == "octet-bf16" else None,
