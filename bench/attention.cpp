@@ -74,8 +74,8 @@ void benchBertBaseShapes() {
               cpuClock() ? "CPU" : "wall");
   const bool int8 = x86::CpuFeatures::host().supports(x86::Isa::Avx512Vnni);
   const bool bf16 = x86::CpuFeatures::host().supports(x86::Isa::Avx512Bf16);
-  std::printf("%-4s %-5s %12s %12s %12s %12s %12s   (ms, best of runs; GOP/s in brackets)\n",
-              "B", "S", "step.jit", "step.int8", "step.bf16", "step.cpp", "onednn");
+  std::printf("%-4s %-5s %12s %12s %12s %12s %12s   (ms, best of runs; GOP/s in brackets)\n", "B",
+              "S", "step.jit", "step.int8", "step.bf16", "step.cpp", "onednn");
   for (int64_t B : {1, 8})
     for (int64_t S : {128, 384}) {
       std::mt19937 rng(42);
