@@ -44,6 +44,7 @@
 #include "compiler/codegen/x86/AttentionBf16Kernels.h"
 #include "compiler/codegen/x86/AttentionInt8Kernels.h"
 #include "compiler/codegen/x86/AttentionKernels.h"
+#include "compiler/codegen/x86/QuantizeKernels.h"
 
 #include <omp.h>
 
@@ -51,6 +52,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <new>
 
@@ -146,8 +148,13 @@ public:
     if (spec.tokenLayout >= 0)
       inputs.push_back(spec.tokenLayout);
     outputs = {spec.output};
+    if (quantized())
+      outputBounds_ = spec.outputType == DType::U8 ? std::pair{0, 255} : std::pair{-128, 127};
     if (!jit_)
       return;
+    if (quantized())
+      quantizeKernel_ = std::make_unique<x86::QuantizeKernel>(
+          spec.outputType == DType::U8 ? x86::QuantOutput::U8 : x86::QuantOutput::S8);
     softmaxKernel_ = std::make_unique<AttentionSoftmaxKernel>(spec.mask >= 0);
     softmaxFn_ = softmaxKernel_->entry<AttentionSoftmaxKernel::Fn>();
     if (spec.mask >= 0 && spec.tokenLayout >= 0) { // a packed batch reads no mask
@@ -192,10 +199,11 @@ public:
   }
 
   std::string kind() const override {
-    return bf16_   ? (amx_ ? "attention.amx_bf16" : "attention.avx512_bf16")
-           : int8_ ? "attention.vnni_int8"
-           : jit_  ? "attention.jit_avx512"
-                   : "attention.cpp";
+    const std::string path = bf16_   ? (amx_ ? "attention.amx_bf16" : "attention.avx512_bf16")
+                             : int8_ ? "attention.vnni_int8"
+                             : jit_  ? "attention.jit_avx512"
+                                     : "attention.cpp";
+    return quantized() ? path + "+quantize" : path;
   }
 
   /// Q·Kᵀ and P·V: 4·B·H·S²·D ops, plus the softmax's per score; bytes: q, k,
@@ -258,8 +266,10 @@ private:
     int64_t batchStride[4], rowStride[4];
     for (int i = 0; i < 4; ++i) {
       TensorId t = ids[i];
-      if (ctx.dtype(t) != DType::F32)
-        return error(std::string(names[i]) + " is " + dtypeName(ctx.dtype(t)) + ", not f32");
+      const DType expected = i == 3 ? spec_.outputType : DType::F32;
+      if (ctx.dtype(t) != expected)
+        return error(std::string(names[i]) + " is " + dtypeName(ctx.dtype(t)) + ", not " +
+                     dtypeName(expected));
       std::vector<int64_t> shape = ctx.shape(t);
       if (shape.size() != 3)
         return error(std::string(names[i]) + " has shape " + shapeString(shape) +
@@ -442,6 +452,7 @@ private:
   /// Per-thread scratch of one path; `allocate` sizes it for the geometry.
   struct Scratch {
     Buffer scores, keys, values, maskRow, rows, tile, quant;
+    Buffer quantized; ///< a quantized output's bytes of one block (storeRows)
     bool tilesConfigured = false; ///< bf16: this thread loaded the tile configuration
   };
 
@@ -513,22 +524,56 @@ private:
   /// batch), and whether its rows are contiguous along the keys (or absent).
   struct Operands {
     const float *q, *k, *v, *mask;
-    float *out;
+    void *out; ///< f32, or u8 / i8 (spec_.outputType)
     bool maskRowsContiguous;
   };
   Operands operands(const ExecContext &ctx, const Geometry &g) const {
     Operands o;
     o.q = ctx.data<float>(spec_.q), o.k = ctx.data<float>(spec_.k);
-    o.v = ctx.data<float>(spec_.v), o.out = ctx.data<float>(spec_.output);
+    o.v = ctx.data<float>(spec_.v), o.out = ctx.data(spec_.output);
     o.mask = spec_.mask >= 0 && !g.packed ? ctx.data<float>(spec_.mask) : nullptr;
     o.maskRowsContiguous = !o.mask || g.mK == 1 || g.maxLength == 1;
     return o;
   }
 
+  bool quantized() const { return spec_.outputType != DType::F32; }
+
+  /// `n` rows of `cols` floats from a block (row stride ld) into the output at
+  /// element `at` (row stride ldOut): copied, or quantized per tensor as
+  /// makeQuantize does (the JIT kernel over the whole block into the thread's
+  /// s.quantized, one call rather than one per row, then the rows' bytes; or
+  /// the kernel's C++ formula).
+  void storeRows(Scratch &s, const float *block, int64_t ld, int64_t n, int64_t cols, void *out,
+                 int64_t at, int64_t ldOut) const {
+    if (quantized() && quantizeKernel_) {
+      auto *bytes = reinterpret_cast<uint8_t *>(s.quantized.get());
+      quantizeKernel_->run(block, bytes, n * ld, spec_.outputScale, spec_.outputZeroPoint);
+      for (int64_t r = 0; r < n; ++r)
+        std::memcpy(static_cast<uint8_t *>(out) + at + r * ldOut, bytes + r * ld, size_t(cols));
+      return;
+    }
+    for (int64_t r = 0; r < n; ++r) {
+      const float *src = block + r * ld;
+      const int64_t row = at + r * ldOut;
+      if (!quantized()) {
+        std::copy_n(src, cols, static_cast<float *>(out) + row);
+      } else {
+        for (int64_t c = 0; c < cols; ++c) {
+          const int32_t value = x86::quantizeScalar(src[c], spec_.outputScale,
+                                                    spec_.outputZeroPoint, outputBounds_.first,
+                                                    outputBounds_.second);
+          if (spec_.outputType == DType::U8)
+            static_cast<uint8_t *>(out)[row + c] = uint8_t(value);
+          else
+            static_cast<int8_t *>(out)[row + c] = int8_t(value);
+        }
+      }
+    }
+  }
+
   Status compute(const ExecContext &ctx, const Geometry &g) const {
     const Operands o = operands(ctx, g);
     const float *q = o.q, *k = o.k, *v = o.v, *mask = o.mask;
-    float *out = o.out;
     const int64_t maxS = g.maxLength, D = g.headDim;
     const int64_t panels = (maxS + kPanel - 1) / kPanel, dPanels = (D + kPanel - 1) / kPanel;
     const int64_t ldScores = (maxS + 15) / 16 * 16;
@@ -538,13 +583,17 @@ private:
       s.scores = allocate(std::min(kRowBlock, maxS) * ldScores);
       s.keys = allocate(panels * kPanel * D);
       s.values = allocate(maxS * dPanels * kPanel);
+      if (quantized()) {
+        s.tile = allocate(kRowBlock * D); // P·V of a block, then quantized out
+        s.quantized = allocate(kRowBlock * D / 4 + 1);
+      }
       if (!maskRowsContiguous)
         s.maskRow = allocate(maxS);
     };
     auto body = [&](Scratch &s, int64_t b, int64_t h, bool newHead, int64_t row0, int64_t rows) {
       const int64_t S = g.length(b);
       const float *qB = q + g.start(b, g.qB, g.qS);
-      float *outB = out + g.start(b, g.oB, g.oS);
+      const int64_t outB = g.start(b, g.oB, g.oS);
       if (newHead) {
         // keys[p][d][j] = K[b, 64p + j, hD + d]
         x86::AttentionKeysArgs keys;
@@ -580,9 +629,16 @@ private:
                  s.scores.get(), ldScores);
         softmaxBlock(g, mask, maskRowsContiguous, b, h, r0, n, S, s.scores.get(), ldScores,
                      s.maskRow.get());
-        // out rows, head columns = P · V_h
-        gemmRows(s.scores.get(), ldScores, n, s.values.get(), kPanel, S * kPanel, D, S,
-                 outB + r0 * g.oS + h * D, g.oS);
+        // out rows, head columns = P · V_h (straight into out, unless quantized)
+        const int64_t at = outB + r0 * g.oS + h * D;
+        if (quantized()) {
+          gemmRows(s.scores.get(), ldScores, n, s.values.get(), kPanel, S * kPanel, D, S,
+                   s.tile.get(), D);
+          storeRows(s, s.tile.get(), D, n, D, o.out, at, g.oS);
+        } else {
+          gemmRows(s.scores.get(), ldScores, n, s.values.get(), kPanel, S * kPanel, D, S,
+                   static_cast<float *>(o.out) + at, g.oS);
+        }
       }
     };
     return forEachTask(g, kMaxRows, allocateScratch, body);
@@ -611,7 +667,6 @@ private:
   Status computeBf16(const ExecContext &ctx, const Geometry &g) const {
     const Operands o = operands(ctx, g);
     const float *q = o.q, *k = o.k, *v = o.v, *mask = o.mask;
-    float *out = o.out;
     const int64_t maxS = g.maxLength, D = g.headDim;
     const int64_t maxPad = x86::bf16Padded(maxS), dPad = x86::bf16Padded(D);
     const bool maskRowsContiguous = o.maskRowsContiguous;
@@ -623,6 +678,8 @@ private:
       s.values = allocate(maxPad * dPad / 2);             // bf16 V_h tiles
       s.rows = allocate(kBf16RowBlock * std::max(maxPad, dPad) / 2); // bf16 Q or P rows
       s.tile = allocate(kBf16RowBlock * dPad);            // f32 P·V of a block
+      if (quantized())
+        s.quantized = allocate(kBf16RowBlock * dPad / 4);
       if (!maskRowsContiguous)
         s.maskRow = allocate(maxS);
     };
@@ -630,7 +687,7 @@ private:
     auto body = [&](Scratch &s, int64_t b, int64_t h, bool newHead, int64_t row0, int64_t rows) {
       const int64_t S = g.length(b), sPad = x86::bf16Padded(S);
       const float *qB = q + g.start(b, g.qB, g.qS);
-      float *outB = out + g.start(b, g.oB, g.oS);
+      const int64_t outB = g.start(b, g.oB, g.oS);
       if (newHead) {
         x86::AttentionBf16PackArgs kv;
         kv.rows = S, kv.cols = D, kv.padRows = sPad, kv.padCols = dPad;
@@ -649,8 +706,7 @@ private:
         // out rows = bf16(P) · bf16(V_h), f32, through the block's tile buffer
         rowsTimesTiles(s, s.scores.get(), sPad, n, S, sPad, bf16(s.values),
                        dPad / x86::kBf16Chunk, s.tile.get(), dPad);
-        for (int64_t r = 0; r < n; ++r)
-          std::copy_n(s.tile.get() + r * dPad, D, outB + (r0 + r) * g.oS + h * D);
+        storeRows(s, s.tile.get(), dPad, n, D, o.out, outB + r0 * g.oS + h * D, g.oS);
       }
     };
     return forEachTask(g, kBf16RowBlock, allocateScratch, body);
@@ -659,7 +715,6 @@ private:
   Status computeInt8(const ExecContext &ctx, const Geometry &g) const {
     const Operands o = operands(ctx, g);
     const float *q = o.q, *k = o.k, *v = o.v, *mask = o.mask;
-    float *out = o.out;
     const int64_t maxS = g.maxLength, D = g.headDim;
     const int64_t maxPad = x86::int8Padded(maxS), dPad = x86::int8Padded(D);
     const bool maskRowsContiguous = o.maskRowsContiguous;
@@ -676,6 +731,8 @@ private:
       s.values = allocate(maxPad * dPad / 4);                        // s8 V_h tiles
       s.rows = allocate(kBf16RowBlock * std::max(maxPad, dPad) / 4); // u8 Q or P rows
       s.tile = allocate(kBf16RowBlock * dPad);                       // f32 P·V of a block
+      if (quantized())
+        s.quantized = allocate(kBf16RowBlock * dPad / 4);
       s.quant = allocate(at.size);
       std::fill_n(s.quant.get() + at.ones, dPad, 1.0f);
       std::fill_n(sums(s.quant, at.zeros), dPad, 0);
@@ -685,7 +742,7 @@ private:
     auto body = [&](Scratch &s, int64_t b, int64_t h, bool newHead, int64_t row0, int64_t rows) {
       const int64_t S = g.length(b), sPad = x86::int8Padded(S);
       const float *qB = q + g.start(b, g.qB, g.qS);
-      float *outB = out + g.start(b, g.oB, g.oS);
+      const int64_t outB = g.start(b, g.oB, g.oS);
       float *quant = s.quant.get();
       if (newHead) {
         x86::AttentionInt8PackArgs kv;
@@ -725,8 +782,7 @@ private:
         dot.kChunks = sPad / x86::kInt8Chunk, dot.colPairs = dPad / 32;
         dot.colScale = quant + at.ones, dot.colSums = sums(s.quant, at.zeros);
         int8DotFn_(&dot);
-        for (int64_t r = 0; r < n; ++r)
-          std::copy_n(s.tile.get() + r * dPad, D, outB + (r0 + r) * g.oS + h * D);
+        storeRows(s, s.tile.get(), dPad, n, D, o.out, outB + r0 * g.oS + h * D, g.oS);
       }
     };
     return forEachTask(g, kBf16RowBlock, allocateScratch, body);
@@ -736,6 +792,8 @@ private:
   bool jit_, bf16_;
   bool amx_; ///< bf16 on AMX tiles, else on vdpbf16ps (same packing, same results' layout)
   bool int8_; ///< Q·Kᵀ and P·V on vpdpbusd
+  std::unique_ptr<x86::QuantizeKernel> quantizeKernel_; ///< a quantized output's (JIT)
+  std::pair<int32_t, int32_t> outputBounds_{0, 0};       ///< a quantized output's range
   std::unique_ptr<x86::AttentionInt8PackKernel> int8PackKernels_[4];
   x86::AttentionInt8PackKernel::Fn int8PackFns_[4] = {};
   std::unique_ptr<x86::AttentionDotInt8Kernel> int8DotKernel_;
@@ -781,6 +839,24 @@ StepPtr makeAttention(const AttentionSpec &spec, const KernelOptions &options, s
   if (!std::isfinite(spec.scale)) {
     error = "attention: scale " + std::to_string(spec.scale) + " is not finite";
     return nullptr;
+  }
+  if (spec.outputType != DType::F32) {
+    const bool u8 = spec.outputType == DType::U8;
+    if (!u8 && spec.outputType != DType::I8) {
+      error = std::string("attention: output type ") + dtypeName(spec.outputType) +
+              " is none of f32, u8 and i8";
+      return nullptr;
+    }
+    if (!std::isfinite(spec.outputScale) || !(spec.outputScale > 0)) {
+      error = "attention: output scale " + std::to_string(spec.outputScale) +
+              " is not a positive finite number";
+      return nullptr;
+    }
+    if (spec.outputZeroPoint < (u8 ? 0 : -128) || spec.outputZeroPoint > (u8 ? 255 : 127)) {
+      error = "attention: output zero point " + std::to_string(spec.outputZeroPoint) +
+              " is outside " + dtypeName(spec.outputType);
+      return nullptr;
+    }
   }
   const bool jit = options.allowAvx512 && options.cpu.supports(x86::Isa::Avx512);
   // bf16 where the plan allows it: on AMX-BF16 tiles where the target has them

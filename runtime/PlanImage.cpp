@@ -360,6 +360,7 @@ struct SpecWriter {
     w.i32(s.q), w.i32(s.k), w.i32(s.v), w.i32(s.mask), w.i32(s.output);
     w.i64(s.numHeads), w.f32(s.scale), w.u8(uint8_t(s.precision)), w.u8(s.zeroMaskedRows);
     w.i32(s.tokenLayout);
+    w.u8(uint8_t(s.outputType)), w.f32(s.outputScale), w.i32(s.outputZeroPoint);
   }
   void operator()(const recipe::FusedElementwise &r) {
     program(r.program);
@@ -551,6 +552,8 @@ struct SpecReader {
                   ", not f32 (0), bf16 (1) or int8 (2)";
       s.zeroMaskedRows = r.u8() != 0;
       s.tokenLayout = r.i32();
+      s.outputType = DType(r.u8()); // checked by makeAttention
+      s.outputScale = r.f32(), s.outputZeroPoint = r.i32();
       return Attention{s};
     }
     case 16: {

@@ -35,7 +35,7 @@ class KernelCodeCapture;
 namespace octet::rt {
 
 /// Bumped on every change of the byte layout; a reader rejects any other.
-constexpr uint32_t kPlanFormatVersion = 6;
+constexpr uint32_t kPlanFormatVersion = 7;
 
 struct PlanImage {
   std::vector<uint8_t> plan;

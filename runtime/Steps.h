@@ -235,6 +235,13 @@ struct AttentionSpec {
   /// it says Packed, q, k, v and out are [1, rows, H·D] and each sequence
   /// attends over its own rows; the mask is then not read.
   TensorId tokenLayout = -1;
+  /// F32, or U8 / I8: the output quantized per tensor as it is copied out,
+  /// saturate(RNE(x / outputScale) + outputZeroPoint), bit for bit what
+  /// makeQuantize computes (the Plan builder folds the octet.quantize that was
+  /// the attention's only user; docs/attention-int8.md).
+  DType outputType = DType::F32;
+  float outputScale = 1;
+  int32_t outputZeroPoint = 0;
 };
 StepPtr makeAttention(const AttentionSpec &spec, const KernelOptions &options,
                       std::string &error);

@@ -366,6 +366,8 @@ LogicalResult PlanWalker::visit(Operation *op) {
         spec.scale = a.getScale().convertToFloat();
         spec.precision = options_.attention;
         spec.zeroMaskedRows = a.getZeroMaskedRows();
+        if (failed(foldOutputQuantize(a, spec)))
+          return failure();
         return addStep(op, rt::recipe::Attention{spec}, "attention");
       })
       .Case([&](octet::FusedOp fused) -> LogicalResult {

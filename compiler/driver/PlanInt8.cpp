@@ -11,7 +11,46 @@ using namespace octet::plan_builder;
 namespace rt = octet::rt;
 using octet::joinNodeNames;
 
+LogicalResult PlanWalker::foldOutputQuantize(octet::AttentionOp attention,
+                                             rt::AttentionSpec &spec) {
+  Value result = attention.getResult();
+  if (!result.hasOneUse())
+    return success();
+  auto quantize = dyn_cast<octet::QuantizeOp>(*result.getUsers().begin());
+  if (!quantize || !quantize.getZeroPoint())
+    return success();
+  auto oneElement = [](Value v) {
+    return v.getDefiningOp<octet::ConstantOp>() &&
+           cast<RankedTensorType>(v.getType()).getNumElements() == 1;
+  };
+  if (!oneElement(quantize.getScale()) || !oneElement(quantize.getZeroPoint()))
+    return success(); // per axis or run-time scales: the quantize step
+  Type element = cast<RankedTensorType>(quantize.getType()).getElementType();
+  const bool u8 = element.isUnsignedInteger(8);
+  if (!u8 && !element.isSignedInteger(8))
+    return success();
+  FailureOr<const void *> scale = constantBytes(quantize, quantize.getScale());
+  FailureOr<const void *> zeroPoint = constantBytes(quantize, quantize.getZeroPoint());
+  if (failed(scale) || failed(zeroPoint))
+    return failure();
+  const float s = *static_cast<const float *>(*scale);
+  if (!std::isfinite(s) || !(s > 0))
+    return success(); // the quantize step reports it
+  FailureOr<TensorId> out = shapedResultTensor(quantize, quantize.getResult());
+  if (failed(out))
+    return failure();
+  spec.output = *out;
+  spec.outputType = u8 ? rt::DType::U8 : rt::DType::I8;
+  spec.outputScale = s;
+  spec.outputZeroPoint =
+      u8 ? *static_cast<const uint8_t *>(*zeroPoint) : *static_cast<const int8_t *>(*zeroPoint);
+  foldedQuantizes_.insert(quantize);
+  return success();
+}
+
 LogicalResult PlanWalker::visitQuant(Operation *op) {
+  if (foldedQuantizes_.contains(op))
+    return success(); // the attention before it wrote its output
   Value input = op->getOperand(0), scale = op->getOperand(1);
   Value zp = op->getNumOperands() > 2 ? op->getOperand(2) : Value();
   std::optional<uint64_t> axisAttr;

@@ -156,6 +156,11 @@ private:
   LogicalResult visitQuantizePerRow(octet::QuantizePerRowOp op);
   /// octet.token_layout, pack_tokens and unpack_tokens (docs/padding-free.md).
   LogicalResult visitTokenOp(Operation *op);
+  /// When the attention's only user is an octet.quantize per tensor (constant
+  /// scale and zero point), the attention step writes the quantized output
+  /// itself (AttentionSpec::outputType) and the quantize is skipped: one pass
+  /// over the output instead of two (docs/attention-int8.md).
+  LogicalResult foldOutputQuantize(octet::AttentionOp attention, rt::AttentionSpec &spec);
   /// Builds the step with rt::buildStep (so it keeps its recipe, for AOT).
   LogicalResult addStep(Operation *op, const rt::StepRecipe::Call &call, const std::string &kind);
   LogicalResult finishOutputs();
@@ -181,6 +186,8 @@ private:
   /// Per token layout: the PackedDim scalars of its packed batch and seq.
   DenseMap<Value, std::pair<ScalarId, ScalarId>> packedDims_;
   std::vector<bool> outputTaken_;
+  /// Quantize ops an attention step computes (foldOutputQuantize): not built again.
+  llvm::DenseSet<Operation *> foldedQuantizes_;
 };
 
 } // namespace octet::plan_builder

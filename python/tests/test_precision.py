@@ -35,3 +35,35 @@ def test_precision_errors(small_onnx):
         octet.compile(small_onnx, precision="bf16", int8="dynamic", progress=False)
     with pytest.raises(octet.InvalidArgument, match="needs AVX512-BF16"):
         octet.compile(small_onnx, precision="bf16", target="avx512-vnni", progress=False)
+
+
+def _has_avx512_vnni():
+    with open("/proc/cpuinfo") as f:
+        return "avx512_vnni" in f.read().split()
+
+
+@pytest.mark.skipif(not _has_avx512_vnni(), reason="this CPU lacks AVX-512 VNNI")
+def test_int8_attention_is_the_int8_default(small_onnx):
+    """attention="auto" (the default) runs an INT8 model's attention on vpdpbusd, "f32"
+    keeps the f32 kernels; the outputs stay close (docs/attention-int8.md)."""
+    feeds = token_feeds(3, 16, seed=7)
+    runs = {}
+    for attention in (None, "f32", "int8"):
+        with octet.compile(small_onnx, int8="dynamic", attention=attention, profile=True,
+                           progress=False) as m:
+            out = m.run(feeds)["last_hidden_state"].astype(np.float64)
+            kinds = [s["kind"] for s in m.profile() if s["kind"].startswith("attention.")]
+        runs[attention] = out
+        want = "attention.jit_avx512" if attention == "f32" else "attention.vnni_int8"
+        assert kinds and all(k == want for k in kinds), (attention, kinds)
+    assert np.array_equal(runs[None], runs["int8"])
+    far = np.abs(runs["int8"] - runs["f32"]).max() / np.abs(runs["f32"]).max()
+    assert 0 < far < 3e-2
+    with octet.compile(small_onnx, profile=True, progress=False) as fp32:  # FP32 keeps f32
+        fp32.run(feeds)
+        assert any(s["kind"] == "attention.jit_avx512" for s in fp32.profile())
+
+
+def test_attention_errors(small_onnx):
+    with pytest.raises(octet.InvalidArgument, match="option 'attention'.*auto, f32, bf16 or int8"):
+        octet.compile(small_onnx, attention="int4", progress=False)

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/codegen/x86/AmxSupport.h"
 #include "compiler/codegen/x86/AttentionKernels.h"
+#include "compiler/codegen/x86/QuantizeKernels.h"
 #include "runtime/Steps.h"
 #include "test/unit/PlanTestUtil.h"
 
@@ -435,6 +436,72 @@ TEST(Attention, Int8NeedsVnniOnTheTarget) {
   EXPECT_EQ(step->kind(), "attention.jit_avx512");
 }
 
+// A quantized output (the octet.quantize the Plan builder folds into the step)
+// is, bit for bit, the f32 output quantized as makeQuantize does: u8 and i8, on
+// the f32 JIT, int8 and C++ paths, packed or padded rows of one merged QKV buffer.
+TEST(Attention, QuantizedOutputIsTheQuantizedF32Output) {
+  const int64_t B = 2, S = 45, H = 3, D = 40, W = H * D;
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  std::vector<float> qkv(size_t(B * S * 3 * W)), mask(size_t(B * S), 0.0f);
+  for (float &x : qkv)
+    x = uniform(rng);
+  for (int64_t t = S - 7; t < S; ++t)
+    mask[size_t(S + t)] = -INFINITY; // the second sequence's last keys masked
+  struct Path {
+    bool allowAvx512;
+    AttentionPrecision precision;
+  };
+  std::vector<Path> paths = {{false, AttentionPrecision::F32}};
+  if (hostHasAvx512())
+    paths.push_back({true, AttentionPrecision::F32});
+  if (hostRunsInt8())
+    paths.push_back({true, AttentionPrecision::Int8});
+  for (const Path &path : paths)
+    for (DType type : {DType::U8, DType::I8}) {
+      SCOPED_TRACE(std::string(path.allowAvx512 ? "jit " : "cpp ") +
+                   attentionPrecisionName(path.precision) + " " + dtypeName(type));
+      const float scale = 0.013f;
+      const int32_t zp = type == DType::U8 ? 131 : -3;
+      std::vector<float> f32(size_t(B * S * W));
+      std::vector<uint8_t> got(size_t(B * S * W), 0xee);
+      auto run = [&](DType outputType, void *out) {
+        PlanBuilder pb;
+        TensorId base = pb.tensor("qkv", {B, S, 3 * W}, qkv.data());
+        const std::vector<int64_t> strides = {S * 3 * W, 3 * W, 1};
+        AttentionSpec spec;
+        spec.q = pb.view("q", base, {B, S, W}, strides, 0, qkv.data());
+        spec.k = pb.view("k", base, {B, S, W}, strides, W, qkv.data() + W);
+        spec.v = pb.view("v", base, {B, S, W}, strides, 2 * W, qkv.data() + 2 * W);
+        spec.mask = pb.tensor("mask", {B, 1, 1, S}, mask.data());
+        spec.output = pb.tensor("out", {B, S, W}, out, Storage::Output, outputType);
+        spec.numHeads = H, spec.scale = 0.2f, spec.precision = path.precision;
+        spec.outputType = outputType, spec.outputScale = scale, spec.outputZeroPoint = zp;
+        KernelOptions options;
+        options.allowAvx512 = path.allowAvx512;
+        std::string error;
+        StepPtr step = makeAttention(spec, options, error);
+        ASSERT_TRUE(step) << error;
+        if (outputType != DType::F32) {
+          EXPECT_NE(step->kind().find("+quantize"), std::string::npos) << step->kind();
+        }
+        Status status = pb.run(*step);
+        ASSERT_TRUE(status.ok()) << status.message();
+      };
+      run(DType::F32, f32.data());
+      run(type, got.data());
+      const int32_t lo = type == DType::U8 ? 0 : -128, hi = type == DType::U8 ? 255 : 127;
+      int distinct = 0;
+      for (size_t i = 0; i < f32.size(); ++i) {
+        const int32_t want = x86::quantizeScalar(f32[i], scale, zp, lo, hi);
+        const int32_t value = type == DType::U8 ? int32_t(got[i]) : int32_t(int8_t(got[i]));
+        ASSERT_EQ(value, want) << "element " << i << " (f32 " << f32[i] << ")";
+        distinct += value != zp;
+      }
+      EXPECT_GT(distinct, int(f32.size() / 2)); // the outputs are not all one value
+    }
+}
+
 TEST(Attention, OneStepServesEveryShape) {
   // The same step (kernels built once) over different B and S in one Plan each run.
   for (bool avx512 : isas()) {
@@ -495,6 +562,21 @@ TEST(Attention, FactoryErrors) {
   spec.numHeads = 2, spec.scale = NAN;
   EXPECT_FALSE(makeAttention(spec, options, error));
   EXPECT_NE(error.find("scale"), std::string::npos) << error;
+  // A quantized output (what a model.so's bytes may claim): its type, scale and zero point.
+  spec.scale = 1, spec.outputType = DType::F64;
+  EXPECT_FALSE(makeAttention(spec, options, error));
+  EXPECT_NE(error.find("output type f64"), std::string::npos) << error;
+  spec.outputType = DType(200);
+  EXPECT_FALSE(makeAttention(spec, options, error));
+  EXPECT_NE(error.find("output type ?"), std::string::npos) << error;
+  spec.outputType = DType::U8, spec.outputScale = 0;
+  EXPECT_FALSE(makeAttention(spec, options, error));
+  EXPECT_NE(error.find("output scale"), std::string::npos) << error;
+  spec.outputScale = 0.5f, spec.outputZeroPoint = 256;
+  EXPECT_FALSE(makeAttention(spec, options, error));
+  EXPECT_NE(error.find("output zero point 256 is outside u8"), std::string::npos) << error;
+  spec.outputType = DType::I8, spec.outputZeroPoint = -128;
+  EXPECT_TRUE(makeAttention(spec, options, error)) << error;
 }
 
 /// Runs a step over hand-made tensors and returns its error message ("" on success).
