@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/codegen/CpuFeatures.h"
 #include "compiler/codegen/x86/AttentionInt8Kernels.h"
+#include "test/unit/GuardedBuffer.h"
 
 #include <gtest/gtest.h>
 
@@ -173,6 +174,84 @@ TEST(AttentionInt8, NonFiniteInputsGiveNaNScales) {
       EXPECT_TRUE(std::isnan(scale) || std::isinf(scale)) << modeName(mode) << " " << scale;
     }
   }
+}
+
+// Every buffer ends right before an unreadable page (its last valid source
+// element, or the last byte of what the kernel may write): a read or write past
+// the documented sizes faults. Results against the C++ twins as above.
+TEST(AttentionInt8, KernelsStayInsideTheirBuffers) {
+  std::string why;
+  if (!hostHas(Isa::Avx512Vnni, why))
+    GTEST_SKIP() << why;
+  using test::Guarded;
+  std::mt19937 gen(9);
+  std::normal_distribution<float> normal(0, 2);
+  for (Int8Pack mode :
+       {Int8Pack::SignedRows, Int8Pack::UnsignedRows, Int8Pack::Keys, Int8Pack::Values}) {
+    AttentionInt8PackKernel kernel(mode);
+    auto fn = kernel.entry<AttentionInt8PackKernel::Fn>();
+    const bool rowsMode = mode == Int8Pack::SignedRows || mode == Int8Pack::UnsignedRows;
+    for (int64_t rows : {1, 17, 64, 70})
+      for (int64_t cols : {1, 20, 64, 100}) {
+        const int64_t lds = cols + 3;
+        Guarded<float> src{size_t((rows - 1) * lds + cols)};
+        for (size_t i = 0; i < src.size(); ++i)
+          src[i] = std::abs(normal(gen));
+        AttentionInt8PackArgs args;
+        args.src = src.data(), args.lds = lds, args.rows = rows, args.cols = cols;
+        args.padCols = int8Padded(cols);
+        args.padRows = rowsMode ? rows : int8Padded(rows);
+        args.ldd = rowsMode ? args.padCols : 0;
+        Guarded<uint8_t> dst{size_t(args.padRows * args.padCols)};
+        Guarded<float> scales{size_t(args.padRows)}, work{16}, columns{size_t(args.padCols)};
+        Guarded<int32_t> sums{size_t(args.padRows)};
+        for (size_t c = 0; c < columns.size(); ++c)
+          columns[c] = int64_t(c) < cols ? 0.01f : 0.0f;
+        args.dst = dst.data(), args.scales = scales.data(), args.work = work.data();
+        args.sums = mode == Int8Pack::Keys ? sums.data() : nullptr;
+        args.columnScales = mode == Int8Pack::UnsignedRows ? columns.data() : nullptr;
+        fn(&args);
+        std::vector<uint8_t> want(dst.size());
+        std::vector<float> wantScales(scales.size());
+        std::vector<int32_t> wantSums(sums.size());
+        AttentionInt8PackArgs ref = args;
+        ref.dst = want.data(), ref.scales = wantScales.data(), ref.sums = wantSums.data();
+        attentionInt8PackReference(mode, ref);
+        for (size_t i = 0; i < want.size(); ++i)
+          ASSERT_EQ(int(dst[i]), int(want[i]))
+              << modeName(mode) << " rows " << rows << " cols " << cols << " byte " << i;
+      }
+  }
+  AttentionDotInt8Kernel dot;
+  auto dotFn = dot.entry<AttentionDotInt8Kernel::Fn>();
+  for (int64_t kChunks : {1, 3})
+    for (int64_t colPairs : {1, 2}) {
+      const int64_t k = kChunks * kInt8Chunk, n = 32 * colPairs;
+      Guarded<uint8_t> a{size_t(32 * k)};
+      Guarded<int8_t> b{size_t(2 * colPairs * kChunks * kInt8TileBytes)};
+      Guarded<float> c{size_t(32 * n)}, rowScale{32}, colScale{size_t(n)};
+      Guarded<int32_t> colSums{size_t(n)};
+      for (size_t i = 0; i < a.size(); ++i)
+        a[i] = uint8_t(i * 7);
+      for (size_t i = 0; i < b.size(); ++i)
+        b[i] = int8_t(i * 13);
+      for (size_t i = 0; i < 32; ++i)
+        rowScale[i] = 0.5f;
+      for (size_t i = 0; i < size_t(n); ++i)
+        colScale[i] = 0.25f, colSums[i] = int32_t(i);
+      AttentionDotInt8Args args;
+      args.a = a.data(), args.lda = k, args.b = b.data(), args.c = c.data(), args.ldc = n * 4;
+      args.kChunks = kChunks, args.colPairs = colPairs;
+      args.rowScale = rowScale.data(), args.colScale = colScale.data();
+      args.colSums = colSums.data();
+      dotFn(&args);
+      std::vector<float> want(c.size());
+      AttentionDotInt8Args ref = args;
+      ref.c = want.data();
+      attentionDotInt8Reference(ref);
+      for (size_t i = 0; i < want.size(); ++i)
+        ASSERT_EQ(c[i], want[i]) << "kChunks " << kChunks << " colPairs " << colPairs;
+    }
 }
 
 TEST(AttentionInt8, DotKernelMatchesExactSums) {
