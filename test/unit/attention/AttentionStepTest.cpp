@@ -438,7 +438,7 @@ TEST(Attention, Int8NeedsVnniOnTheTarget) {
 
 // A quantized output (the octet.quantize the Plan builder folds into the step)
 // is, bit for bit, the f32 output quantized as makeQuantize does: u8 and i8, on
-// the f32 JIT, int8 and C++ paths, packed or padded rows of one merged QKV buffer.
+// the f32 JIT, int8, bf16 (where the host has it) and C++ paths.
 TEST(Attention, QuantizedOutputIsTheQuantizedF32Output) {
   const int64_t B = 2, S = 45, H = 3, D = 40, W = H * D;
   std::mt19937 rng(11);
@@ -457,6 +457,8 @@ TEST(Attention, QuantizedOutputIsTheQuantizedF32Output) {
     paths.push_back({true, AttentionPrecision::F32});
   if (hostRunsInt8())
     paths.push_back({true, AttentionPrecision::Int8});
+  if (hostRunsBf16())
+    paths.push_back({true, AttentionPrecision::Bf16});
   for (const Path &path : paths)
     for (DType type : {DType::U8, DType::I8}) {
       SCOPED_TRACE(std::string(path.allowAvx512 ? "jit " : "cpp ") +
