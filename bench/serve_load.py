@@ -11,9 +11,9 @@ Requests: consecutive sentences of ../shared/data/sentences, --sentences-per-req
 in each request (an embedding client's batch: tokenized, padded to the request's longest,
 attention mask 0 on the padding), --requests requests, POSTed as an .npz body (the binary
 path; JSON would time the float formatting instead of the engine) by --concurrency client
-threads with keep-alive connections. For every engine x replicas x max batch size the deployment is (re)deployed,
-warmed up with 20 requests, and timed over the fixed request count: requests per second and
-latency percentiles. Each replica gets 1 thread (replicas pinned to separate cores).
+threads with keep-alive connections. For every engine x replicas x max batch size the
+deployment is (re)deployed, warmed up with 20 requests, and timed over the fixed request
+count: requests per second and latency percentiles. Each replica gets 1 thread (replicas pinned to separate cores).
 Engines: octet-int8 (model.so, int8 static calibrated on held-out sentences), ort-fp32 and
 ort-int8-dynamic (onnxruntime.quantization.quantize_dynamic) through octet.serve's
 engine="onnxruntime".

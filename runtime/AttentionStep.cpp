@@ -126,15 +126,14 @@ struct Geometry {
 constexpr int64_t kBf16RowBlock = 32;
 
 /// Where the int8 path's per-thread scales, sums and scratch lie in one buffer
-/// (floats and int32s, 4 bytes each) for keys of up to maxPad and dims of dPad:
-/// per key its K scale, K sum and V scale; per dim P·V's column scale (1) and
-/// sum (0: P has no offset); per query row of a block its scale.
+/// (floats and int32s, 4 bytes each) for keys of up to maxPad: per key its K
+/// scale, K sum and V scale, the Keys kernel's work, per query row of a block
+/// its scale.
 struct Int8Scratch {
-  int64_t keyScales, keySums, valueScales, keyWork, ones, zeros, rowScales, size;
-  Int8Scratch(int64_t maxPad, int64_t dPad) {
+  int64_t keyScales, keySums, valueScales, keyWork, rowScales, size;
+  explicit Int8Scratch(int64_t maxPad) {
     keyScales = 0, keySums = maxPad, valueScales = 2 * maxPad, keyWork = 3 * maxPad;
-    ones = keyWork + 16, zeros = ones + dPad, rowScales = zeros + dPad;
-    size = rowScales + kBf16RowBlock;
+    rowScales = keyWork + 16, size = rowScales + kBf16RowBlock;
   }
 };
 
@@ -183,8 +182,11 @@ public:
         kernel = std::make_unique<x86::AttentionInt8PackKernel>(mode);
         int8PackFns_[int(mode)] = kernel->entry<x86::AttentionInt8PackKernel::Fn>();
       }
-      int8DotKernel_ = std::make_unique<x86::AttentionDotInt8Kernel>();
-      int8DotFn_ = int8DotKernel_->entry<x86::AttentionDotInt8Kernel::Fn>();
+      for (bool columnTerms : {false, true}) { // P·V, Q·Kᵀ
+        auto &kernel = int8DotKernels_[columnTerms];
+        kernel = std::make_unique<x86::AttentionDotInt8Kernel>(columnTerms);
+        int8DotFns_[columnTerms] = kernel->entry<x86::AttentionDotInt8Kernel::Fn>();
+      }
       return;
     }
     // Every kernel run() may call, generated now (never inside run()).
@@ -664,6 +666,24 @@ private:
     tileFn_(&tile);
   }
 
+  /// The bf16 and int8 paths' per-thread scratch for keys up to maxPad and head
+  /// dims of dPad (multiples of 32 or 64), operands of `perFloat` elements per
+  /// 4 bytes (bf16 2, int8 4): f32 scores then P of one block, the packed Kᵀ and
+  /// V_h, one block's Q or P rows, its f32 P·V, a quantized output's bytes, and
+  /// a gathered mask row when maskRow > 0.
+  void allocateBlockScratch(Scratch &s, int64_t maxPad, int64_t dPad, int64_t perFloat,
+                            int64_t maskRow) const {
+    s.scores = allocate(kBf16RowBlock * maxPad);
+    s.keys = allocate(maxPad * dPad / perFloat);
+    s.values = allocate(maxPad * dPad / perFloat);
+    s.rows = allocate(kBf16RowBlock * std::max(maxPad, dPad) / perFloat);
+    s.tile = allocate(kBf16RowBlock * dPad);
+    if (quantized())
+      s.quantized = allocate(kBf16RowBlock * dPad / 4);
+    if (maskRow > 0)
+      s.maskRow = allocate(maskRow);
+  }
+
   Status computeBf16(const ExecContext &ctx, const Geometry &g) const {
     const Operands o = operands(ctx, g);
     const float *q = o.q, *k = o.k, *v = o.v, *mask = o.mask;
@@ -673,15 +693,7 @@ private:
     auto bf16 = [](const Buffer &b) { return reinterpret_cast<uint16_t *>(b.get()); };
 
     auto allocateScratch = [&](Scratch &s) {
-      s.scores = allocate(kBf16RowBlock * maxPad);        // f32 scores, then P
-      s.keys = allocate(maxPad * dPad / 2);               // bf16 Kᵀ tiles
-      s.values = allocate(maxPad * dPad / 2);             // bf16 V_h tiles
-      s.rows = allocate(kBf16RowBlock * std::max(maxPad, dPad) / 2); // bf16 Q or P rows
-      s.tile = allocate(kBf16RowBlock * dPad);            // f32 P·V of a block
-      if (quantized())
-        s.quantized = allocate(kBf16RowBlock * dPad / 4);
-      if (!maskRowsContiguous)
-        s.maskRow = allocate(maxS);
+      allocateBlockScratch(s, maxPad, dPad, 2, maskRowsContiguous ? 0 : maxS);
     };
     // forEachTask releases the tiles after a thread's last task.
     auto body = [&](Scratch &s, int64_t b, int64_t h, bool newHead, int64_t row0, int64_t rows) {
@@ -718,7 +730,7 @@ private:
     const int64_t maxS = g.maxLength, D = g.headDim;
     const int64_t maxPad = x86::int8Padded(maxS), dPad = x86::int8Padded(D);
     const bool maskRowsContiguous = o.maskRowsContiguous;
-    const Int8Scratch at(maxPad, dPad);
+    const Int8Scratch at(maxPad);
     auto bytes = [](const Buffer &b) { return reinterpret_cast<uint8_t *>(b.get()); };
     auto sums = [](const Buffer &b, int64_t offset) {
       return reinterpret_cast<int32_t *>(b.get() + offset);
@@ -726,18 +738,8 @@ private:
     using x86::Int8Pack;
 
     auto allocateScratch = [&](Scratch &s) {
-      s.scores = allocate(kBf16RowBlock * maxPad);                   // f32 scores, then P
-      s.keys = allocate(maxPad * dPad / 4);                          // s8 Kᵀ tiles
-      s.values = allocate(maxPad * dPad / 4);                        // s8 V_h tiles
-      s.rows = allocate(kBf16RowBlock * std::max(maxPad, dPad) / 4); // u8 Q or P rows
-      s.tile = allocate(kBf16RowBlock * dPad);                       // f32 P·V of a block
-      if (quantized())
-        s.quantized = allocate(kBf16RowBlock * dPad / 4);
+      allocateBlockScratch(s, maxPad, dPad, 4, maskRowsContiguous ? 0 : maxS);
       s.quant = allocate(at.size);
-      std::fill_n(s.quant.get() + at.ones, dPad, 1.0f);
-      std::fill_n(sums(s.quant, at.zeros), dPad, 0);
-      if (!maskRowsContiguous)
-        s.maskRow = allocate(maxS);
     };
     auto body = [&](Scratch &s, int64_t b, int64_t h, bool newHead, int64_t row0, int64_t rows) {
       const int64_t S = g.length(b), sPad = x86::int8Padded(S);
@@ -769,7 +771,7 @@ private:
         dot.kChunks = dPad / x86::kInt8Chunk, dot.colPairs = sPad / 32;
         dot.rowScale = quant + at.rowScales, dot.colScale = quant + at.keyScales;
         dot.colSums = sums(s.quant, at.keySums);
-        int8DotFn_(&dot);
+        int8DotFns_[1](&dot);
         softmaxBlock(g, mask, maskRowsContiguous, b, h, r0, n, S, s.scores.get(), sPad,
                      s.maskRow.get());
         // out rows = (P times the keys' V scales, u8) · (V_h, s8), through the
@@ -780,8 +782,8 @@ private:
         dot.lda = sPad, dot.b = reinterpret_cast<int8_t *>(s.values.get());
         dot.c = s.tile.get(), dot.ldc = dPad * 4;
         dot.kChunks = sPad / x86::kInt8Chunk, dot.colPairs = dPad / 32;
-        dot.colScale = quant + at.ones, dot.colSums = sums(s.quant, at.zeros);
-        int8DotFn_(&dot);
+        dot.colScale = nullptr, dot.colSums = nullptr;
+        int8DotFns_[0](&dot);
         storeRows(s, s.tile.get(), dPad, n, D, o.out, outB + r0 * g.oS + h * D, g.oS);
       }
     };
@@ -796,8 +798,9 @@ private:
   std::pair<int32_t, int32_t> outputBounds_{0, 0};       ///< a quantized output's range
   std::unique_ptr<x86::AttentionInt8PackKernel> int8PackKernels_[4];
   x86::AttentionInt8PackKernel::Fn int8PackFns_[4] = {};
-  std::unique_ptr<x86::AttentionDotInt8Kernel> int8DotKernel_;
-  x86::AttentionDotInt8Kernel::Fn int8DotFn_ = nullptr;
+  /// [0]: P·V (no column terms), [1]: Q·Kᵀ (the offset's sums, the keys' scales)
+  std::unique_ptr<x86::AttentionDotInt8Kernel> int8DotKernels_[2];
+  x86::AttentionDotInt8Kernel::Fn int8DotFns_[2] = {};
   std::unique_ptr<x86::AttentionBf16PackKernel> packKernels_[3];
   x86::AttentionBf16PackKernel::Fn packFns_[3] = {};
   std::unique_ptr<x86::AttentionTileBf16Kernel> tileKernel_;

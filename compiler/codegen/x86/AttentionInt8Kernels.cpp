@@ -53,36 +53,22 @@ void AttentionInt8PackKernel::loadConstants() {
 }
 
 void AttentionInt8PackKernel::chunkMasks(const Xbyak::Reg64 &chunk) {
-  // All lanes before the last full chunk, the tail's (k5, 64 bits) at it, none after.
+  // All lanes before the last full chunk, the tail's (k5) at it, none after.
+  // Values' chunks are one 16-column vector (k1), the others' four (k1-k4).
+  const int vectors = mode_ == Int8Pack::Values ? 1 : 4;
   Xbyak::Label notFull, done;
   cmp(chunk, rFull);
   jge(notFull);
-  for (int v = 1; v <= 4; ++v)
+  for (int v = 1; v <= vectors; ++v)
     kxnorw(Opmask(v), Opmask(v), Opmask(v));
   jmp(done);
   L(notFull);
-  for (int v = 1; v <= 4; ++v)
+  for (int v = 1; v <= vectors; ++v)
     kxorw(Opmask(v), Opmask(v), Opmask(v));
   jne(done); // past the tail (flags from the cmp: kxorw leaves them)
   kmovq(k1, k5);
-  kshiftrq(k2, k5, 16);
-  kshiftrq(k3, k5, 32);
-  kshiftrq(k4, k5, 48);
-  L(done);
-}
-
-void AttentionInt8PackKernel::vectorMask(const Xbyak::Reg64 &vec) {
-  // Values: k1 = the lanes of 16-column vector `vec` below cols (rFull whole
-  // vectors, the tail's lanes in k5).
-  Xbyak::Label notFull, done;
-  cmp(vec, rFull);
-  jge(notFull);
-  kxnorw(k1, k1, k1);
-  jmp(done);
-  L(notFull);
-  kxorw(k1, k1, k1);
-  jne(done);
-  kmovw(k1, k5);
+  for (int v = 2; v <= vectors; ++v)
+    kshiftrq(Opmask(v), k5, 16 * (v - 1));
   L(done);
 }
 
@@ -101,10 +87,7 @@ void AttentionInt8PackKernel::rowRange(const Xbyak::Reg64 &row) {
   L(loop);
   cmp(rCol, rChunks);
   jge(done, T_NEAR);
-  if (values)
-    vectorMask(rCol);
-  else
-    chunkMasks(rCol);
+  chunkMasks(rCol);
   for (int v = 0; v < vectors; ++v) {
     if (mode_ == Int8Pack::UnsignedRows) {
       vmovups(zmm1 | Opmask(1 + v) | T_z, ptr[rTmp + 64 * v]);
@@ -176,9 +159,10 @@ void AttentionInt8PackKernel::rowsBody() {
   mov(rOut, rDst);
   cmp(rRow, rRows);
   jge(zeroRow, T_NEAR);
-  // Q rows lie a head-row stride apart (a page each): 8 rows ahead.
-  lea(rSrc2, ptr[rSrc + rLds * 8]);
-  emitPrefetchRows(*this, rSrc2, rLds, 1, 4);
+  if (!columns) { // Q rows lie a head-row stride apart (a page each): 8 rows ahead
+    lea(rSrc2, ptr[rSrc + rLds * 8]);
+    emitPrefetchRows(*this, rSrc2, rLds, 1, 4);
+  }
   rowRange(rSrc);
   vmovss(dword[rScales + rRow * 4], xmm1);
   vbroadcastss(zmm22, xmm2);
@@ -342,7 +326,7 @@ void AttentionInt8PackKernel::valuesBody() {
   L(vecLoop);
   cmp(rCol, rChunks);
   jge(vecDone, T_NEAR);
-  vectorMask(rCol);
+  chunkMasks(rCol);
   const Xbyak::Address rowAt[4] = {ptr[rTmp], ptr[rValid], ptr[rTmp + rLds * 2],
                                    ptr[rValid + rLds * 2]};
   for (int i = 0; i < 4; ++i) {
@@ -515,8 +499,10 @@ void attentionInt8PackReference(Int8Pack mode, const AttentionInt8PackArgs &a) {
 // Dot kernel
 //===----------------------------------------------------------------------===//
 
-AttentionDotInt8Kernel::AttentionDotInt8Kernel()
-    : KernelGenerator("attention_dot_int8", Isa::Avx512Vnni, 8 * 1024) {}
+AttentionDotInt8Kernel::AttentionDotInt8Kernel(bool columnTerms)
+    : KernelGenerator(columnTerms ? "attention_dot_int8_columns" : "attention_dot_int8",
+                      Isa::Avx512Vnni, 8 * 1024),
+      columnTerms_(columnTerms) {}
 
 void AttentionDotInt8Kernel::generate() {
   auto field = [&](size_t offset) { return qword[rArgs + int(offset)]; };
@@ -526,7 +512,10 @@ void AttentionDotInt8Kernel::generate() {
       *this, packedDotFields<AttentionDotInt8Args>(),
       [&](const Zmm &acc, const Zmm &a, const Zmm &b) { vpdpbusd(acc, a, b); },
       [&](int) {
-        // The pair's column vectors (r15 − c: its byte offset), the row scales' base.
+        mov(rA, field(offsetof(AttentionDotInt8Args, rowScale)));
+        if (!columnTerms_)
+          return;
+        // The pair's column vectors (r15 − c: its byte offset).
         mov(rB0, rCBase);
         sub(rB0, field(offsetof(AttentionDotInt8Args, c)));
         mov(rB1, field(offsetof(AttentionDotInt8Args, colSums)));
@@ -535,12 +524,13 @@ void AttentionDotInt8Kernel::generate() {
         mov(rB1, field(offsetof(AttentionDotInt8Args, colScale)));
         vmovups(zScales[0], ptr[rB1 + rB0]);
         vmovups(zScales[1], ptr[rB1 + rB0 + 64]);
-        mov(rA, field(offsetof(AttentionDotInt8Args, rowScale)));
       },
       [&](const Zmm &acc, int row, int tile) {
-        vpsubd(acc, acc, zSums[tile]);
+        if (columnTerms_)
+          vpsubd(acc, acc, zSums[tile]);
         vcvtdq2ps(acc, acc);
-        vmulps(acc, acc, zScales[tile]);
+        if (columnTerms_)
+          vmulps(acc, acc, zScales[tile]);
         vmulps(acc, acc, ptr_b[rA + 4 * row]);
       });
   vzeroupper();
@@ -559,7 +549,9 @@ void attentionDotInt8Reference(const AttentionDotInt8Args &args) {
                                 (n % 16) * 4 + kk % 4];
         sum += int32_t(args.a[m * args.lda + kk]) * int32_t(b);
       }
-      const float value = float(sum - args.colSums[n]) * args.colScale[n] * args.rowScale[m];
+      const float value = args.colSums
+                              ? float(sum - args.colSums[n]) * args.colScale[n] * args.rowScale[m]
+                              : float(sum) * args.rowScale[m];
       std::memcpy(const_cast<uint8_t *>(c) + m * args.ldc + n * 4, &value, 4);
     }
 }

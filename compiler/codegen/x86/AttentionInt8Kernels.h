@@ -30,7 +30,8 @@
 //    padding rows and keys; so no operand needs clearing.
 //  - AttentionDotInt8Kernel: C[32 x 32 colPairs] (f32) =
 //      (A[32 x 64 kChunks] (u8) · B (tiles: column tile t, chunk kc at
-//       b + (t kChunks + kc) KiB) − colSums) · colScale · rowScale,
+//       b + (t kChunks + kc) KiB) − colSums) · colScale · rowScale
+//    (Q·Kᵀ), or without the column terms A · B · rowScale (P·V),
 //    the int32 sums in zmm registers (8 rows x 2 column tiles), A quads
 //    broadcast, B rows read as packed.
 //
@@ -86,11 +87,9 @@ private:
   void keysBody();
   void valuesBody();
   void loadConstants();
-  /// k1-k4 = the lanes of 64-column chunk `chunk` below cols (rFull whole
-  /// chunks, the tail's 64 lanes in k5).
+  /// k1-k4 (Values: k1) = the lanes of chunk `chunk` (64 columns; Values: 16)
+  /// below cols (rFull whole chunks, the tail's lanes in k5).
   void chunkMasks(const Xbyak::Reg64 &chunk);
-  /// Values: k1 = the lanes of 16-column vector `vec` below cols (k5: the tail's).
-  void vectorMask(const Xbyak::Reg64 &vec);
   /// xmm0 = m of the row at `row` (clobbers rTmp, rCol, zmm0-1, k1-k4;
   /// UnsignedRows: rSrc2); then xmm1 = its scale, xmm2 = its multiplier (levels / m).
   void rowRange(const Xbyak::Reg64 &row);
@@ -122,26 +121,30 @@ struct AttentionDotInt8Args {
   int64_t kChunks = 0;              ///< >= 1
   int64_t colPairs = 0;             ///< pairs of 16-column tiles (0: nothing)
   const float *rowScale = nullptr;  ///< 32
-  const float *colScale = nullptr;  ///< 32 colPairs
-  const int32_t *colSums = nullptr; ///< 32 colPairs, subtracted from the int32 sums
+  const float *colScale = nullptr;  ///< 32 colPairs (the column-terms kernel only)
+  const int32_t *colSums = nullptr; ///< 32 colPairs, subtracted from the int32 sums (same)
 };
 
 class AttentionDotInt8Kernel : public KernelGenerator {
 public:
-  AttentionDotInt8Kernel();
+  /// columnTerms: subtract colSums and multiply by colScale (Q·Kᵀ); without
+  /// them the kernel reads neither (P·V: P has no offset, V's scales are in P).
+  explicit AttentionDotInt8Kernel(bool columnTerms);
   using Fn = void (*)(const AttentionDotInt8Args *);
 
 protected:
   void generate() override;
 
 private:
+  bool columnTerms_;
   const Xbyak::Reg64 rArgs = rdi, rA = rsi, rA4 = rdx, rLda = rcx, rLda3 = r8, rB0 = r9, rB1 = r10,
                      rC = r11, rLdc = rax, rK = rbx, rPairs = rbp, rBPair = r12, rPairBytes = r13,
                      rABase = r14, rCBase = r15;
 };
 
 /// The C++ twin of one dot call: exact int32 sums, then
-/// float(sum − colSums[n]) · colScale[n] · rowScale[m] in that order.
+/// float(sum − colSums[n]) · colScale[n] · rowScale[m] in that order, or
+/// float(sum) · rowScale[m] when colSums is null (the kernel without column terms).
 void attentionDotInt8Reference(const AttentionDotInt8Args &args);
 
 } // namespace octet::x86

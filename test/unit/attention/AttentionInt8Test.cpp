@@ -222,7 +222,7 @@ TEST(AttentionInt8, KernelsStayInsideTheirBuffers) {
               << modeName(mode) << " rows " << rows << " cols " << cols << " byte " << i;
       }
   }
-  AttentionDotInt8Kernel dot;
+  AttentionDotInt8Kernel dot(true);
   auto dotFn = dot.entry<AttentionDotInt8Kernel::Fn>();
   for (int64_t kChunks : {1, 3})
     for (int64_t colPairs : {1, 2}) {
@@ -258,54 +258,58 @@ TEST(AttentionInt8, DotKernelMatchesExactSums) {
   std::string why;
   if (!hostHas(Isa::Avx512Vnni, why))
     GTEST_SKIP() << why;
-  AttentionDotInt8Kernel kernel;
-  auto fn = kernel.entry<AttentionDotInt8Kernel::Fn>();
-  std::mt19937 gen(5);
-  std::uniform_int_distribution<int> byte(0, 255);
-  std::normal_distribution<float> normal(0, 1);
-  for (int64_t kChunks : {1, 2, 5})
-    for (int64_t colPairs : {1, 3}) {
-      const int64_t k = kChunks * kInt8Chunk, n = 32 * colPairs;
-      std::vector<uint8_t> a(32 * (k + 16));
-      std::vector<int8_t> b(2 * colPairs * kChunks * kInt8TileBytes);
-      for (uint8_t &x : a)
-        x = uint8_t(byte(gen));
-      for (int8_t &x : b)
-        x = int8_t(byte(gen) - 128);
-      a[0] = 255, b[0] = -128; // the extremes
-      std::vector<float> rowScale(32), colScale(n);
-      std::vector<int32_t> colSums(n);
-      for (float &s : rowScale)
-        s = std::abs(normal(gen)) / 100;
-      for (float &s : colScale)
-        s = std::abs(normal(gen)) / 100;
-      for (int32_t &s : colSums)
-        s = byte(gen) * 300 - 40000;
-      AttentionDotInt8Args args;
-      args.a = a.data(), args.lda = k + 16;
-      args.b = b.data();
-      args.ldc = (n + 8) * 4;
-      args.kChunks = kChunks, args.colPairs = colPairs;
-      args.rowScale = rowScale.data(), args.colScale = colScale.data();
-      args.colSums = colSums.data();
-      std::vector<float> got(32 * (n + 8), -7.0f), want(32 * (n + 8), -7.0f);
-      args.c = got.data();
-      fn(&args);
-      args.c = want.data();
-      attentionDotInt8Reference(args);
-      for (int64_t m = 0; m < 32; ++m)
-        for (int64_t j = 0; j < n + 8; ++j) {
-          const float w = want[m * (n + 8) + j], g = got[m * (n + 8) + j];
-          if (j >= n) {
-            ASSERT_EQ(g, -7.0f) << "C[" << m << "][" << j << "] written";
-            continue;
+  for (bool columnTerms : {true, false}) {
+    SCOPED_TRACE(columnTerms ? "with column terms" : "without column terms");
+    AttentionDotInt8Kernel kernel(columnTerms);
+    auto fn = kernel.entry<AttentionDotInt8Kernel::Fn>();
+    std::mt19937 gen(5);
+    std::uniform_int_distribution<int> byte(0, 255);
+    std::normal_distribution<float> normal(0, 1);
+    for (int64_t kChunks : {1, 2, 5})
+      for (int64_t colPairs : {1, 3}) {
+        const int64_t k = kChunks * kInt8Chunk, n = 32 * colPairs;
+        std::vector<uint8_t> a(32 * (k + 16));
+        std::vector<int8_t> b(2 * colPairs * kChunks * kInt8TileBytes);
+        for (uint8_t &x : a)
+          x = uint8_t(byte(gen));
+        for (int8_t &x : b)
+          x = int8_t(byte(gen) - 128);
+        a[0] = 255, b[0] = -128; // the extremes
+        std::vector<float> rowScale(32), colScale(n);
+        std::vector<int32_t> colSums(n);
+        for (float &s : rowScale)
+          s = std::abs(normal(gen)) / 100;
+        for (float &s : colScale)
+          s = std::abs(normal(gen)) / 100;
+        for (int32_t &s : colSums)
+          s = byte(gen) * 300 - 40000;
+        AttentionDotInt8Args args;
+        args.a = a.data(), args.lda = k + 16;
+        args.b = b.data();
+        args.ldc = (n + 8) * 4;
+        args.kChunks = kChunks, args.colPairs = colPairs;
+        args.rowScale = rowScale.data();
+        if (columnTerms) // else null: the kernel must not read them
+          args.colScale = colScale.data(), args.colSums = colSums.data();
+        std::vector<float> got(32 * (n + 8), -7.0f), want(32 * (n + 8), -7.0f);
+        args.c = got.data();
+        fn(&args);
+        args.c = want.data();
+        attentionDotInt8Reference(args);
+        for (int64_t m = 0; m < 32; ++m)
+          for (int64_t j = 0; j < n + 8; ++j) {
+            const float w = want[m * (n + 8) + j], g = got[m * (n + 8) + j];
+            if (j >= n) {
+              ASSERT_EQ(g, -7.0f) << "C[" << m << "][" << j << "] written";
+              continue;
+            }
+            ASSERT_EQ(g, w) << "kChunks " << kChunks << " colPairs " << colPairs << " C[" << m
+                            << "][" << j << "]";
           }
-          ASSERT_EQ(g, w) << "kChunks " << kChunks << " colPairs " << colPairs << " C[" << m << "]["
-                          << j << "]";
-        }
-    }
-  AttentionDotInt8Args none; // colPairs 0: nothing
-  fn(&none);
+      }
+    AttentionDotInt8Args none; // colPairs 0: nothing
+    fn(&none);
+  }
 }
 
 } // namespace
