@@ -7,7 +7,10 @@
 //  - "bias, gelu pass": the bare GEMM, then GELU as a separate in-place pass
 //                       over C (ElementwiseKernel, what an unfused step does);
 //  - the same three with a requantized u8 result (the separate pass then
-//    runs on an f32 scratch and QuantizeKernel requantizes it).
+//    runs on an f32 scratch and QuantizeKernel requantizes it);
+//  - "u8 fast gelu x column": BERT-base INT8's FFN-in as the compiler builds
+//    it, GELU for a requantized result (GeluAccuracy::ForRequantize) times a
+//    per-column vector (the next GEMM's SmoothQuant factors) then requantized.
 // Each figure is the best of `reps` runs of the thread's CPU time (time
 // slicing on a shared host drops out).
 //   gemm_u8s8_epilogue [reps] [M]
@@ -75,16 +78,29 @@ int main(int argc, char **argv) {
   gelu.instrs = {{Op::Input, 0, -1, 0}, {Op::GeluErf, 0, -1, 0}};
   std::string error;
   auto fused = x86::ProgramEpilogue::create(gelu, error);
+  rt::ElementwiseProgram geluColumn;
+  geluColumn.numInputs = 2;
+  geluColumn.instrs = {
+      {Op::Input, 0, -1, 0}, {Op::GeluErf, 0, -1, 0}, {Op::Input, 1, -1, 0}, {Op::Mul, 1, 2, 0}};
+  auto fusedColumn = x86::ProgramEpilogue::create(geluColumn, error, {false, true},
+                                                  x86::GeluAccuracy::ForRequantize);
+  if (!fused || !fusedColumn) {
+    std::fprintf(stderr, "gemm_u8s8_epilogue: %s\n", error.c_str());
+    return 1;
+  }
+  std::vector<float> column(n, 0.8f);
+  const float *columns[] = {column.data()};
   auto pass = x86::ElementwiseKernel::create(gelu, {false}, error);
   x86::QuantizeKernel requant(x86::QuantOutput::U8);
 
-  auto make = [&](bool withGelu, x86::QuantOutput out) {
+  auto make = [&](bool withGelu, x86::QuantOutput out,
+                  const x86::EpilogueEmitter *program = nullptr) {
     x86::Int8GemmParams p;
     p.aZeroPoint = 128;
     p.xScale = 0.02f;
     p.wScale = ws;
     p.bias = bias.data();
-    p.elementwise = withGelu ? fused.get() : nullptr;
+    p.elementwise = program ? program : withGelu ? fused.get() : nullptr;
     p.output = out;
     p.outScale = 0.05f;
     p.outZeroPoint = 10;
@@ -92,6 +108,7 @@ int main(int argc, char **argv) {
   };
   auto plain = make(false, x86::QuantOutput::F32), withGelu = make(true, x86::QuantOutput::F32);
   auto plainU8 = make(false, x86::QuantOutput::U8), geluU8 = make(true, x86::QuantOutput::U8);
+  auto geluColumnU8 = make(true, x86::QuantOutput::U8, fusedColumn.get());
   std::vector<float> c(m * n);
   std::vector<uint8_t> q(m * n);
   auto geluPass = [&]() {
@@ -121,6 +138,8 @@ int main(int argc, char **argv) {
          geluPass();
          requant.run(c.data(), q.data(), m * n, 0.05f, 10);
        }},
+      {"u8 fast gelu x column fused",
+       [&] { geluColumnU8->run(a.data(), m, k, q.data(), n, nullptr, 0, nullptr, columns); }},
   };
   std::printf(
       "Int8GemmDriver (VNNI) M=%lld K=%lld N=%lld, 1 thread, best of %d (thread CPU time)\n",

@@ -178,7 +178,6 @@ private:
   bool zmm_;
 };
 
-
 /// Iterations that take about `seconds` on one thread (calibrated).
 /// PeakLoop::Fn and AmxPeakLoop::Fn are both void (*)(int64_t).
 int64_t calibrate(PeakLoop::Fn fn, double seconds) {
@@ -414,8 +413,7 @@ bool Ceilings::fromJson(const std::string &json, Ceilings &out, std::string &err
       !text("fp32_isa", c.fp32Isa) || !number("fp32_gflops", c.fp32Gflops) ||
       !text("int8_isa", c.int8Isa) || !number("int8_gops", c.int8Gops) ||
       !number("amx_int8_gops", c.amxInt8Gops) || !text("amx_note", c.amxNote) ||
-      !number("l2_gbs", c.l2GBs) ||
-      !number("l3_gbs", c.l3GBs) || !number("dram_gbs", c.dramGBs) ||
+      !number("l2_gbs", c.l2GBs) || !number("l3_gbs", c.l3GBs) || !number("dram_gbs", c.dramGBs) ||
       !number("l2_buffer_bytes", l2b) || !number("l3_buffer_bytes", l3b) ||
       !number("dram_buffer_bytes", drb) || !number("l3_cache_bytes", l3c) ||
       !number("measure_seconds", c.measureSeconds))
@@ -458,8 +456,7 @@ Ceilings measureOnce(int threads) {
   std::string why;
   if (x86::amxUsable(&why)) {
     auto loop = makeAmxPeakLoop();
-    c.amxInt8Gops =
-        peakOps(loop->entry<AmxPeakLoop::Fn>(), amxPeakOpsPerIteration(), t) / 1e9;
+    c.amxInt8Gops = peakOps(loop->entry<AmxPeakLoop::Fn>(), amxPeakOpsPerIteration(), t) / 1e9;
   } else {
     c.amxNote = why;
   }
@@ -557,6 +554,72 @@ Status loadOrMeasureCeilings(int threads, bool refresh, Ceilings &out, bool *fro
 }
 
 std::unique_ptr<x86::KernelGenerator> makeAmxPeakLoop() { return std::make_unique<AmxPeakLoop>(); }
+
+struct ComputePeakSampler::Loops {
+  static constexpr int kTrials = 2;
+  static constexpr double kTrialSeconds = 0.005;
+  struct Timed {
+    std::unique_ptr<PeakLoop> loop;
+    PeakLoop::Fn fn = nullptr;
+    int64_t iterations = 0;
+    double opsPerIteration = 0;
+    double gops(int threads) const {
+      const double seconds = bestParallelSeconds(threads, kTrials, [&](int) { fn(iterations); });
+      return double(threads) * double(iterations) * opsPerIteration / seconds / 1e9;
+    }
+  };
+  Timed fma, dot; ///< dot.fn null without VNNI
+
+  static Timed make(PeakLoop::Kind kind, double opsPerInstruction) {
+    Timed t;
+    t.loop = std::make_unique<PeakLoop>(kind);
+    t.fn = t.loop->entry<PeakLoop::Fn>();
+    t.fn(1 << 14); // page the code in
+    t.iterations = calibrate(t.fn, kTrialSeconds);
+    t.opsPerIteration = PeakLoop::kInstructionsPerIteration * opsPerInstruction;
+    return t;
+  }
+};
+
+ComputePeakSampler::ComputePeakSampler(int threads)
+    : loops_(std::make_unique<Loops>()), threads_(resolveThreads(threads)) {
+  const x86::CpuFeatures &cpu = x86::CpuFeatures::host();
+  const bool zmm = cpu.supports(Isa::Avx512);
+  loops_->fma = Loops::make(zmm ? PeakLoop::Kind::FmaZmm : PeakLoop::Kind::FmaYmm, zmm ? 32 : 16);
+  if (zmm && cpu.avx512vnni)
+    loops_->dot = Loops::make(PeakLoop::Kind::DotZmm, 16 * 4 * 2.0);
+  else if (cpu.avxVnni)
+    loops_->dot = Loops::make(PeakLoop::Kind::DotYmm, 8 * 4 * 2.0);
+}
+
+ComputePeakSampler::~ComputePeakSampler() = default;
+
+void ComputePeakSampler::sample() {
+  fp32Gflops_.push_back(loops_->fma.gops(threads_));
+  int8Gops_.push_back(loops_->dot.fn ? loops_->dot.gops(threads_) : 0.0);
+}
+
+namespace {
+double medianOf(std::vector<double> v) {
+  if (v.empty())
+    return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+} // namespace
+
+SampledPeaks ComputePeakSampler::peaks() const {
+  return {int(fp32Gflops_.size()), medianOf(fp32Gflops_), medianOf(int8Gops_)};
+}
+
+Ceilings SampledPeaks::apply(Ceilings c) const {
+  if (samples == 0)
+    return c;
+  c.fp32Gflops = fp32Gflops;
+  c.int8Gops = int8Gops;
+  return c;
+}
 
 double amxPeakOpsPerIteration() {
   return AmxPeakLoop::kTdpbusdPerIteration * AmxPeakLoop::kOpsPerTdpbusd;

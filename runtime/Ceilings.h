@@ -24,6 +24,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace octet::x86 {
 class KernelGenerator;
@@ -69,6 +70,37 @@ std::string ceilingsCachePath(int threads);
 /// be written is not an error (`note` says so); `fromCache` says which.
 Status loadOrMeasureCeilings(int threads, bool refresh, Ceilings &out, bool *fromCache = nullptr,
                              std::string *note = nullptr, int rounds = kDefaultCeilingRounds);
+
+/// The compute peaks sampled while something else is measured (octetc run
+/// --profile samples them between the profiled runs): on a shared machine the
+/// peak moves with the load, so a kernel's efficiency is a fraction of the
+/// peak measured in the same run, not of the cached ceilings. Each sample()
+/// times the FMA loop and, where the CPU has it, the vpdpbusd loop (the
+/// ceilings' loops) on `threads` threads: the best of 2 trials of 5 ms each
+/// (20 ms in all). Shorter trials read low: at 0.5 ms the team's start and
+/// join cost 3% (best of 10) to 6% (best of 3) of the 10 ms trials' peak.
+/// Compute peaks sampled in a run: medians over `samples` samples (int8 0
+/// without VNNI).
+struct SampledPeaks {
+  int samples = 0;
+  double fp32Gflops = 0, int8Gops = 0;
+  /// `ceilings` with their compute peaks replaced (unchanged with no samples).
+  Ceilings apply(Ceilings ceilings) const;
+};
+
+class ComputePeakSampler {
+public:
+  explicit ComputePeakSampler(int threads);
+  ~ComputePeakSampler();
+  void sample();
+  SampledPeaks peaks() const;
+
+private:
+  struct Loops;
+  std::unique_ptr<Loops> loops_;
+  int threads_;
+  std::vector<double> int8Gops_, fp32Gflops_;
+};
 
 /// The tdpbusd peak loop (void fn(int64_t iterations)), for disassembly
 /// (octet-jit-dump --kernel ceiling-tdpbusd); generating needs no AMX.

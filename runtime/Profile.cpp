@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <sstream>
 
 namespace octet::rt {
@@ -79,14 +80,22 @@ double rooflineBound(const Ceilings &c, const std::string &kind, double ops, dou
 ProfileReport analyzeProfile(const Plan &plan, const std::vector<std::vector<double>> &stepSeconds,
                              const std::vector<Work> &work,
                              const std::vector<double> &endToEndSeconds, int threads,
-                             const Ceilings *ceilings) {
+                             const Ceilings *ceilings, const SampledPeaks *peaks) {
   ProfileReport report;
   report.endToEndSeconds = median(endToEndSeconds);
   report.endToEndMeanSeconds = mean(endToEndSeconds);
   report.threads = threads;
   report.haveCeilings = ceilings != nullptr;
-  if (ceilings)
+  if (ceilings) {
     report.ceilings = *ceilings;
+    if (peaks && peaks->samples > 0) {
+      report.peakSamples = peaks->samples;
+      report.cachedFp32Gflops = ceilings->fp32Gflops;
+      report.cachedInt8Gops = ceilings->int8Gops;
+      report.ceilings = peaks->apply(*ceilings);
+    }
+    ceilings = &report.ceilings;
+  }
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     StepProfile s;
     s.index = i;
@@ -117,6 +126,36 @@ ProfileReport analyzeProfile(const Plan &plan, const std::vector<std::vector<dou
   }
   for (StepProfile &s : report.steps)
     s.share = report.sumSeconds > 0 ? s.medianSeconds / report.sumSeconds : 0;
+
+  // Classes: the bound of a class is its steps' bounds weighted by their ops
+  // (steps of one kind and shapes have the same bound).
+  std::map<std::pair<std::string, std::string>, size_t> at;
+  std::vector<double> boundTime; // per class: sum of ops / bound
+  for (const StepProfile &s : report.steps) {
+    auto [it, added] = at.try_emplace({s.kind, s.shapes}, report.classes.size());
+    if (added) {
+      report.classes.push_back({s.kind, s.shapes});
+      boundTime.push_back(0);
+    }
+    StepClassProfile &c = report.classes[it->second];
+    c.steps += 1;
+    c.medianSeconds += s.medianSeconds;
+    c.ops += s.ops;
+    c.bytes += s.bytes;
+    if (s.boundGops > 0)
+      boundTime[it->second] += s.ops / s.boundGops;
+  }
+  for (size_t i = 0; i < report.classes.size(); ++i) {
+    StepClassProfile &c = report.classes[i];
+    c.share = report.sumSeconds > 0 ? c.medianSeconds / report.sumSeconds : 0;
+    c.gops = c.medianSeconds > 0 ? c.ops / c.medianSeconds / 1e9 : 0;
+    if (boundTime[i] > 0 && c.medianSeconds > 0)
+      c.rooflineFraction = boundTime[i] / (c.medianSeconds * 1e9);
+  }
+  std::stable_sort(report.classes.begin(), report.classes.end(),
+                   [](const StepClassProfile &a, const StepClassProfile &b) {
+                     return a.medianSeconds > b.medianSeconds;
+                   });
   return report;
 }
 
@@ -132,15 +171,45 @@ std::string profileTable(const ProfileReport &report, size_t limit) {
   os << "\n";
   if (report.haveCeilings) {
     const Ceilings &c = report.ceilings;
-    os << "ceilings (" << c.threads << " threads): fp32 " << fixed(c.fp32Gflops, 1) << " GFLOP/s ("
-       << c.fp32Isa << ")";
-    if (c.int8Gops > 0)
-      os << ", int8 " << fixed(c.int8Gops, 1) << " GOP/s (" << c.int8Isa << ")";
-    os << "; read L2 " << fixed(c.l2GBs, 1) << ", L3 " << fixed(c.l3GBs, 1) << ", DRAM "
+    if (report.peakSamples > 0) {
+      os << "compute peaks measured in this run (" << c.threads << " threads, median of "
+         << report.peakSamples << " samples between the runs): fp32 " << fixed(c.fp32Gflops, 1)
+         << " GFLOP/s (" << c.fp32Isa << ")";
+      if (c.int8Gops > 0)
+        os << ", int8 " << fixed(c.int8Gops, 1) << " GOP/s (" << c.int8Isa << ")";
+      os << "; cached: fp32 " << fixed(report.cachedFp32Gflops, 1);
+      if (report.cachedInt8Gops > 0)
+        os << ", int8 " << fixed(report.cachedInt8Gops, 1);
+      os << "\nbandwidths (cached ceilings):";
+    } else {
+      os << "ceilings (" << c.threads << " threads): fp32 " << fixed(c.fp32Gflops, 1)
+         << " GFLOP/s (" << c.fp32Isa << ")";
+      if (c.int8Gops > 0)
+        os << ", int8 " << fixed(c.int8Gops, 1) << " GOP/s (" << c.int8Isa << ")";
+      os << ";";
+    }
+    os << " read L2 " << fixed(c.l2GBs, 1) << ", L3 " << fixed(c.l3GBs, 1) << ", DRAM "
        << fixed(c.dramGBs, 1) << " GB/s\n"
        << "roof = min(peak, intensity x bandwidth), bandwidth: L3 where the step's bytes fit "
        << "the " << (c.l3CacheBytes >> 20) << " MiB L3, else DRAM\n";
   }
+  char line[512];
+  std::snprintf(line, sizeof(line), "  %5s %10s %6s %9s %8s %6s  %s\n", "steps", "ms", "share",
+                "MOP", "GOP/s", "roof%", "class: kind: shapes");
+  os << "by class (steps of one kind on the same shapes, summed), slowest first:\n" << line;
+  for (const StepClassProfile &c : report.classes) {
+    std::snprintf(line, sizeof(line), "  %5zu %10.3f %5.1f%% %9.2f %8.1f ", c.steps,
+                  c.medianSeconds * 1e3, 100 * c.share, c.ops / 1e6, c.gops);
+    os << line;
+    if (report.haveCeilings) {
+      std::snprintf(line, sizeof(line), "%6.1f", std::min(c.rooflineFraction * 100, 999.9));
+      os << line;
+    } else {
+      os << "     -";
+    }
+    os << "  " << c.kind << ": " << c.shapes << "\n";
+  }
+  os << "by step, slowest first:\n";
   std::vector<const StepProfile *> order;
   for (const StepProfile &s : report.steps)
     order.push_back(&s);
@@ -149,7 +218,6 @@ std::string profileTable(const ProfileReport &report, size_t limit) {
   });
   if (limit && order.size() > limit)
     order.resize(limit);
-  char line[512];
   std::snprintf(line, sizeof(line), "  %4s %10s %6s %9s %9s %8s %7s %6s %4s %6s  %s\n", "step",
                 "median ms", "share", "MOP", "MB", "GOP/s", "GB/s", "op/B", "mem", "roof%",
                 "kind @ location: shapes");
@@ -188,11 +256,25 @@ std::string profileJson(const ProfileReport &report) {
        << ", \"amx_note\": " << jsonString(c.amxNote) << ", \"l2_gbs\": " << number(c.l2GBs)
        << ", \"l3_gbs\": " << number(c.l3GBs) << ", \"dram_gbs\": " << number(c.dramGBs)
        << ", \"l3_cache_bytes\": " << c.l3CacheBytes << ", \"cpu\": " << jsonString(c.cpu)
-       << "},\n";
+       << ", \"peak_samples\": " << report.peakSamples
+       << ", \"cached_fp32_gflops\": " << number(report.cachedFp32Gflops)
+       << ", \"cached_int8_gops\": " << number(report.cachedInt8Gops) << "},\n";
   } else {
     os << "  \"ceilings\": null,\n";
   }
-  os << "  \"steps\": [";
+  os << "  \"classes\": [";
+  for (size_t i = 0; i < report.classes.size(); ++i) {
+    const StepClassProfile &c = report.classes[i];
+    os << (i ? ",\n" : "\n") << "    {\"kind\": " << jsonString(c.kind)
+       << ", \"shapes\": " << jsonString(c.shapes) << ", \"steps\": " << c.steps
+       << ", \"median_seconds\": " << number(c.medianSeconds) << ", \"share\": " << number(c.share)
+       << ", \"ops\": " << number(c.ops) << ", \"bytes\": " << number(c.bytes)
+       << ", \"gops\": " << number(c.gops);
+    if (report.haveCeilings)
+      os << ", \"roofline_fraction\": " << number(c.rooflineFraction);
+    os << "}";
+  }
+  os << "\n  ],\n  \"steps\": [";
   for (size_t i = 0; i < report.steps.size(); ++i) {
     const StepProfile &s = report.steps[i];
     os << (i ? ",\n" : "\n") << "    {\"index\": " << s.index

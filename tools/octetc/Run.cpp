@@ -223,12 +223,13 @@ double percentile(std::vector<double> v, double q) {
   return v[lo] + (pos - double(lo)) * (v[hi] - v[lo]);
 }
 
-/// The per-step table of --profile (runtime/Profile.h), slowest first, under
-/// the machine's ceilings (measured once, then cached); --profile-json writes
-/// the same as JSON (with --input-sets: the last set's).
+/// The class and step tables of --profile (runtime/Profile.h), slowest first,
+/// under the machine's ceilings (measured once, then cached) with the compute
+/// peaks sampled between the runs; --profile-json writes the same as JSON
+/// (with --input-sets: the last set's).
 bool printProfile(const rt::Plan &plan, const std::vector<std::vector<double>> &stepTimes,
                   const std::vector<rt::Work> &work, const std::vector<double> &runMs,
-                  std::string &error) {
+                  const rt::SampledPeaks &peaks, std::string &error) {
   const int threads = omp_get_max_threads();
   rt::Ceilings ceilings;
   bool cached = false;
@@ -246,7 +247,7 @@ bool printProfile(const rt::Plan &plan, const std::vector<std::vector<double>> &
   for (double ms : runMs)
     runSeconds.push_back(ms / 1e3);
   rt::ProfileReport report = rt::analyzeProfile(plan, seconds, work, runSeconds, threads,
-                                                status.ok() ? &ceilings : nullptr);
+                                                status.ok() ? &ceilings : nullptr, &peaks);
   if (runProfile)
     llvm::outs() << rt::profileTable(report);
   if (runProfileJson.empty())
@@ -291,8 +292,15 @@ bool runInputSet(const rt::Plan &plan, const InputSet &set, std::string &error) 
   std::vector<std::vector<double>> stepTimes(plan.steps.size()); // [step][repeat], ms
   rt::RunProfile profile;
   const bool profiling = runProfile || !runProfileJson.empty();
+  // The compute peaks, sampled before every profiled run: a step's efficiency
+  // is then a fraction of the peak of the same minutes (a shared host's moves).
+  std::unique_ptr<rt::ComputePeakSampler> peaks;
+  if (profiling)
+    peaks = std::make_unique<rt::ComputePeakSampler>(omp_get_max_threads());
   unsigned total = runWarmup + std::max(1u, unsigned(runRepeat));
   for (unsigned r = 0; r < total; ++r) {
+    if (peaks && r >= runWarmup)
+      peaks->sample();
     auto start = std::chrono::steady_clock::now();
     rt::Status status = rt::execute(plan, inputs, outputs, nullptr, profiling ? &profile : nullptr);
     for (size_t i = 0; i < outputs.size(); ++i)
@@ -310,7 +318,7 @@ bool runInputSet(const rt::Plan &plan, const InputSet &set, std::string &error) 
         stepTimes[i].push_back(profile.stepSeconds[i] * 1e3);
     }
   }
-  if (profiling && !printProfile(plan, stepTimes, profile.stepWork, times, error)) {
+  if (profiling && !printProfile(plan, stepTimes, profile.stepWork, times, peaks->peaks(), error)) {
     release();
     return false;
   }

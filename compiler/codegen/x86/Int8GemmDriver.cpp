@@ -103,7 +103,7 @@ Int8GemmDriver::Int8GemmDriver(PackedInt8View packed, Int8GemmParams params)
   scale_.assign(padded, 0.0f);
   bias_.assign(padded, 0.0f);
   for (int64_t j = 0; j < n_; ++j) {
-    comp_[j] = params_.aZeroPoint * packed.colsum[j];
+    comp_[j] = -params_.aZeroPoint * packed.colsum[j];
     const float w = params_.wScale[params_.wScale.size() == 1 ? 0 : j];
     scale_[j] = params_.xScalePerRow ? w : params_.xScale * w;
     if (params_.bias)
@@ -317,8 +317,15 @@ Int8GemmRunStats Int8GemmDriver::runRegisterTiles(const Call &r, Invoke invoke) 
                                                       packed_.data + packed_.bytes - next);
           const int64_t linesPerCall = kGroups / GemmTileAvx512::kUnroll;
           int64_t prefetched = 0;
-          for (int64_t row = rowBegin; row < rowEnd; row += mr_) {
-            const int rows = int(std::min<int64_t>(mr_, rowEnd - row));
+          // The block's rows in equal tiles (128 rows at MR 9: 8 x 9 + 7 x 8,
+          // not 14 x 9 + 2): a 2-row tile has too few accumulators to hide
+          // vpdpbusd's latency.
+          const int64_t tiles = ceilDiv(rowEnd - rowBegin, mr_);
+          const int64_t shortRows = (rowEnd - rowBegin) / tiles;
+          const int64_t tallTiles = (rowEnd - rowBegin) % tiles;
+          int rows = 0;
+          for (int64_t row = rowBegin, tile = 0; row < rowEnd; row += rows, ++tile) {
+            rows = int(shortRows + (tile < tallTiles));
             Int8GemmVnniArgs args = tileArgs<Int8GemmVnniArgs>(r, row, col);
             args.a += k0;
             args.b = b;

@@ -20,7 +20,8 @@
 // the ISA, the micro-kernels (Int8GemmKernel.h: Int8GemmKernelVnni,
 // Int8GemmKernelAmx) the dot products and the epilogue code:
 //  - argument checks (construction and run), the host check;
-//  - the per-column precompute: compensation a_zp * colsum_B[n], the combined
+//  - the per-column precompute: compensation -a_zp * colsum_B[n] (negated:
+//    the VNNI kernel starts its sums from it), the combined
 //    scale x_scale * w_scale[n], the bias, padded to whole panels (kernels
 //    read whole vectors), and the program's per-column inputs per run;
 //  - the epilogue configuration every kernel is generated with;
@@ -33,7 +34,8 @@
 //       block of a B panel fits in L1d, K cut into equal blocks, between K
 //       blocks a tile's s32 sums wait in a per-thread [Mc][NR] buffer; Mc
 //       such that Mc x K bytes of A fit in half of L2, M cut into equal
-//       blocks; threads take (M block, panel) pairs, panels innermost
+//       blocks, each block into row tiles of equal height (at most MR);
+//       threads take (M block, panel) pairs, panels innermost
 //       (gemm_blocking, GemmF32's rule with bytes for floats).
 //     AmxTiles: M blocks of 32 rows x 32-column panels, all of K per call;
 //       threads over a panels x blocks grid (gemm_blocking::threadGrid), each

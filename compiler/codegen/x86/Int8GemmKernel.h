@@ -5,10 +5,15 @@
 //  - Int8GemmKernel: the base of every micro-kernel generator, with the
 //    epilogue (docs/int8-gemm.md, "Epilogue order") on the MR x NR/16 s32
 //    accumulators of a GemmTileAvx512 tile:
-//      s32 - comp[n] -> f32 * scale[n]   (per-row x scale: * f32(xs[m] * w_scale[n]))
+//      s32 + comp[n] -> f32 * scale[n]   (per-row x scale: * f32(xs[m] * w_scale[n]))
 //      (+ bias[n]) (+ residual[m, n])
 //      (elementwise program, reading per-column inputs like the bias)
 //      -> f32 store, or RNE(v / out_scale) + out_zp saturated to u8 / s8.
+//    comp[n] is the compensation negated, -a_zero_point * colsum_B[n], so
+//    that a kernel may start its sums from it (the VNNI kernel does: no
+//    subtraction left for the epilogue). After a GELU for a requantized
+//    result, the requantize is one FMA, v * (1 / out_scale) + out_zp, then
+//    the clamp to the output's range and one conversion.
 //    Int8GemmKernelVnni runs it on its register tile, Int8GemmKernelAmx row
 //    by row over its stored tile sums; each says where its column arrays and
 //    rows are through callbacks;
@@ -37,7 +42,7 @@ const char *quantOutputName(QuantOutput output);
 
 /// What the epilogue computes (part of a kernel's cache key).
 struct Int8EpilogueConfig {
-  bool compensation = false; ///< subtract comp[n] (a_zero_point != 0)
+  bool compensation = false; ///< add comp[n] = -a_zero_point * colsum_B[n] (a_zero_point != 0)
   bool xScalePerRow = false; ///< scale[n] is w_scale[n]; x_scale[m] comes per row
   bool bias = false;
   bool residual = false;
@@ -90,9 +95,11 @@ protected:
 
   /// The epilogue on the accumulators, leaving f32 (or s32 codes for u8/s8
   /// output) in them. `pointAtResidualRows` points regRow_ / regLd_ at the
-  /// tile's residual rows (called only with a residual).
+  /// tile's residual rows (called only with a residual). `sumsHoldComp`: the
+  /// sums started from comp[n] (nothing to add). Uses zA_ and zB(0) as
+  /// temporaries (free once the dot products are done).
   void emitU8S8Epilogue(const ColumnPointer &column,
-                        const std::function<void()> &pointAtResidualRows);
+                        const std::function<void()> &pointAtResidualRows, bool sumsHoldComp);
   /// Stores the accumulators at the rows regRow_ / regLd_ that
   /// `pointAtOutputRows` sets (f32, or u8/s8 saturating), masked on the N tail.
   void emitU8S8Store(const std::function<void()> &pointAtOutputRows);
@@ -104,6 +111,9 @@ protected:
 
 private:
   bool multipliesByReciprocal() const;
+  /// The requantize adds out_zp before rounding (one FMA with the reciprocal;
+  /// see the header).
+  bool addsZeroPointBeforeRounding() const;
   Xbyak::Address constant(int index) const; // own table, {1to16}
   Xbyak::Label ownConstants_;
 };

@@ -213,7 +213,7 @@ void Int8GemmKernelAmx::rowEpilogue() {
         }
         return regColumns_;
       },
-      [&] { mov(regRow_, regResidual_); });
+      [&] { mov(regRow_, regResidual_); }, false);
   emitU8S8Store([&] { mov(regRow_, regC_); });
   add(regSums_, kAmxSumsStride);
   add(regC_, regLdc_);

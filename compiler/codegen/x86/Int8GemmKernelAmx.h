@@ -74,7 +74,7 @@ struct Int8GemmAmxArgs {
   int32_t *sums;         ///< per-thread [32][32] s32, 64-byte aligned: the tile sums
   uint8_t *aTail;        ///< per-thread [32][64] bytes: the staged K tail of A
   void *c;               ///< top-left element of the call's C block
-  const int32_t *comp;   ///< panel's first column; 32 entries readable
+  const int32_t *comp;   ///< -a_zp * colsum_B at the panel's first column; 32 entries readable
   const float *scale;    ///< panel's first column; 32 entries readable
   const float *bias;     ///< panel's first column; 32 entries readable
   const float *residual; ///< top-left element

@@ -114,6 +114,18 @@ void Int8GemmKernelVnni::generate() {
   loadTile(offsetof(Int8GemmVnniArgs, kGroups), offsetof(Int8GemmVnniArgs, b),
            offsetof(Int8GemmVnniArgs, a), offsetof(Int8GemmVnniArgs, lda), sizeof(uint8_t));
   mov(regPrefetch_, ptr[regArgs_ + offsetof(Int8GemmVnniArgs, bPrefetch)]);
+  if (config_.epilogue.compensation) {
+    // The first K block starts its sums from comp[n] (the compensation,
+    // negated): loads in place of a subtraction per accumulator at the end.
+    Label started;
+    cmp(qword[regArgs_ + offsetof(Int8GemmVnniArgs, accumulate)], 0);
+    jne(started, T_NEAR);
+    mov(regVec_, ptr[regArgs_ + offsetof(Int8GemmVnniArgs, comp)]);
+    for (int i = 0; i < mr_; ++i)
+      for (int j = 0; j < vectors(); ++j)
+        vmovdqa32(acc(i, j), zword[regVec_ + j * 64]);
+    L(started);
+  }
   // K loop over 4-byte groups, then the masked K tail group.
   kLoop();
   if (config_.kTailBytes) {
@@ -145,7 +157,8 @@ void Int8GemmKernelVnni::generate() {
   L(lastBlock);
   emitU8S8Epilogue(
       [&](ColumnArray array) {
-        // comp, scale and bias share r12: each is used up before the next.
+        // comp (before the K loop), scale and bias share r12: each is used
+        // up before the next.
         const Reg64 reg = array == ColumnArray::RowScales ? regXs_
                           : array == ColumnArray::Inputs  ? regColumns_
                                                           : regVec_;
@@ -155,7 +168,8 @@ void Int8GemmKernelVnni::generate() {
       [&] {
         loadRows(offsetof(Int8GemmVnniArgs, residual), offsetof(Int8GemmVnniArgs, ldr),
                  sizeof(float));
-      });
+      },
+      /*sumsHoldComp=*/true);
   emitU8S8Store([&] {
     loadRows(offsetof(Int8GemmVnniArgs, c), offsetof(Int8GemmVnniArgs, ldc),
              config_.epilogue.output == QuantOutput::F32 ? 4 : 1);

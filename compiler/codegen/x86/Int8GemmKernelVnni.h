@@ -24,10 +24,11 @@
 // suppressed on masked bytes), so A rows are never read past their K bytes;
 // B's packing pads the group with zeros.
 //
-// Epilogue on the last K block: Int8GemmKernel.h (comp, scale or per-row
+// The first K block starts its sums from comp[n] (the compensation, negated;
+// 0 without an activation zero point); earlier K blocks leave s32 partial
+// sums in a per-thread buffer (`partial`, rows of NR s32) that the next block
+// adds back. Epilogue on the last K block: Int8GemmKernel.h (scale or per-row
 // scale, bias, residual, program with per-column inputs, f32 or u8/s8 store).
-// Earlier K blocks leave s32 partial sums in a per-thread buffer (`partial`,
-// rows of NR s32) that the next block adds back.
 //
 //===----------------------------------------------------------------------===//
 #ifndef OCTET_COMPILER_CODEGEN_X86_INT8GEMMKERNELVNNI_H
@@ -47,7 +48,7 @@ struct Int8GemmVnniArgs {
   const int8_t *b;       ///< packed panel, at the K block's group
   int32_t *partial;      ///< s32 partial sums of the tile, rows of NR (K blocks)
   void *c;               ///< tile's top-left element (f32, u8 or s8)
-  const int32_t *comp;   ///< panel's first column; NR entries readable
+  const int32_t *comp;   ///< -a_zp * colsum_B at the panel's first column; NR entries readable
   const float *scale;    ///< panel's first column; NR entries readable
   const float *bias;     ///< panel's first column; NR entries readable
   const float *residual; ///< tile's top-left element

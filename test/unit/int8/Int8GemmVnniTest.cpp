@@ -517,6 +517,59 @@ TEST(Int8GemmVnni, FastGeluOnlyForRequantizedOutputs) {
   EXPECT_EQ(errorOf([&] { Int8GemmDriver g(packed, params); }), "");
 }
 
+// After a fast GELU the requantize is fma(v, 1/out_scale, out_zp), clamped to
+// the type's range in f32 and rounded once: NaN takes the low bound and
+// infinities and huge values saturate, as on the other requantize path, and a
+// code is RNE of the exact value (away from ties), zero point included.
+TEST(Int8GemmVnni, FastGeluRequantizeClampsNaNAndInfinities) {
+  SKIP_WITHOUT_VNNI();
+  using Op = octet::rt::ElementwiseProgram::Op;
+  octet::rt::ElementwiseProgram geluColumn;
+  geluColumn.numInputs = 2;
+  geluColumn.instrs = {
+      {Op::Input, 0, -1, 0}, {Op::GeluErf, 0, -1, 0}, {Op::Input, 1, -1, 0}, {Op::Mul, 1, 2, 0}};
+  std::string error;
+  auto program =
+      ProgramEpilogue::create(geluColumn, error, {false, true}, GeluAccuracy::ForRequantize);
+  ASSERT_TRUE(program) << error;
+  ASSERT_TRUE(program->requantizedOutputOnly());
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  // x = 4 * 1 * 0.5 = 2 in every column; GELU(2) = 1.9544997.
+  const std::vector<float> column = {nan,  inf,  -inf,  1e30f, -1e30f, 1.0f, 0.0f,  -1.0f,
+                                     0.3f, 2.0f, 10.0f, -0.5f, 0.01f,  5.0f, -3.0f, 0.7f};
+  const int64_t k = 4, n = int64_t(column.size());
+  std::vector<int8_t> b(k * n, 1);
+  std::vector<uint8_t> a(k, 1);
+  PackedInt8 packed = packInt8(octet::PackIsa::Avx512Vnni, b.data(), k, n, WeightLayout::KN);
+  const double gelu2 = 2.0 * 0.5 * (1.0 + std::erf(2.0 / std::sqrt(2.0)));
+  for (QuantOutput out : {QuantOutput::U8, QuantOutput::S8}) {
+    Int8GemmParams params;
+    params.xScale = 0.5f;
+    params.wScale = {1.0f};
+    params.elementwise = program.get();
+    params.output = out;
+    params.outScale = 0.05f;
+    params.outZeroPoint = out == QuantOutput::U8 ? 3 : -5;
+    const int lo = out == QuantOutput::U8 ? 0 : -128, hi = lo + 255;
+    Int8GemmDriver gemm(packed, params);
+    std::vector<uint8_t> c(n);
+    const float *columns[] = {column.data()};
+    gemm.run(a.data(), 1, k, c.data(), n, nullptr, 0, nullptr, columns);
+    for (int64_t j = 0; j < n; ++j) {
+      const int got = out == QuantOutput::U8 ? int(c[j]) : int(int8_t(c[j]));
+      int want;
+      if (std::isnan(column[j]))
+        want = lo;
+      else {
+        const double v = gelu2 * double(column[j]) / 0.05 + params.outZeroPoint;
+        want = int(std::clamp(std::nearbyint(std::clamp(v, -1e9, 1e9)), double(lo), double(hi)));
+      }
+      EXPECT_EQ(got, want) << quantOutputName(out) << " column " << j << " (" << column[j] << ")";
+    }
+  }
+}
+
 // Saturation: huge positive and negative sums clamp to the type's range.
 TEST(Int8GemmVnni, RequantizationSaturates) {
   SKIP_WITHOUT_VNNI();

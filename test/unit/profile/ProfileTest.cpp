@@ -6,9 +6,9 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/Profile.h"
+#include "compiler/codegen/x86/AmxSupport.h"
 #include "compiler/codegen/x86/KernelGenerator.h"
 #include "runtime/Ceilings.h"
-#include "compiler/codegen/x86/AmxSupport.h"
 #include "runtime/Steps.h"
 #include "test/unit/PlanTestUtil.h"
 
@@ -311,6 +311,58 @@ TEST(Roofline, AnalyzeTakesMediansSharesAndFractions) {
   EXPECT_EQ(profileJson(bare).find("roofline_fraction"), std::string::npos);
 }
 
+TEST(Roofline, StepsOfOneKindAndShapesSumIntoClasses) {
+  Plan plan;
+  for (int i = 0; i < 3; ++i)
+    plan.steps.push_back(makeCopy(0, 1));
+  // Steps 0 and 2: one class ([a]); step 1 its own ([b]), slower in sum.
+  std::vector<std::vector<double>> seconds = {{1e-3}, {5e-3}, {3e-3}};
+  std::vector<Work> work = {{2e6, 1e3, "[a]"}, {1e6, 1e3, "[b]"}, {2e6, 1e3, "[a]"}};
+  const Ceilings c = syntheticCeilings();
+  ProfileReport r = analyzeProfile(plan, seconds, work, {0.01}, 2, &c);
+  ASSERT_EQ(r.classes.size(), 2u);
+  EXPECT_EQ(r.classes[0].shapes, "[b]") << "slowest first";
+  const StepClassProfile &a = r.classes[1];
+  EXPECT_EQ(a.steps, 2u);
+  EXPECT_DOUBLE_EQ(a.medianSeconds, 4e-3);
+  EXPECT_NEAR(a.share, 4.0 / 9, 1e-12);
+  EXPECT_NEAR(a.gops, 1.0, 1e-12); // 4e6 ops in 4 ms
+  // Compute bound (2000 op/B) under the 100 GFLOP/s FP32 peak.
+  EXPECT_NEAR(a.rooflineFraction, 0.01, 1e-12);
+  const std::string table = profileTable(r);
+  EXPECT_NE(table.find("by class"), std::string::npos) << table;
+  EXPECT_LT(table.find("[b]"), table.find("by step")) << table;
+  EXPECT_NE(profileJson(r).find("\"classes\": ["), std::string::npos);
+}
+
+TEST(Roofline, PeaksSampledInTheRunReplaceTheCachedOnes) {
+  Plan plan;
+  plan.steps.push_back(makeCopy(0, 1));
+  std::vector<std::vector<double>> seconds = {{1e-3}};
+  std::vector<Work> work = {{1e8, 1e3, "[q]"}};
+  const Ceilings c = syntheticCeilings();
+  // The machine was slower in the run than when its ceilings were cached.
+  const SampledPeaks peaks{4, 50, 200};
+  ProfileReport r = analyzeProfile(plan, seconds, work, {0.001}, 2, &c, &peaks);
+  EXPECT_EQ(r.peakSamples, 4);
+  EXPECT_DOUBLE_EQ(r.cachedFp32Gflops, 100);
+  EXPECT_DOUBLE_EQ(r.cachedInt8Gops, 400);
+  EXPECT_DOUBLE_EQ(r.ceilings.fp32Gflops, 50);
+  EXPECT_DOUBLE_EQ(r.ceilings.int8Gops, 200);
+  EXPECT_DOUBLE_EQ(r.ceilings.l3GBs, 80) << "bandwidths stay the cached ones";
+  EXPECT_NEAR(r.steps[0].rooflineFraction, 100.0 / 50, 1e-12); // 100 GFLOP/s of 50
+  const std::string table = profileTable(r);
+  EXPECT_NE(table.find("measured in this run"), std::string::npos) << table;
+  EXPECT_NE(table.find("cached: fp32 100.0, int8 400.0"), std::string::npos) << table;
+  EXPECT_NE(profileJson(r).find("\"peak_samples\": 4"), std::string::npos);
+  // No samples: the cached ceilings, said so.
+  const SampledPeaks none;
+  ProfileReport cached = analyzeProfile(plan, seconds, work, {0.001}, 2, &c, &none);
+  EXPECT_EQ(cached.peakSamples, 0);
+  EXPECT_DOUBLE_EQ(cached.ceilings.int8Gops, 400);
+  EXPECT_EQ(profileTable(cached).find("measured in this run"), std::string::npos);
+}
+
 TEST(Roofline, MissingTimesOrWorkAreZeroNotACrash) {
   Plan plan;
   plan.steps.push_back(makeCopy(0, 1));
@@ -346,6 +398,21 @@ TEST(Ceilings, JsonRoundTripsAndRejectsGarbage) {
   bad.replace(bad.find("\"dram_gbs\": 20"), 14, "\"dram_gbs\": x");
   EXPECT_FALSE(Ceilings::fromJson(bad, back, error));
   EXPECT_NE(error.find("dram_gbs"), std::string::npos) << error;
+}
+
+TEST(Ceilings, SampledPeaksArePositiveMediansOfTheSamples) {
+  ComputePeakSampler sampler(1);
+  EXPECT_EQ(sampler.peaks().samples, 0);
+  sampler.sample();
+  sampler.sample();
+  sampler.sample();
+  const SampledPeaks p = sampler.peaks();
+  EXPECT_EQ(p.samples, 3);
+  EXPECT_GT(p.fp32Gflops, 0);
+  if (octet::x86::CpuFeatures::host().avx512vnni || octet::x86::CpuFeatures::host().avxVnni)
+    EXPECT_GT(p.int8Gops, p.fp32Gflops) << "4 products per lane against 1 FMA";
+  else
+    EXPECT_EQ(p.int8Gops, 0);
 }
 
 TEST(Ceilings, MeasuredOnThisHostArePositiveAndCached) {
@@ -391,7 +458,9 @@ TEST(Ceilings, MeasuredOnThisHostArePositiveAndCached) {
   EXPECT_TRUE(cached);
   EXPECT_NEAR(again.fp32Gflops, c.fp32Gflops, 1e-9 * c.fp32Gflops);
 
-  { std::ofstream(path) << "not json"; }
+  {
+    std::ofstream(path) << "not json";
+  }
   ASSERT_TRUE(loadOrMeasureCeilings(1, false, again, &cached, &note, 1).ok());
   EXPECT_FALSE(cached);
   EXPECT_NE(note.find("unreadable"), std::string::npos) << note;
