@@ -34,8 +34,10 @@ class KernelCodeCapture;
 
 namespace octet::rt {
 
-/// Bumped on every change of the byte layout; a reader rejects any other.
-constexpr uint32_t kPlanFormatVersion = 7;
+/// Bumped on every change of the byte layout, or of what the kernel code
+/// expects of the runtime that calls it (8: the INT8 GEMM's compensation is
+/// passed negated); a reader rejects any other.
+constexpr uint32_t kPlanFormatVersion = 8;
 
 struct PlanImage {
   std::vector<uint8_t> plan;
