@@ -16,6 +16,7 @@
 #include <fstream>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <sys/stat.h>
 #include <vector>
@@ -192,20 +193,60 @@ int64_t calibrate(PeakLoop::Fn fn, double seconds) {
   }
 }
 
-/// Peak ops/s of the loop `fn` on `threads` threads, each running it alone;
-/// `opsPerIteration` per thread.
+/// A peak loop with the iterations of about `trialSeconds` on one thread
+/// (calibrated once, after a warm-up that raises the clock and pages the code
+/// in). PeakLoop::Fn and AmxPeakLoop::Fn are both void (*)(int64_t).
+struct CalibratedLoop {
+  PeakLoop::Fn fn = nullptr;
+  double opsPerIteration = 0; ///< per thread
+  int64_t iterations = 0;
+
+  CalibratedLoop() = default;
+  CalibratedLoop(PeakLoop::Fn loop, double ops, double trialSeconds)
+      : fn(loop), opsPerIteration(ops) {
+    fn(1 << 14);
+    iterations = calibrate(fn, trialSeconds);
+  }
+  /// Ops/s on `threads` threads, each running the loop alone: the best of `trials`.
+  double opsPerSecond(int threads, int trials) const {
+    const double seconds = bestParallelSeconds(threads, trials, [&](int) { fn(iterations); });
+    return double(threads) * double(iterations) * opsPerIteration / seconds;
+  }
+};
+
+/// Peak ops/s of the loop `fn` on `threads` threads; `opsPerIteration` per thread.
 double peakOps(PeakLoop::Fn fn, double opsPerIteration, int threads) {
-  fn(1 << 14); // warm up: raise the clock, page the code in
-  const int64_t iterations = calibrate(fn, kTrialSeconds);
-  const double seconds = bestParallelSeconds(threads, kTrials, [&](int) { fn(iterations); });
-  return double(threads) * double(iterations) * opsPerIteration / seconds;
+  return CalibratedLoop(fn, opsPerIteration, kTrialSeconds).opsPerSecond(threads, kTrials);
 }
 
-/// Peak ops/s of `kind` on `threads` threads; `opsPerInstruction` per thread.
-double peakOps(PeakLoop::Kind kind, double opsPerInstruction, int threads) {
-  PeakLoop loop(kind);
-  return peakOps(loop.entry<PeakLoop::Fn>(),
-                 PeakLoop::kInstructionsPerIteration * opsPerInstruction, threads);
+/// A compute peak's loop on this host: its kind, ops per instruction and ISA name.
+struct ComputeLoop {
+  PeakLoop::Kind kind;
+  double opsPerInstruction;
+  const char *isa;
+};
+
+ComputeLoop fmaLoop(const x86::CpuFeatures &cpu) {
+  const bool zmm = cpu.supports(Isa::Avx512);
+  return zmm ? ComputeLoop{PeakLoop::Kind::FmaZmm, 16 * 2.0, "avx512"}
+             : ComputeLoop{PeakLoop::Kind::FmaYmm, 8 * 2.0, "avx2"};
+}
+
+/// vpdpbusd: 4 u8·s8 products summed into each int32 lane, 2 ops each; none
+/// without VNNI.
+std::optional<ComputeLoop> dotLoop(const x86::CpuFeatures &cpu) {
+  if (cpu.supports(Isa::Avx512) && cpu.avx512vnni)
+    return ComputeLoop{PeakLoop::Kind::DotZmm, 16 * 4 * 2.0, "avx512_vnni"};
+  if (cpu.avxVnni)
+    return ComputeLoop{PeakLoop::Kind::DotYmm, 8 * 4 * 2.0, "avx_vnni"};
+  return std::nullopt;
+}
+
+/// Peak ops/s of `loop` on `threads` threads.
+double peakOps(const ComputeLoop &loop, int threads) {
+  PeakLoop code(loop.kind);
+  return peakOps(code.entry<PeakLoop::Fn>(),
+                 PeakLoop::kInstructionsPerIteration * loop.opsPerInstruction, threads);
 }
 
 struct FreeDeleter {
@@ -440,16 +481,12 @@ Ceilings measureOnce(int threads) {
   const bool zmm = cpu.supports(Isa::Avx512);
   const int t = c.threads;
 
-  c.fp32Isa = zmm ? "avx512" : "avx2";
-  c.fp32Gflops =
-      peakOps(zmm ? PeakLoop::Kind::FmaZmm : PeakLoop::Kind::FmaYmm, (zmm ? 16 : 8) * 2.0, t) / 1e9;
-  // vpdpbusd: 4 u8·s8 products summed into each int32 lane, 2 ops each.
-  if (zmm && cpu.avx512vnni) {
-    c.int8Isa = "avx512_vnni";
-    c.int8Gops = peakOps(PeakLoop::Kind::DotZmm, 16 * 4 * 2.0, t) / 1e9;
-  } else if (cpu.avxVnni) {
-    c.int8Isa = "avx_vnni";
-    c.int8Gops = peakOps(PeakLoop::Kind::DotYmm, 8 * 4 * 2.0, t) / 1e9;
+  const ComputeLoop fma = fmaLoop(cpu);
+  c.fp32Isa = fma.isa;
+  c.fp32Gflops = peakOps(fma, t) / 1e9;
+  if (const std::optional<ComputeLoop> dot = dotLoop(cpu)) {
+    c.int8Isa = dot->isa;
+    c.int8Gops = peakOps(*dot, t) / 1e9;
   }
   // tdpbusd only where it cannot fault: AMX-INT8 present and XTILEDATA granted
   // (the permission is per process, so every OpenMP thread may use tiles).
@@ -558,59 +595,35 @@ std::unique_ptr<x86::KernelGenerator> makeAmxPeakLoop() { return std::make_uniqu
 struct ComputePeakSampler::Loops {
   static constexpr int kTrials = 2;
   static constexpr double kTrialSeconds = 0.005;
-  struct Timed {
-    std::unique_ptr<PeakLoop> loop;
-    PeakLoop::Fn fn = nullptr;
-    int64_t iterations = 0;
-    double opsPerIteration = 0;
-    double gops(int threads) const {
-      const double seconds = bestParallelSeconds(threads, kTrials, [&](int) { fn(iterations); });
-      return double(threads) * double(iterations) * opsPerIteration / seconds / 1e9;
-    }
+  struct Sampled {
+    std::unique_ptr<PeakLoop> code;
+    CalibratedLoop loop;
+    explicit Sampled(const ComputeLoop &compute)
+        : code(std::make_unique<PeakLoop>(compute.kind)),
+          loop(code->entry<PeakLoop::Fn>(),
+               PeakLoop::kInstructionsPerIteration * compute.opsPerInstruction, kTrialSeconds) {}
+    double gops(int threads) const { return loop.opsPerSecond(threads, kTrials) / 1e9; }
   };
-  Timed fma, dot; ///< dot.fn null without VNNI
-
-  static Timed make(PeakLoop::Kind kind, double opsPerInstruction) {
-    Timed t;
-    t.loop = std::make_unique<PeakLoop>(kind);
-    t.fn = t.loop->entry<PeakLoop::Fn>();
-    t.fn(1 << 14); // page the code in
-    t.iterations = calibrate(t.fn, kTrialSeconds);
-    t.opsPerIteration = PeakLoop::kInstructionsPerIteration * opsPerInstruction;
-    return t;
-  }
+  std::optional<Sampled> fma, dot; ///< dot empty without VNNI
 };
 
 ComputePeakSampler::ComputePeakSampler(int threads)
     : loops_(std::make_unique<Loops>()), threads_(resolveThreads(threads)) {
   const x86::CpuFeatures &cpu = x86::CpuFeatures::host();
-  const bool zmm = cpu.supports(Isa::Avx512);
-  loops_->fma = Loops::make(zmm ? PeakLoop::Kind::FmaZmm : PeakLoop::Kind::FmaYmm, zmm ? 32 : 16);
-  if (zmm && cpu.avx512vnni)
-    loops_->dot = Loops::make(PeakLoop::Kind::DotZmm, 16 * 4 * 2.0);
-  else if (cpu.avxVnni)
-    loops_->dot = Loops::make(PeakLoop::Kind::DotYmm, 8 * 4 * 2.0);
+  loops_->fma.emplace(fmaLoop(cpu));
+  if (const std::optional<ComputeLoop> dot = dotLoop(cpu))
+    loops_->dot.emplace(*dot);
 }
 
 ComputePeakSampler::~ComputePeakSampler() = default;
 
 void ComputePeakSampler::sample() {
-  fp32Gflops_.push_back(loops_->fma.gops(threads_));
-  int8Gops_.push_back(loops_->dot.fn ? loops_->dot.gops(threads_) : 0.0);
+  fp32Gflops_.push_back(loops_->fma->gops(threads_));
+  int8Gops_.push_back(loops_->dot ? loops_->dot->gops(threads_) : 0.0);
 }
-
-namespace {
-double medianOf(std::vector<double> v) {
-  if (v.empty())
-    return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-} // namespace
 
 SampledPeaks ComputePeakSampler::peaks() const {
-  return {int(fp32Gflops_.size()), medianOf(fp32Gflops_), medianOf(int8Gops_)};
+  return {int(fp32Gflops_.size()), median(fp32Gflops_), median(int8Gops_)};
 }
 
 Ceilings SampledPeaks::apply(Ceilings c) const {
@@ -623,6 +636,14 @@ Ceilings SampledPeaks::apply(Ceilings c) const {
 
 double amxPeakOpsPerIteration() {
   return AmxPeakLoop::kTdpbusdPerIteration * AmxPeakLoop::kOpsPerTdpbusd;
+}
+
+double median(std::vector<double> values) {
+  if (values.empty())
+    return 0;
+  std::sort(values.begin(), values.end());
+  const size_t mid = values.size() / 2;
+  return values.size() % 2 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
 }
 
 /// Runs `body(thread)` on every thread at once `trials` times; returns the

@@ -71,14 +71,6 @@ std::string ceilingsCachePath(int threads);
 Status loadOrMeasureCeilings(int threads, bool refresh, Ceilings &out, bool *fromCache = nullptr,
                              std::string *note = nullptr, int rounds = kDefaultCeilingRounds);
 
-/// The compute peaks sampled while something else is measured (octetc run
-/// --profile samples them between the profiled runs): on a shared machine the
-/// peak moves with the load, so a kernel's efficiency is a fraction of the
-/// peak measured in the same run, not of the cached ceilings. Each sample()
-/// times the FMA loop and, where the CPU has it, the vpdpbusd loop (the
-/// ceilings' loops) on `threads` threads: the best of 2 trials of 5 ms each
-/// (20 ms in all). Shorter trials read low: at 0.5 ms the team's start and
-/// join cost 3% (best of 10) to 6% (best of 3) of the 10 ms trials' peak.
 /// Compute peaks sampled in a run: medians over `samples` samples (int8 0
 /// without VNNI).
 struct SampledPeaks {
@@ -88,6 +80,14 @@ struct SampledPeaks {
   Ceilings apply(Ceilings ceilings) const;
 };
 
+/// The compute peaks sampled while something else is measured (octetc run
+/// --profile samples them between the profiled runs): on a shared machine the
+/// peak moves with the load, so a kernel's efficiency is a fraction of the
+/// peak measured in the same run, not of the cached ceilings. Each sample()
+/// times the ceilings' FMA loop and, where the CPU has it, their vpdpbusd
+/// loop on `threads` threads: the best of 2 trials of 5 ms each (20 ms in
+/// all). Shorter trials read low: at 0.5 ms the team's start and join cost 3%
+/// (best of 10) to 6% (best of 3) of the peak that 5 ms trials read.
 class ComputePeakSampler {
 public:
   explicit ComputePeakSampler(int threads);
@@ -107,6 +107,9 @@ private:
 std::unique_ptr<x86::KernelGenerator> makeAmxPeakLoop();
 /// Ops of one iteration of makeAmxPeakLoop()'s loop.
 double amxPeakOpsPerIteration();
+
+/// The median of `values` (the mean of the middle two for an even count; 0 if empty).
+double median(std::vector<double> values);
 
 /// Runs `body(thread)` on `threads` OpenMP threads at once, `trials` times; the
 /// shortest wall time of a trial (all threads start together after a barrier).

@@ -1,5 +1,6 @@
 //===- KernelSelection.cpp - the GEMM provider rule and autotune -----------===//
 #include "runtime/KernelSelection.h"
+#include "runtime/Ceilings.h"
 #include "runtime/EpilogueSplit.h"
 
 #include "compiler/codegen/onednn/MatMulU8S8.h"
@@ -297,7 +298,7 @@ BucketTiming timeStep(const Step &step, std::vector<BenchTensor> &tensors, int r
   std::sort(runs.begin(), runs.end());
   const size_t n = runs.size();
   timing.timed = true;
-  timing.medianMs = n % 2 ? runs[n / 2] : 0.5 * (runs[n / 2 - 1] + runs[n / 2]);
+  timing.medianMs = median(runs);
   timing.lowMs = runs[n / 4];
   timing.highMs = runs[(3 * n) / 4 < n ? (3 * n) / 4 : n - 1];
   return timing;

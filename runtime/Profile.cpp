@@ -10,14 +10,6 @@ namespace octet::rt {
 
 namespace {
 
-double median(std::vector<double> values) {
-  if (values.empty())
-    return 0;
-  std::sort(values.begin(), values.end());
-  const size_t mid = values.size() / 2;
-  return values.size() % 2 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
-}
-
 std::string jsonString(const std::string &text) {
   std::string out = "\"";
   for (char c : text) {

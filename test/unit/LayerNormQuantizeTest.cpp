@@ -87,8 +87,9 @@ void check(const Case &c, std::mt19937 &rng) {
   std::vector<uint8_t> qRef(n);
   for (int64_t r = 0; r < m; ++r) {
     const float *yr = yRef.data() + r * n;
-    if (c.writeY)
+    if (c.writeY) {
       ASSERT_EQ(std::memcmp(y.data() + r * n, yr, n * sizeof(float)), 0) << "y of row " << r;
+    }
     float scale = quant.scale;
     int32_t zp = quant.zeroPoint;
     if (quant.mode == Mode::PerRow) {
@@ -124,10 +125,12 @@ void check(const Case &c, std::mt19937 &rng) {
   }
   if (m > 2) {
     const int32_t zp = quant.mode == Mode::PerRow ? 128 : quant.zeroPoint;
-    for (int64_t j = 0; j < n; ++j)
+    for (int64_t j = 0; j < n; ++j) {
       ASSERT_EQ(int32_t(quant.signedOutput ? int8_t(q[2 * n + j]) : q[2 * n + j]), zp);
-    if (quant.mode == Mode::PerRow)
+    }
+    if (quant.mode == Mode::PerRow) {
       EXPECT_EQ(rowScale[2], 1.0f); // a NaN row's absmax is 0
+    }
   }
 }
 

@@ -94,6 +94,10 @@ bool Int8GemmKernel::addsZeroPointBeforeRounding() const {
 
 Address Int8GemmKernel::constant(int index) const { return ptr_b[rip + ownConstants_ + 4 * index]; }
 
+Address Int8GemmKernel::scalarConstant(int index) const {
+  return dword[rip + ownConstants_ + 4 * index];
+}
+
 void Int8GemmKernel::emitU8S8Epilogue(const ColumnPointer &column,
                                       const std::function<void()> &pointAtResidualRows,
                                       bool sumsHoldComp) {
@@ -149,7 +153,7 @@ void Int8GemmKernel::emitU8S8Epilogue(const ColumnPointer &column,
     // RNE(clamp(v * (1 / out_scale) + out_zp, lo, hi)): one rounding in the
     // FMA, then the integer bounds (NaN takes the low one, as below); no
     // saturation is left for the store.
-    vbroadcastss(zA_, dword[rip + ownConstants_ + 4 * kOutScale]);
+    vbroadcastss(zA_, scalarConstant(kOutScale));
     for (int r = 0; r < accCount_; ++r) {
       const Zmm z(r);
       vfmadd213ps(z, zA_, constant(kOutZeroPointF));

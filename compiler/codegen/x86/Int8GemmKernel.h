@@ -114,7 +114,8 @@ private:
   /// The requantize adds out_zp before rounding (one FMA with the reciprocal;
   /// see the header).
   bool addsZeroPointBeforeRounding() const;
-  Xbyak::Address constant(int index) const; // own table, {1to16}
+  Xbyak::Address constant(int index) const;       // own table, {1to16}
+  Xbyak::Address scalarConstant(int index) const; // own table, one float
   Xbyak::Label ownConstants_;
 };
 

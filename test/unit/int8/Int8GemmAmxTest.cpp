@@ -14,6 +14,7 @@
 #include "compiler/codegen/x86/Int8GemmDriver.h"
 #include "compiler/codegen/x86/Int8GemmKernelAmx.h"
 #include "compiler/codegen/x86/ProgramEpilogue.h"
+#include "test/unit/Int8Epilogues.h"
 #include "test/unit/TestData.h"
 #include "test/unit/ThreadCount.h"
 
@@ -29,6 +30,7 @@
 
 using namespace octet::x86;
 using octet::WeightLayout;
+using octet::test::geluEpilogue;
 using octet::test::ThreadCount;
 
 namespace {
@@ -210,17 +212,6 @@ INSTANTIATE_TEST_SUITE_P(OddShapes, Int8GemmAmxShapes,
                                             ::testing::Values(1, 3, 4, 63, 64, 65, 130, 770)),
                          octet::test::MnkName());
 
-std::unique_ptr<ProgramEpilogue> geluEpilogue(GeluAccuracy accuracy = GeluAccuracy::Full) {
-  octet::rt::ElementwiseProgram program;
-  using Op = octet::rt::ElementwiseProgram::Op;
-  program.numInputs = 1;
-  program.instrs = {{Op::Input, 0, -1, 0}, {Op::GeluErf, 0, -1, 0}};
-  std::string error;
-  auto e = ProgramEpilogue::create(program, error, {}, accuracy);
-  EXPECT_TRUE(e) << error;
-  return e;
-}
-
 // Every epilogue: the driver's output on AMX kernels equals that on VNNI bit for
 // bit (the same epilogue code on exact s32 sums; VNNI is tested against the
 // reference formula in Int8GemmVnniTest).
@@ -284,15 +275,8 @@ TEST(Int8GemmAmx, EmulatedEqualsVnniWithRowScalesAndColumnInputs) {
     wScale[j] = half(gen), inv[j] = half(gen);
   for (float &v : xs)
     v = half(gen) / (64.0f * 64.0f * 12.0f);
-  using Op = octet::rt::ElementwiseProgram::Op;
-  octet::rt::ElementwiseProgram program;
-  program.numInputs = 2;
-  program.instrs = {
-      {Op::Input, 0, -1, 0}, {Op::GeluErf, 0, -1, 0}, {Op::Input, 1, -1, 0}, {Op::Mul, 1, 2, 0}};
-  std::string error;
-  auto epilogue =
-      ProgramEpilogue::create(program, error, {false, true}, GeluAccuracy::ForRequantize);
-  ASSERT_TRUE(epilogue) << error;
+  auto epilogue = octet::test::geluTimesColumnEpilogue();
+  ASSERT_TRUE(epilogue);
   const float *columns[] = {inv.data()};
   PackedInt8 amxPacked = packInt8(octet::PackIsa::Amx, d.b.data(), k, n, WeightLayout::KN);
   PackedInt8 vnniPacked = packInt8(octet::PackIsa::Avx512Vnni, d.b.data(), k, n, WeightLayout::KN);

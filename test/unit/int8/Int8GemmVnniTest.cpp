@@ -17,6 +17,7 @@
 #include "compiler/codegen/x86/Int8GemmDriver.h"
 #include "compiler/codegen/x86/Int8GemmKernelVnni.h"
 #include "compiler/codegen/x86/ProgramEpilogue.h"
+#include "test/unit/Int8Epilogues.h"
 #include "test/unit/Int8GemmReference.h"
 #include "test/unit/TestData.h"
 #include "test/unit/ThreadCount.h"
@@ -72,14 +73,10 @@ octet::rt::ElementwiseProgram spelledOutGelu(float scale) {
 /// GELU (erf) as one op, or `spelledOut`.
 std::unique_ptr<ProgramEpilogue> geluEpilogue(GeluAccuracy accuracy = GeluAccuracy::Full,
                                               bool spelledOut = false) {
-  octet::rt::ElementwiseProgram program;
-  using Op = octet::rt::ElementwiseProgram::Op;
-  program.numInputs = 1;
-  program.instrs = {{Op::Input, 0, -1, 0}, {Op::GeluErf, 0, -1, 0}};
-  if (spelledOut)
-    program = spelledOutGelu(0.70710677f);
+  if (!spelledOut)
+    return octet::test::geluEpilogue(accuracy);
   std::string error;
-  auto e = ProgramEpilogue::create(program, error, {}, accuracy);
+  auto e = ProgramEpilogue::create(spelledOutGelu(0.70710677f), error, {}, accuracy);
   EXPECT_TRUE(e) << error;
   return e;
 }
@@ -523,15 +520,8 @@ TEST(Int8GemmVnni, FastGeluOnlyForRequantizedOutputs) {
 // code is RNE of the exact value (away from ties), zero point included.
 TEST(Int8GemmVnni, FastGeluRequantizeClampsNaNAndInfinities) {
   SKIP_WITHOUT_VNNI();
-  using Op = octet::rt::ElementwiseProgram::Op;
-  octet::rt::ElementwiseProgram geluColumn;
-  geluColumn.numInputs = 2;
-  geluColumn.instrs = {
-      {Op::Input, 0, -1, 0}, {Op::GeluErf, 0, -1, 0}, {Op::Input, 1, -1, 0}, {Op::Mul, 1, 2, 0}};
-  std::string error;
-  auto program =
-      ProgramEpilogue::create(geluColumn, error, {false, true}, GeluAccuracy::ForRequantize);
-  ASSERT_TRUE(program) << error;
+  auto program = octet::test::geluTimesColumnEpilogue();
+  ASSERT_TRUE(program);
   ASSERT_TRUE(program->requantizedOutputOnly());
   const float inf = std::numeric_limits<float>::infinity();
   const float nan = std::numeric_limits<float>::quiet_NaN();
