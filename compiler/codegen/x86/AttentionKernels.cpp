@@ -39,8 +39,8 @@ AttentionGemmKernel::AttentionGemmKernel(int mr, int nv)
     throw std::invalid_argument(name() + ": tile shape out of range");
 }
 
-Xbyak::Address rowDword(const Xbyak::Reg64 &base, const Xbyak::Reg64 &base4,
-                        const Xbyak::Reg64 &ld, const Xbyak::Reg64 &ld3, int row) {
+Xbyak::Address rowDword(const Xbyak::Reg64 &base, const Xbyak::Reg64 &base4, const Xbyak::Reg64 &ld,
+                        const Xbyak::Reg64 &ld3, int row) {
   const Xbyak::Reg64 &b = row < 4 ? base : base4;
   switch (row % 4) {
   case 0:
@@ -128,7 +128,9 @@ void emitPackedDot(Xbyak::CodeGenerator &g, const PackedDotFields &fields,
   g.L(done);
 }
 
-Xbyak::Address AttentionGemmKernel::aRow(int row) const { return rowDword(rA, rA4, rLda, rLda3, row); }
+Xbyak::Address AttentionGemmKernel::aRow(int row) const {
+  return rowDword(rA, rA4, rLda, rLda3, row);
+}
 
 void AttentionGemmKernel::generate() {
   auto field = [&](size_t offset) { return qword[rArgs + int(offset)]; };
@@ -225,7 +227,7 @@ template <typename Body> void AttentionSoftmaxKernel::forEachVector(Body body) {
 
 void AttentionSoftmaxKernel::generate() {
   auto field = [&](size_t offset) { return qword[rArgs + int(offset)]; };
-  Xbyak::Label rowLoop, done;
+  Xbyak::Label pairLoop, single, done;
   preamble();
   mov(rRows, field(offsetof(AttentionSoftmaxArgs, rows)));
   test(rRows, rRows);
@@ -250,66 +252,102 @@ void AttentionSoftmaxKernel::generate() {
   dec(eax);
   kmovw(kTail, eax);
 
-  L(rowLoop);
-  {
-    auto load = [&](const Zmm &z, const Xbyak::Address &a, bool tail) {
-      tail ? vmovups(z | kTail | T_z, a) : vmovups(z, a);
-    };
-    auto store = [&](const Xbyak::Address &a, const Zmm &z, bool tail) {
-      vmovups(tail ? a | kTail : a, z);
-    };
-    auto accumulate = [&](bool tail, bool isMax) {
-      Zmm dst = tail ? Zmm(zAcc.getIdx()) | kTail : zAcc;
-      isMax ? vmaxps(dst, zAcc, zVal) : vaddps(dst, zAcc, zVal);
-    };
-
-    // Pass 1: z = scale x + mask, in place, and the row max.
-    math_.broadcast(zAcc, -INFINITY);
-    forEachVector([&](bool tail) {
-      load(zVal, ptr[rX + rCol], tail);
-      if (hasMask_) {
-        load(zTmp, ptr[rMask + rCol], tail);
-        vfmadd213ps(zVal, zScale, zTmp);
-      } else {
-        vmulps(zVal, zVal, zScale);
-      }
-      store(ptr[rX + rCol], zVal, tail);
-      accumulate(tail, true);
-    });
-    math_.reduceMax(zMax, zAcc);
-    // An all -inf row: exp(-inf - (-FLT_MAX)) = 0 instead of NaN.
-    vmaxps(zMax, zMax, constants_.f32(-FLT_MAX));
-
-    // Pass 2: e = exp(z - max), in place, and its sum.
-    vxorps(zAcc, zAcc, zAcc);
-    forEachVector([&](bool tail) {
-      load(zVal, ptr[rX + rCol], tail);
-      vsubps(zVal, zVal, zMax);
-      math_.exp(zVal, zVal);
-      store(ptr[rX + rCol], zVal, tail);
-      accumulate(tail, false);
-    });
-    math_.reduceSum(zInv, zAcc);
-    vcmpps(kZero, zInv, constants_.f32(0.0f), kCmpEqOq);
-    math_.reciprocal(zInv, zInv);
-    vxorps(zInv | kZero, zInv, zInv); // sum 0 (all -inf): zeros, not 0 · inf
-
-    // Pass 3: normalize.
-    forEachVector([&](bool tail) {
-      load(zVal, ptr[rX + rCol], tail);
-      vmulps(zVal, zVal, zInv);
-      store(ptr[rX + rCol], zVal, tail);
-    });
-
-    add(rX, rLdx);
-    if (hasMask_)
-      add(rMask, rLdMask);
-    dec(rRows);
-    jnz(rowLoop, T_NEAR);
-  }
+  // Rows two at a time: each row is a chain of reductions (max, sum, 1/sum)
+  // that leaves the vector units idle; two rows' chains interleaved fill them.
+  cmp(rRows, 2);
+  jl(single, T_NEAR);
+  L(pairLoop);
+  emitRows(2);
+  lea(rX, ptr[rX + rLdx * 2]);
+  if (hasMask_)
+    lea(rMask, ptr[rMask + rLdMask * 2]);
+  sub(rRows, 2);
+  cmp(rRows, 2);
+  jge(pairLoop, T_NEAR);
+  L(single);
+  test(rRows, rRows);
+  jz(done, T_NEAR);
+  emitRows(1);
   L(done);
   postamble();
   constants_.emit();
+}
+
+void AttentionSoftmaxKernel::emitRows(int count) {
+  // Row i at rowX[i] (+ rCol), its mask row at rowMask[i]; its own registers.
+  const Xbyak::Reg64 rowX[2] = {rX, rX1}, rowMask[2] = {rMask, rMask1};
+  if (count == 2) {
+    lea(rX1, ptr[rX + rLdx]);
+    if (hasMask_)
+      lea(rMask1, ptr[rMask + rLdMask]);
+  }
+  auto load = [&](const Zmm &z, const Xbyak::Address &a, bool tail) {
+    tail ? vmovups(z | kTail | T_z, a) : vmovups(z, a);
+  };
+  auto store = [&](const Xbyak::Address &a, const Zmm &z, bool tail) {
+    vmovups(tail ? a | kTail : a, z);
+  };
+  auto accumulate = [&](const RowRegisters &r, bool tail, bool isMax) {
+    Zmm dst = tail ? Zmm(r.acc.getIdx()) | kTail : r.acc;
+    isMax ? vmaxps(dst, r.acc, r.val) : vaddps(dst, r.acc, r.val);
+  };
+  auto forRows = [&](const std::function<void(int, const RowRegisters &)> &body) {
+    for (int i = 0; i < count; ++i)
+      body(i, rows_[i]);
+  };
+
+  // Pass 1: z = scale x + mask, in place, and the row max.
+  forRows([&](int, const RowRegisters &r) { math_.broadcast(r.acc, -INFINITY); });
+  forEachVector([&](bool tail) {
+    forRows([&](int i, const RowRegisters &r) {
+      load(r.val, ptr[rowX[i] + rCol], tail);
+      if (hasMask_) {
+        load(r.tmp, ptr[rowMask[i] + rCol], tail);
+        vfmadd213ps(r.val, zScale, r.tmp);
+      } else {
+        vmulps(r.val, r.val, zScale);
+      }
+      store(ptr[rowX[i] + rCol], r.val, tail);
+      accumulate(r, tail, true);
+    });
+  });
+  forRows([&](int, const RowRegisters &r) {
+    math_.reduceMax(r.max, r.acc);
+    // An all -inf row: exp(-inf - (-FLT_MAX)) = 0 instead of NaN.
+    vmaxps(r.max, r.max, constants_.f32(-FLT_MAX));
+  });
+
+  // Pass 2: e = exp(z - max), in place, and its sum.
+  forRows([&](int, const RowRegisters &r) { vxorps(r.acc, r.acc, r.acc); });
+  forEachVector([&](bool tail) {
+    forRows([&](int i, const RowRegisters &r) {
+      load(r.val, ptr[rowX[i] + rCol], tail);
+      vsubps(r.val, r.val, r.max);
+      math_.exp(r.val, r.val);
+      store(ptr[rowX[i] + rCol], r.val, tail);
+      accumulate(r, tail, false);
+    });
+  });
+  forRows([&](int, const RowRegisters &r) {
+    math_.reduceSum(r.inv, r.acc);
+    vcmpps(r.zero, r.inv, constants_.f32(0.0f), kCmpEqOq);
+    // 1 / sum on one lane (vdivss: a third of vdivps' cost, the same rounding).
+    const Xbyak::Xmm inv(r.inv.getIdx()), one(r.tmp.getIdx());
+    mov(rI.cvt32(), bitsOf(1.0f)); // (the constant table's operands are broadcasts)
+    vmovd(one, rI.cvt32());
+    vdivss(inv, one, inv);
+    vbroadcastss(r.inv, inv);
+    vxorps(r.inv | r.zero, r.inv, r.inv); // sum 0 (all -inf): zeros, not 0 · inf
+  });
+
+  // Pass 3: normalize.
+  forEachVector([&](bool tail) {
+    forRows([&](int i, const RowRegisters &r) {
+      load(r.val, ptr[rowX[i] + rCol], tail);
+      vmulps(r.val, r.val, r.inv);
+      store(ptr[rowX[i] + rCol], r.val, tail);
+    });
+  });
 }
 
 void attentionSoftmaxReference(const AttentionSoftmaxArgs &args) {
@@ -336,7 +374,8 @@ void attentionSoftmaxReference(const AttentionSoftmaxArgs &args) {
 // Kᵀ packing
 //===----------------------------------------------------------------------===//
 
-AttentionKeysKernel::AttentionKeysKernel() : KernelGenerator("attention_keys", Isa::Avx512, 4 * 1024) {}
+AttentionKeysKernel::AttentionKeysKernel()
+    : KernelGenerator("attention_keys", Isa::Avx512, 4 * 1024) {}
 
 void AttentionKeysKernel::generate() {
   auto field = [&](size_t offset) { return qword[rArgs + int(offset)]; };
@@ -392,8 +431,7 @@ void AttentionKeysKernel::generate() {
     kmovw(k1, rTmp.cvt32());
   }
   lea(rTmp, ptr[rSrc + rCol * 4]);
-  emitLoadRows16(*this, rTmp, rLds, rValid,
-                 [&](int i) { vmovups(Zmm(i) | k1 | T_z, ptr[rTmp]); });
+  emitLoadRows16(*this, rTmp, rLds, rValid, [&](int i) { vmovups(Zmm(i) | k1 | T_z, ptr[rTmp]); });
   // Dim d0 + j (only those below cols) to rOut + (d0 + j) · 256.
   mov(rTmp, rCol);
   shl(rTmp, 8);

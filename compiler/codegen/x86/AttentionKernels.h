@@ -71,16 +71,17 @@ private:
 /// The dword at row `row` (0-7) of an A operand whose rows are `ld` bytes
 /// apart: rows 0-3 from `base`, 4-7 from `base4` = base + 4 ld, with `ld3` =
 /// 3 ld, so eight rows need no per-row pointer (the f32 and bf16 GEMM tiles).
-Xbyak::Address rowDword(const Xbyak::Reg64 &base, const Xbyak::Reg64 &base4,
-                        const Xbyak::Reg64 &ld, const Xbyak::Reg64 &ld3, int row);
+Xbyak::Address rowDword(const Xbyak::Reg64 &base, const Xbyak::Reg64 &base4, const Xbyak::Reg64 &ld,
+                        const Xbyak::Reg64 &ld3, int row);
 
 /// Where a packed-dot kernel's arguments hold the fields emitPackedDot reads.
 struct PackedDotFields {
   size_t a, b, c, lda, ldc, kChunks, colPairs;
 };
 template <typename Args> PackedDotFields packedDotFields() {
-  return {offsetof(Args, a),   offsetof(Args, b),       offsetof(Args, c),       offsetof(Args, lda),
-          offsetof(Args, ldc), offsetof(Args, kChunks), offsetof(Args, colPairs)};
+  return {offsetof(Args, a),       offsetof(Args, b),   offsetof(Args, c),
+          offsetof(Args, lda),     offsetof(Args, ldc), offsetof(Args, kChunks),
+          offsetof(Args, colPairs)};
 }
 
 /// The body of the bf16 and int8 dot kernels (between preamble and postamble,
@@ -93,11 +94,11 @@ template <typename Args> PackedDotFields packedDotFields() {
 /// dot(acc, a, b). Then beforeStores(group) (rsi, rdx, r9, r10, rbx, zmm16-31
 /// free; r15 − args.c is the pair's byte offset, 128 per pair, into per-column
 /// vectors), and finish(acc, row 0-31, tile) before each accumulator's store.
-void emitPackedDot(Xbyak::CodeGenerator &g, const PackedDotFields &fields,
-                   const std::function<void(const Xbyak::Zmm &acc, const Xbyak::Zmm &a,
-                                            const Xbyak::Zmm &b)> &dot,
-                   const std::function<void(int group)> &beforeStores,
-                   const std::function<void(const Xbyak::Zmm &acc, int row, int tile)> &finish);
+void emitPackedDot(
+    Xbyak::CodeGenerator &g, const PackedDotFields &fields,
+    const std::function<void(const Xbyak::Zmm &acc, const Xbyak::Zmm &a, const Xbyak::Zmm &b)> &dot,
+    const std::function<void(int group)> &beforeStores,
+    const std::function<void(const Xbyak::Zmm &acc, int row, int tile)> &finish);
 
 /// The C++ twin of AttentionGemmKernel (any mr, columns <= 64).
 void attentionGemmReference(const AttentionGemmArgs &args, int mr);
@@ -125,13 +126,23 @@ private:
   /// Emits body(tail) for each 16-float vector of the current row at [rX + rCol]
   /// (full vectors in a loop, then the n % 16 tail under kTail when there is one).
   template <typename Body> void forEachVector(Body body);
+  /// The three passes over `count` (1 or 2) rows from rX, interleaved.
+  void emitRows(int count);
   bool hasMask_;
   ConstantTable constants_{*this};
   VectorMath math_;
   const Xbyak::Reg64 rArgs = rdi, rX = rsi, rLdx = rdx, rRows = r8, rFull = r9, rMask = r10,
-                     rLdMask = r11, rCol = rax, rI = rbx, rTail = r12;
-  const Xbyak::Opmask kTail = k1, kZero = k4;
-  const Xbyak::Zmm zVal = zmm0, zAcc = zmm1, zMax = zmm2, zInv = zmm3, zScale = zmm4, zTmp = zmm5;
+                     rLdMask = r11, rCol = rax, rI = rbx, rTail = r12, rX1 = r13, rMask1 = r14;
+  const Xbyak::Opmask kTail = k1;
+  const Xbyak::Zmm zScale = zmm4;
+  /// One row's registers: the vector in hand, the accumulator (max, then
+  /// sum), its max, 1/sum, a temporary, and its sum == 0 mask.
+  struct RowRegisters {
+    Xbyak::Zmm val, acc, max, inv, tmp;
+    Xbyak::Opmask zero;
+  };
+  const RowRegisters rows_[2] = {{zmm0, zmm1, zmm2, zmm3, zmm5, k4},
+                                 {zmm6, zmm7, zmm8, zmm9, zmm10, k5}};
 };
 
 /// The C++ twin of AttentionSoftmaxKernel (mask may be null).
@@ -143,8 +154,8 @@ void attentionSoftmaxReference(const AttentionSoftmaxArgs &args);
 struct AttentionKeysArgs {
   const float *src = nullptr; ///< key 0, dim 0
   int64_t lds = 0;
-  int64_t rows = 0; ///< keys (S)
-  int64_t cols = 0; ///< head dim (D)
+  int64_t rows = 0;     ///< keys (S)
+  int64_t cols = 0;     ///< head dim (D)
   float *dst = nullptr; ///< ceil(rows / 64) panels of 64·cols floats
 };
 

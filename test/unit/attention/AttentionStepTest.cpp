@@ -193,7 +193,7 @@ void runCase(const Case &c) {
   ASSERT_TRUE(step) << error;
   const bool bf16 = c.precision == AttentionPrecision::Bf16 && c.allowAvx512 && hostRunsBf16();
   const bool int8 = c.precision == AttentionPrecision::Int8 && c.allowAvx512 && hostRunsInt8();
-  EXPECT_EQ(step->kind(), bf16             ? hostBf16Kind()
+  EXPECT_EQ(step->kind(), bf16            ? hostBf16Kind()
                           : int8          ? "attention.vnni_int8"
                           : c.allowAvx512 ? "attention.jit_avx512"
                                           : "attention.cpp");
@@ -404,13 +404,15 @@ TEST(Attention, Bf16NeedsAvx512Bf16OnTheTarget) {
   if (!hostHasAvx512())
     GTEST_SKIP() << "no AVX-512: the f32 fallback is the C++ twin either way";
   AttentionSpec spec;
-  spec.q = 0, spec.k = 1, spec.v = 2, spec.output = 3, spec.numHeads = 2, spec.precision = AttentionPrecision::Bf16;
+  spec.q = 0, spec.k = 1, spec.v = 2, spec.output = 3, spec.numHeads = 2,
+  spec.precision = AttentionPrecision::Bf16;
   KernelOptions options;
   options.cpu.amxBf16 = false; // a target without AMX: vdpbf16ps where it has AVX512-BF16
   std::string error;
   StepPtr step = makeAttention(spec, options, error);
   ASSERT_TRUE(step) << error;
-  EXPECT_EQ(step->kind(), options.cpu.avx512bf16 ? "attention.avx512_bf16" : "attention.jit_avx512");
+  EXPECT_EQ(step->kind(),
+            options.cpu.avx512bf16 ? "attention.avx512_bf16" : "attention.jit_avx512");
   options = KernelOptions();
   options.cpu.avx512bf16 = false;
   step = makeAttention(spec, options, error);
@@ -653,6 +655,48 @@ TEST(AttentionKernels, SoftmaxFullyMaskedRows) {
       for (float y : x)
         ASSERT_NEAR(y, 1.0f / float(n), 1e-6f) << "n=" << n << " jit=" << jit;
     }
+  }
+}
+
+TEST(AttentionKernels, SoftmaxRowsMatchReference) {
+  // Every row count (the kernel takes rows in pairs, then an odd one alone),
+  // tail lengths, with and without a mask (shared or per row), strided rows;
+  // the columns past n and the rows past `rows` stay untouched.
+  if (!hostHasAvx512())
+    GTEST_SKIP() << "no AVX-512";
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> value(-6.0f, 6.0f);
+  for (bool hasMask : {false, true}) {
+    x86::AttentionSoftmaxKernel kernel(hasMask);
+    auto fn = kernel.entry<x86::AttentionSoftmaxKernel::Fn>();
+    for (int64_t rows : {1, 2, 3, 4, 5})
+      for (int64_t n : {1, 15, 16, 17, 50, 128, 131})
+        for (int64_t ldMask : {int64_t(0), n}) {
+          const int64_t ldx = n + 3;
+          std::vector<float> x(size_t((rows + 1) * ldx)), mask(size_t((rows + 1) * n));
+          for (float &v : x)
+            v = value(rng);
+          for (float &v : mask)
+            v = value(rng) < -4.0f ? -INFINITY : value(rng);
+          std::vector<float> want = x;
+          x86::AttentionSoftmaxArgs args;
+          args.ldx = ldx, args.rows = rows, args.n = n, args.scale = 0.125f;
+          args.mask = hasMask ? mask.data() : nullptr, args.ldMask = ldMask;
+          args.x = want.data();
+          x86::attentionSoftmaxReference(args);
+          args.x = x.data();
+          fn(&args);
+          for (size_t i = 0; i < x.size(); ++i) {
+            const int64_t r = int64_t(i) / ldx, c = int64_t(i) % ldx;
+            SCOPED_TRACE("mask=" + std::to_string(hasMask) + " rows=" + std::to_string(rows) +
+                         " n=" + std::to_string(n) + " ldMask=" + std::to_string(ldMask) + " at " +
+                         std::to_string(r) + "," + std::to_string(c));
+            if (r >= rows || c >= n)
+              ASSERT_EQ(x[i], want[i]); // untouched (the reference leaves them too)
+            else
+              ASSERT_NEAR(x[i], want[i], 2e-6f + 2e-6f * std::fabs(want[i]));
+          }
+        }
   }
 }
 
