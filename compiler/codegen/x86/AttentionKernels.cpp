@@ -39,8 +39,8 @@ AttentionGemmKernel::AttentionGemmKernel(int mr, int nv)
     throw std::invalid_argument(name() + ": tile shape out of range");
 }
 
-Xbyak::Address rowDword(const Xbyak::Reg64 &base, const Xbyak::Reg64 &base4, const Xbyak::Reg64 &ld,
-                        const Xbyak::Reg64 &ld3, int row) {
+Xbyak::Address rowDword(const Xbyak::Reg64 &base, const Xbyak::Reg64 &base4,
+                        const Xbyak::Reg64 &ld, const Xbyak::Reg64 &ld3, int row) {
   const Xbyak::Reg64 &b = row < 4 ? base : base4;
   switch (row % 4) {
   case 0:
@@ -128,9 +128,7 @@ void emitPackedDot(Xbyak::CodeGenerator &g, const PackedDotFields &fields,
   g.L(done);
 }
 
-Xbyak::Address AttentionGemmKernel::aRow(int row) const {
-  return rowDword(rA, rA4, rLda, rLda3, row);
-}
+Xbyak::Address AttentionGemmKernel::aRow(int row) const { return rowDword(rA, rA4, rLda, rLda3, row); }
 
 void AttentionGemmKernel::generate() {
   auto field = [&](size_t offset) { return qword[rArgs + int(offset)]; };
@@ -331,12 +329,7 @@ void AttentionSoftmaxKernel::emitRows(int count) {
   forRows([&](int, const RowRegisters &r) {
     math_.reduceSum(r.inv, r.acc);
     vcmpps(r.zero, r.inv, constants_.f32(0.0f), kCmpEqOq);
-    // 1 / sum on one lane (vdivss: a third of vdivps' cost, the same rounding).
-    const Xbyak::Xmm inv(r.inv.getIdx()), one(r.tmp.getIdx());
-    mov(rI.cvt32(), bitsOf(1.0f)); // (the constant table's operands are broadcasts)
-    vmovd(one, rI.cvt32());
-    vdivss(inv, one, inv);
-    vbroadcastss(r.inv, inv);
+    math_.reciprocalOfUniform(r.inv, r.inv);
     vxorps(r.inv | r.zero, r.inv, r.inv); // sum 0 (all -inf): zeros, not 0 · inf
   });
 
@@ -374,8 +367,7 @@ void attentionSoftmaxReference(const AttentionSoftmaxArgs &args) {
 // Kᵀ packing
 //===----------------------------------------------------------------------===//
 
-AttentionKeysKernel::AttentionKeysKernel()
-    : KernelGenerator("attention_keys", Isa::Avx512, 4 * 1024) {}
+AttentionKeysKernel::AttentionKeysKernel() : KernelGenerator("attention_keys", Isa::Avx512, 4 * 1024) {}
 
 void AttentionKeysKernel::generate() {
   auto field = [&](size_t offset) { return qword[rArgs + int(offset)]; };
@@ -431,7 +423,8 @@ void AttentionKeysKernel::generate() {
     kmovw(k1, rTmp.cvt32());
   }
   lea(rTmp, ptr[rSrc + rCol * 4]);
-  emitLoadRows16(*this, rTmp, rLds, rValid, [&](int i) { vmovups(Zmm(i) | k1 | T_z, ptr[rTmp]); });
+  emitLoadRows16(*this, rTmp, rLds, rValid,
+                 [&](int i) { vmovups(Zmm(i) | k1 | T_z, ptr[rTmp]); });
   // Dim d0 + j (only those below cols) to rOut + (d0 + j) · 256.
   mov(rTmp, rCol);
   shl(rTmp, 8);

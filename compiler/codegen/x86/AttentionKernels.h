@@ -71,17 +71,16 @@ private:
 /// The dword at row `row` (0-7) of an A operand whose rows are `ld` bytes
 /// apart: rows 0-3 from `base`, 4-7 from `base4` = base + 4 ld, with `ld3` =
 /// 3 ld, so eight rows need no per-row pointer (the f32 and bf16 GEMM tiles).
-Xbyak::Address rowDword(const Xbyak::Reg64 &base, const Xbyak::Reg64 &base4, const Xbyak::Reg64 &ld,
-                        const Xbyak::Reg64 &ld3, int row);
+Xbyak::Address rowDword(const Xbyak::Reg64 &base, const Xbyak::Reg64 &base4,
+                        const Xbyak::Reg64 &ld, const Xbyak::Reg64 &ld3, int row);
 
 /// Where a packed-dot kernel's arguments hold the fields emitPackedDot reads.
 struct PackedDotFields {
   size_t a, b, c, lda, ldc, kChunks, colPairs;
 };
 template <typename Args> PackedDotFields packedDotFields() {
-  return {offsetof(Args, a),       offsetof(Args, b),   offsetof(Args, c),
-          offsetof(Args, lda),     offsetof(Args, ldc), offsetof(Args, kChunks),
-          offsetof(Args, colPairs)};
+  return {offsetof(Args, a),   offsetof(Args, b),       offsetof(Args, c),       offsetof(Args, lda),
+          offsetof(Args, ldc), offsetof(Args, kChunks), offsetof(Args, colPairs)};
 }
 
 /// The body of the bf16 and int8 dot kernels (between preamble and postamble,
@@ -94,11 +93,11 @@ template <typename Args> PackedDotFields packedDotFields() {
 /// dot(acc, a, b). Then beforeStores(group) (rsi, rdx, r9, r10, rbx, zmm16-31
 /// free; r15 − args.c is the pair's byte offset, 128 per pair, into per-column
 /// vectors), and finish(acc, row 0-31, tile) before each accumulator's store.
-void emitPackedDot(
-    Xbyak::CodeGenerator &g, const PackedDotFields &fields,
-    const std::function<void(const Xbyak::Zmm &acc, const Xbyak::Zmm &a, const Xbyak::Zmm &b)> &dot,
-    const std::function<void(int group)> &beforeStores,
-    const std::function<void(const Xbyak::Zmm &acc, int row, int tile)> &finish);
+void emitPackedDot(Xbyak::CodeGenerator &g, const PackedDotFields &fields,
+                   const std::function<void(const Xbyak::Zmm &acc, const Xbyak::Zmm &a,
+                                            const Xbyak::Zmm &b)> &dot,
+                   const std::function<void(int group)> &beforeStores,
+                   const std::function<void(const Xbyak::Zmm &acc, int row, int tile)> &finish);
 
 /// The C++ twin of AttentionGemmKernel (any mr, columns <= 64).
 void attentionGemmReference(const AttentionGemmArgs &args, int mr);
@@ -154,8 +153,8 @@ void attentionSoftmaxReference(const AttentionSoftmaxArgs &args);
 struct AttentionKeysArgs {
   const float *src = nullptr; ///< key 0, dim 0
   int64_t lds = 0;
-  int64_t rows = 0;     ///< keys (S)
-  int64_t cols = 0;     ///< head dim (D)
+  int64_t rows = 0; ///< keys (S)
+  int64_t cols = 0; ///< head dim (D)
   float *dst = nullptr; ///< ceil(rows / 64) panels of 64·cols floats
 };
 

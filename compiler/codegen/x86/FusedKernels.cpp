@@ -460,7 +460,7 @@ void SoftmaxKernel::generate() {
         reduceAccumulators(zInv, false);
         const Xbyak::Opmask kZero = k2; // free: exp and reciprocal use no opmask
         vcmpps(kZero, zInv, constants_.f32(0.0f), kCmpEqOq);
-        math_.reciprocal(zInv, zInv);
+        math_.reciprocalOfUniform(zInv, zInv);
         vxorps(zInv | kZero, zInv, zInv); // sum 0 (all -inf): zeros, not 0 * inf
 
         // Pass 3: normalize.

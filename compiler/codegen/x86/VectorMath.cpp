@@ -306,6 +306,13 @@ void VectorMath::reciprocal(const Zmm &d, const Zmm &s) {
   gen_.vdivps(d, one, s);
 }
 
+void VectorMath::reciprocalOfUniform(const Zmm &d, const Zmm &s) {
+  const Zmm &one = zmm(0);
+  broadcast(one, 1.0f);
+  gen_.vdivss(Xbyak::Xmm(d.getIdx()), Xbyak::Xmm(one.getIdx()), Xbyak::Xmm(s.getIdx()));
+  gen_.vbroadcastss(d, Xbyak::Xmm(d.getIdx()));
+}
+
 void VectorMath::geluErf(const Zmm &d, const Zmm &s) {
   const Zmm t[] = {zmm(0), zmm(1), zmm(2), zmm(3)};
   const Zmm &e = zmm(4), &half = zmm(5);

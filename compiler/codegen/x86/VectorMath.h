@@ -131,6 +131,10 @@ public:
   void rsqrt(const Zmm &dst, const Zmm &src);
   /// 1 zmm.
   void reciprocal(const Zmm &dst, const Zmm &src);
+  /// 1 / src where every lane of src holds the same value (a reduction's
+  /// result): one vdivss (a third of vdivps' cost, the same rounding),
+  /// broadcast to every lane of dst.
+  void reciprocalOfUniform(const Zmm &dst, const Zmm &src);
   /// 0.5 x (1 + erf(x / sqrt 2)). 6 zmm, 1 opmask.
   void geluErf(const Zmm &dst, const Zmm &src);
   /// 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) = x sigmoid(2 u). 4 zmm, 1 opmask.

@@ -193,7 +193,7 @@ void runCase(const Case &c) {
   ASSERT_TRUE(step) << error;
   const bool bf16 = c.precision == AttentionPrecision::Bf16 && c.allowAvx512 && hostRunsBf16();
   const bool int8 = c.precision == AttentionPrecision::Int8 && c.allowAvx512 && hostRunsInt8();
-  EXPECT_EQ(step->kind(), bf16            ? hostBf16Kind()
+  EXPECT_EQ(step->kind(), bf16             ? hostBf16Kind()
                           : int8          ? "attention.vnni_int8"
                           : c.allowAvx512 ? "attention.jit_avx512"
                                           : "attention.cpp");
@@ -404,15 +404,13 @@ TEST(Attention, Bf16NeedsAvx512Bf16OnTheTarget) {
   if (!hostHasAvx512())
     GTEST_SKIP() << "no AVX-512: the f32 fallback is the C++ twin either way";
   AttentionSpec spec;
-  spec.q = 0, spec.k = 1, spec.v = 2, spec.output = 3, spec.numHeads = 2,
-  spec.precision = AttentionPrecision::Bf16;
+  spec.q = 0, spec.k = 1, spec.v = 2, spec.output = 3, spec.numHeads = 2, spec.precision = AttentionPrecision::Bf16;
   KernelOptions options;
   options.cpu.amxBf16 = false; // a target without AMX: vdpbf16ps where it has AVX512-BF16
   std::string error;
   StepPtr step = makeAttention(spec, options, error);
   ASSERT_TRUE(step) << error;
-  EXPECT_EQ(step->kind(),
-            options.cpu.avx512bf16 ? "attention.avx512_bf16" : "attention.jit_avx512");
+  EXPECT_EQ(step->kind(), options.cpu.avx512bf16 ? "attention.avx512_bf16" : "attention.jit_avx512");
   options = KernelOptions();
   options.cpu.avx512bf16 = false;
   step = makeAttention(spec, options, error);
