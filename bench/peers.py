@@ -12,7 +12,11 @@ Engines (bench/peers/worker.py):
   octet-int8-f32attn the same with attention="f32" (attention's matmuls in f32, not int8)
   octet-fp32        Octet FP32 (system python)
   octet-bf16        Octet with precision="bf16" on the FP32 model (system python)
-  ov-int8           OpenVINO INT8 on the same QDQ model as ort-int8-static (static shapes)
+  ov-int8           OpenVINO INT8 on the same QDQ model as ort-int8-static (static shapes), its
+                    default inference precision for what is not quantized (bf16 on CPUs with
+                    AVX512-BF16 or AMX; the precision is printed)
+  ov-int8-f32       the same with INFERENCE_PRECISION_HINT f32: on bf16 CPUs compare against
+                    the faster of the two
   ort-int8-static   ONNX Runtime, QDQ model from quantize_static (MinMax on the calibration
                     batches Octet uses; per-channel s8 MatMul weights, u8 activations)
   ort-int8-dynamic  ONNX Runtime, quantize_dynamic (s8 weights per tensor)
@@ -47,13 +51,13 @@ sys.path.insert(0, os.path.join(ROOT, "bench", "minilm"))
 from bert_base_int8 import token_batch  # noqa: E402  (random token batches, as that bench)
 
 WORKER = os.path.join(ROOT, "bench", "peers", "worker.py")
-ENGINES = ["octet-int8", "octet-int8-padded", "octet-int8-f32attn", "octet-fp32", "octet-bf16", "ov-int8", "ort-int8-static", "ort-int8-dynamic", "torch-int8", "ort-fp32", "ov-default"]
+ENGINES = ["octet-int8", "octet-int8-padded", "octet-int8-f32attn", "octet-fp32", "octet-bf16", "ov-int8", "ov-int8-f32", "ort-int8-static", "ort-int8-dynamic", "torch-int8", "ort-fp32", "ov-default"]
 # The INT8 comparison; --engines octet-bf16,octet-fp32,ov-default for --precision bf16.
 DEFAULT_ENGINES = [e for e in ENGINES
                    if e not in ("octet-fp32", "octet-bf16", "octet-int8-padded", "octet-int8-f32attn")]
 TITLES = {"octet-int8": "Octet INT8 static", "octet-int8-padded": "Octet INT8 static, padding computed",
           "octet-int8-f32attn": "Octet INT8 static, f32 attention", "octet-fp32": "Octet FP32", "octet-bf16": "Octet bf16",
-          "ov-int8": "OpenVINO INT8 (same QDQ)",
+          "ov-int8": "OpenVINO INT8 (same QDQ)", "ov-int8-f32": "OpenVINO INT8, f32 hint",
           "ort-int8-static": "ORT INT8 static (QDQ)", "ort-int8-dynamic": "ORT INT8 dynamic",
           "torch-int8": "PyTorch torchao SmoothQuant + Inductor", "ort-fp32": "ORT FP32", "ov-default": "OpenVINO default precision"}
 
@@ -194,7 +198,7 @@ def main():
             for name, array in token_batch(rng, 4, 128).items():
                 np.save(os.path.join(d, name + ".npy"), array)
         os.replace(calib + ".tmp", calib)
-    if any(e.startswith("ort-int8") or e == "ov-int8" for e in engines):
+    if any(e.startswith("ort-int8") or e.startswith("ov-int8") for e in engines):
         print("ONNX Runtime quantize_static / quantize_dynamic (peers venv) ...", flush=True)
         subprocess.run([args.peers_python, WORKER, "prepare", args.work], check=True)
 
