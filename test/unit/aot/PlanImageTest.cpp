@@ -16,6 +16,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <sys/mman.h>
 
 #include <cstdlib>
@@ -160,10 +162,31 @@ class PlanImageErrors : public ::testing::Test {
 protected:
   static void SetUpTestSuite() {
     image_ = new rt::PlanImage;
-    rt::Status status = compileOnnxFileToImage(modelPath, CompileOptions(), *image_);
+    rt::Status status = compileOnnxFileToImage(modelPath, CompileOptions(), *image_, &plan_);
     ASSERT_TRUE(status.ok()) << status.message();
   }
-  static void TearDownTestSuite() { delete image_; }
+  static void TearDownTestSuite() {
+    delete image_;
+    plan_.reset();
+  }
+  /// `image` with its header's checksums recomputed, as a forger (or the
+  /// fuzzer) would: a changed table then reaches the reader's checks.
+  static rt::PlanImage resealed(rt::PlanImage image) {
+    uint32_t versionLength;
+    std::memcpy(&versionLength, image.plan.data() + 12, 4);
+    const size_t sums = 16 + versionLength, rest = sums + 24;
+    const uint64_t values[3] = {
+        rt::imageChecksum(image.plan.data() + rest, image.plan.size() - rest),
+        rt::imageChecksum(image.constants.data(), image.constants.size()),
+        rt::imageChecksum(image.code.data(), image.code.size())};
+    std::memcpy(image.plan.data() + sums, values, sizeof(values));
+    return image;
+  }
+  /// Where `pattern` first occurs in the plan section (SIZE_MAX: nowhere).
+  static size_t find(const std::vector<uint8_t> &pattern) {
+    auto it = std::search(image_->plan.begin(), image_->plan.end(), pattern.begin(), pattern.end());
+    return it == image_->plan.end() ? SIZE_MAX : size_t(it - image_->plan.begin());
+  }
   /// The error of reading `image` (with the plan section cut to `planBytes`).
   static std::string errorOf(const rt::PlanImage &image, size_t planBytes = SIZE_MAX) {
     Sections sections(image);
@@ -175,8 +198,21 @@ protected:
     return status.message();
   }
   static rt::PlanImage *image_;
+  static std::unique_ptr<rt::Plan> plan_; ///< the JIT Plan image_ was written from
 };
 rt::PlanImage *PlanImageErrors::image_ = nullptr;
+std::unique_ptr<rt::Plan> PlanImageErrors::plan_;
+
+/// Little-endian bytes of `values`, as the plan section stores them.
+template <typename T> std::vector<uint8_t> bytesOf(std::initializer_list<T> values) {
+  std::vector<uint8_t> out(values.size() * sizeof(T));
+  size_t at = 0;
+  for (T v : values) {
+    std::memcpy(out.data() + at, &v, sizeof(T));
+    at += sizeof(T);
+  }
+  return out;
+}
 
 TEST_F(PlanImageErrors, CorruptPlanOrCodeIsCaughtAtOpen) {
   for (size_t at : {size_t(60), image_->plan.size() / 2, image_->plan.size() - 1}) {
@@ -221,6 +257,64 @@ TEST_F(PlanImageErrors, TruncatedOrForeignSectionsAreClearErrors) {
   bad = *image_;
   bad.plan[0] = 'X';
   EXPECT_NE(errorOf(bad).find("not an Octet compiled model"), std::string::npos);
+}
+
+// Found by test/fuzz plan_image (its regression input plan_image-linear-weight-past-range):
+// a linear recipe's sizes are read from the file, so sizes larger than its weight's
+// constant range made the step's factory pack past the range.
+TEST_F(PlanImageErrors, LinearSizesPastTheirWeightAreClearErrors) {
+  // The test model's FFN-in linear: k = hidden 64, n = intermediate 128, as i64 k, i64 n.
+  const size_t at = find(bytesOf<int64_t>({64, 128}));
+  ASSERT_NE(at, SIZE_MAX) << "no linear with k 64, n 128 in the plan section";
+  for (int64_t n : {int64_t(129), int64_t(1) << 40, int64_t(-1)}) {
+    rt::PlanImage bad = *image_;
+    std::memcpy(bad.plan.data() + at + 8, &n, 8);
+    const std::string error = errorOf(resealed(bad));
+    EXPECT_NE(error.find("corrupt"), std::string::npos) << error;
+    EXPECT_NE(error.find("linear"), std::string::npos) << "n " << n << ": " << error;
+  }
+  // The untouched image, re-sealed, still opens: the checks above are the sizes'.
+  Sections sections(resealed(*image_));
+  std::unique_ptr<rt::Plan> plan;
+  EXPECT_TRUE(rt::readPlanImage(sections.view(), nullptr, plan).ok());
+}
+
+// Found by test/fuzz plan_image (plan_image-output-slot-unbound): an output
+// bound to a tensor that names another output slot. The reader validates the
+// whole Plan it rebuilt, so no caller gets one with ids that disagree.
+TEST_F(PlanImageErrors, AnOutputBoundToTheWrongTensorIsAClearError) {
+  ASSERT_GE(plan_->outputs.size(), 1u);
+  const rt::IoInfo &io = plan_->outputs[0];
+  // Its table entry as written: str name, u8 dtype, vec dims, dim names, i32 tensor.
+  std::vector<uint8_t> entry = bytesOf<uint32_t>({uint32_t(io.name.size())});
+  entry.insert(entry.end(), io.name.begin(), io.name.end());
+  entry.push_back(uint8_t(io.dtype));
+  const std::vector<uint8_t> dimCount = bytesOf<uint32_t>({uint32_t(io.dims.size())});
+  entry.insert(entry.end(), dimCount.begin(), dimCount.end());
+  for (int64_t d : io.dims) {
+    const std::vector<uint8_t> b = bytesOf<int64_t>({d});
+    entry.insert(entry.end(), b.begin(), b.end());
+  }
+  const std::vector<uint8_t> nameCount = bytesOf<uint32_t>({uint32_t(io.dimNames.size())});
+  entry.insert(entry.end(), nameCount.begin(), nameCount.end());
+  for (const std::string &n : io.dimNames) {
+    const std::vector<uint8_t> b = bytesOf<uint32_t>({uint32_t(n.size())});
+    entry.insert(entry.end(), b.begin(), b.end());
+    entry.insert(entry.end(), n.begin(), n.end());
+  }
+  const std::vector<uint8_t> tensor = bytesOf<int32_t>({io.tensor});
+  entry.insert(entry.end(), tensor.begin(), tensor.end());
+  const size_t at = find(entry);
+  ASSERT_NE(at, SIZE_MAX) << "output 0's table entry not found in the plan section";
+  const size_t tensorAt = at + entry.size() - 4;
+  // Another tensor (the first input's), and one past the table.
+  for (int32_t other : {plan_->inputs[0].tensor, int32_t(plan_->tensors.size())}) {
+    rt::PlanImage bad = *image_;
+    std::memcpy(bad.plan.data() + tensorAt, &other, 4);
+    const std::string error = errorOf(resealed(bad));
+    EXPECT_NE(error.find("the compiled model is corrupt"), std::string::npos) << error;
+    EXPECT_NE(error.find("malformed plan"), std::string::npos) << error;
+  }
 }
 
 } // namespace
