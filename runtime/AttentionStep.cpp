@@ -130,11 +130,19 @@ constexpr int64_t kBf16RowBlock = 32;
 /// scale, K sum and V scale, the Keys kernel's work, per query row of a block
 /// its scale.
 struct Int8Scratch {
-  int64_t keyScales, keySums, valueScales, keyWork, rowScales, size;
+  int64_t keyScales, keySums, valueScales, keyWork, rowScales, rowMax, rowInverse, size;
   explicit Int8Scratch(int64_t maxPad) {
     keyScales = 0, keySums = maxPad, valueScales = 2 * maxPad, keyWork = 3 * maxPad;
-    rowScales = keyWork + 16, size = rowScales + kBf16RowBlock;
+    rowScales = keyWork + 16, rowMax = rowScales + kBf16RowBlock;
+    rowInverse = rowMax + kBf16RowBlock, size = rowInverse + kBf16RowBlock;
   }
+};
+
+/// Where the weighted softmax (int8 path) puts each row's 1/Σe and largest
+/// value, and the keys' weights it multiplies by.
+struct SoftmaxWeights {
+  const float *keys = nullptr;
+  float *rowInverse = nullptr, *rowMax = nullptr;
 };
 
 class AttentionStep final : public Step {
@@ -154,10 +162,11 @@ public:
     if (quantized())
       quantizeKernel_ = std::make_unique<x86::QuantizeKernel>(
           spec.outputType == DType::U8 ? x86::QuantOutput::U8 : x86::QuantOutput::S8);
-    softmaxKernel_ = std::make_unique<AttentionSoftmaxKernel>(spec.mask >= 0);
+    // int8: the weighted softmax, whose rows the WeightedRows pack quantizes.
+    softmaxKernel_ = std::make_unique<AttentionSoftmaxKernel>(spec.mask >= 0, int8_);
     softmaxFn_ = softmaxKernel_->entry<AttentionSoftmaxKernel::Fn>();
     if (spec.mask >= 0 && spec.tokenLayout >= 0) { // a packed batch reads no mask
-      unmaskedSoftmaxKernel_ = std::make_unique<AttentionSoftmaxKernel>(false);
+      unmaskedSoftmaxKernel_ = std::make_unique<AttentionSoftmaxKernel>(false, int8_);
       unmaskedSoftmaxFn_ = unmaskedSoftmaxKernel_->entry<AttentionSoftmaxKernel::Fn>();
     }
     if (bf16_) {
@@ -176,7 +185,7 @@ public:
       return;
     }
     if (int8_) {
-      for (x86::Int8Pack mode : {x86::Int8Pack::SignedRows, x86::Int8Pack::UnsignedRows,
+      for (x86::Int8Pack mode : {x86::Int8Pack::SignedRows, x86::Int8Pack::WeightedRows,
                                  x86::Int8Pack::Keys, x86::Int8Pack::Values}) {
         auto &kernel = int8PackKernels_[int(mode)];
         kernel = std::make_unique<x86::AttentionInt8PackKernel>(mode);
@@ -394,16 +403,19 @@ private:
     }
   }
 
-  /// scale + mask + softmax over `n` rows of scores (row r = query r0 + r).
+  /// scale + mask + softmax over `n` rows of scores (row r = query r0 + r);
+  /// with `weighted`, the weighted softmax (AttentionSoftmaxArgs).
   void softmaxBlock(const Geometry &g, const float *mask, bool maskRowsContiguous, int64_t b,
                     int64_t h, int64_t r0, int64_t n, int64_t keys, float *scores,
-                    int64_t ldScores, float *maskRow) const {
+                    int64_t ldScores, float *maskRow, const SoftmaxWeights &weighted = {}) const {
     AttentionSoftmaxArgs sm;
     sm.x = scores;
     sm.ldx = ldScores;
     sm.n = keys;
     sm.scale = spec_.scale;
     sm.rows = n;
+    sm.weights = weighted.keys;
+    sm.rowInverse = weighted.rowInverse, sm.rowMax = weighted.rowMax;
     if (!mask) {
       softmax(sm);
     } else if (maskRowsContiguous) {
@@ -419,36 +431,51 @@ private:
         for (int64_t t = 0; t < keys; ++t)
           maskRow[t] = src[t * g.mK];
         sm.x = scores + r * ldScores;
+        if (weighted.keys)
+          sm.rowInverse = weighted.rowInverse + r, sm.rowMax = weighted.rowMax + r;
         softmax(sm);
       }
     }
     if (spec_.zeroMaskedRows)
-      zeroMaskedRows(g, mask, b, h, r0, n, keys, scores, ldScores);
+      zeroMaskedRows(g, mask, b, h, r0, n, keys, scores, ldScores, weighted);
   }
 
   /// Where(IsNaN(p), 0, p) after the softmax. A row whose mask is -inf
   /// everywhere comes out NaN in exact arithmetic but not necessarily from the
   /// polynomial exp, so such rows are found from the mask; any other NaN (a NaN
   /// input) makes the row's sum, and so the whole row, NaN: its first element
-  /// tells.
+  /// tells (weighted: its 1/Σe, and the row is zeroed with scale 0).
   void zeroMaskedRows(const Geometry &g, const float *mask, int64_t b, int64_t h, int64_t r0,
-                      int64_t rows, int64_t keys, float *scores, int64_t ldScores) const {
+                      int64_t rows, int64_t keys, float *scores, int64_t ldScores,
+                      const SoftmaxWeights &weighted) const {
     for (int64_t r = 0; r < rows; ++r) {
-      float *row = scores + r * ldScores;
-      bool fullyMasked = false;
-      if (mask) {
-        const float *m = mask + b * g.mB + h * g.mH + (r0 + r) * g.mQ;
-        fullyMasked = true;
-        for (int64_t t = 0; t < keys && fullyMasked; ++t)
-          fullyMasked = std::isinf(m[t * g.mK]) && m[t * g.mK] < 0;
+      if (weighted.keys) {
+        if (rowFullyMasked(g, mask, b, h, r0 + r, keys) || std::isnan(weighted.rowInverse[r])) {
+          std::fill(scores + r * ldScores, scores + r * ldScores + keys, 0.0f);
+          weighted.rowInverse[r] = 0, weighted.rowMax[r] = 0;
+        }
+        continue;
       }
-      if (fullyMasked) {
+      float *row = scores + r * ldScores;
+      if (rowFullyMasked(g, mask, b, h, r0 + r, keys)) {
         std::fill(row, row + keys, 0.0f);
       } else if (std::isnan(row[0])) {
         for (int64_t t = 0; t < keys; ++t)
           row[t] = std::isnan(row[t]) ? 0.0f : row[t];
       }
     }
+  }
+
+  /// Whether query row `q`'s mask is -inf at every key (false without a mask).
+  static bool rowFullyMasked(const Geometry &g, const float *mask, int64_t b, int64_t h, int64_t q,
+                             int64_t keys) {
+    if (!mask)
+      return false;
+    const float *m = mask + b * g.mB + h * g.mH + q * g.mQ;
+    for (int64_t t = 0; t < keys; ++t)
+      if (!(std::isinf(m[t * g.mK]) && m[t * g.mK] < 0))
+        return false;
+    return true;
   }
 
   /// Per-thread scratch of one path; `allocate` sizes it for the geometry.
@@ -772,13 +799,17 @@ private:
         dot.rowScale = quant + at.rowScales, dot.colScale = quant + at.keyScales;
         dot.colSums = sums(s.quant, at.keySums);
         int8DotFns_[1](&dot);
+        // e times the keys' V scales, each row's 1/Σe and largest value
+        const SoftmaxWeights weights{quant + at.valueScales, quant + at.rowInverse,
+                                     quant + at.rowMax};
         softmaxBlock(g, mask, maskRowsContiguous, b, h, r0, n, S, s.scores.get(), sPad,
-                     s.maskRow.get());
-        // out rows = (P times the keys' V scales, u8) · (V_h, s8), through the
-        // block's f32 tile
+                     s.maskRow.get(), weights);
+        // out rows = (those, u8, scale · 1/Σe) · (V_h, s8), through the block's
+        // f32 tile
         pack.src = s.scores.get(), pack.lds = sPad, pack.cols = S;
-        pack.ldd = sPad, pack.padCols = sPad, pack.columnScales = quant + at.valueScales;
-        int8PackFns_[int(Int8Pack::UnsignedRows)](&pack);
+        pack.ldd = sPad, pack.padCols = sPad;
+        pack.rowMax = weights.rowMax, pack.rowInverse = weights.rowInverse;
+        int8PackFns_[int(Int8Pack::WeightedRows)](&pack);
         dot.lda = sPad, dot.b = reinterpret_cast<int8_t *>(s.values.get());
         dot.c = s.tile.get(), dot.ldc = dPad * 4;
         dot.kChunks = sPad / x86::kInt8Chunk, dot.colPairs = dPad / 32;

@@ -19,8 +19,8 @@ const char *packName(Int8Pack mode) {
   switch (mode) {
   case Int8Pack::SignedRows:
     return "attention_int8_signed_rows";
-  case Int8Pack::UnsignedRows:
-    return "attention_int8_unsigned_rows";
+  case Int8Pack::WeightedRows:
+    return "attention_int8_weighted_rows";
   case Int8Pack::Keys:
     return "attention_int8_keys";
   case Int8Pack::Values:
@@ -29,7 +29,7 @@ const char *packName(Int8Pack mode) {
   return "attention_int8_pack";
 }
 
-float levelsOf(Int8Pack mode) { return mode == Int8Pack::UnsignedRows ? 255.0f : 127.0f; }
+float levelsOf(Int8Pack mode) { return mode == Int8Pack::WeightedRows ? 255.0f : 127.0f; }
 
 } // namespace
 
@@ -75,32 +75,20 @@ void AttentionInt8PackKernel::chunkMasks(const Xbyak::Reg64 &chunk) {
 void AttentionInt8PackKernel::rowRange(const Xbyak::Reg64 &row) {
   // The largest |x| as unsigned bits: for non-negative floats the integer
   // order is the float order, with inf and NaN above every finite value.
-  // UnsignedRows: of x times its column's multiplier (rValid, walked by rSrc2).
   Xbyak::Label loop, done;
-  const bool values = mode_ == Int8Pack::Values;
-  const int vectors = values ? 1 : 4;
+  const int vectors = mode_ == Int8Pack::Values ? 1 : 4;
   vpxord(zmm0, zmm0, zmm0);
   mov(rTmp, row);
-  if (mode_ == Int8Pack::UnsignedRows)
-    mov(rSrc2, rValid);
   xor_(rCol, rCol);
   L(loop);
   cmp(rCol, rChunks);
   jge(done, T_NEAR);
   chunkMasks(rCol);
   for (int v = 0; v < vectors; ++v) {
-    if (mode_ == Int8Pack::UnsignedRows) {
-      vmovups(zmm1 | Opmask(1 + v) | T_z, ptr[rTmp + 64 * v]);
-      vmulps(zmm1, zmm1, ptr[rSrc2 + 64 * v]);
-      vpandd(zmm1, zmm1, zAbs);
-    } else {
-      vpandd(zmm1 | Opmask(1 + v) | T_z, zAbs, ptr[rTmp + 64 * v]);
-    }
+    vpandd(zmm1 | Opmask(1 + v) | T_z, zAbs, ptr[rTmp + 64 * v]);
     vpmaxud(zmm0, zmm0, zmm1);
   }
   add(rTmp, 64 * vectors);
-  if (mode_ == Int8Pack::UnsignedRows)
-    add(rSrc2, 256);
   inc(rCol);
   jmp(loop, T_NEAR);
   L(done);
@@ -112,6 +100,10 @@ void AttentionInt8PackKernel::rowRange(const Xbyak::Reg64 &row) {
   vpmaxud(xmm0, xmm0, xmm1);
   vpshufd(xmm1, xmm0, 0xb1);
   vpmaxud(xmm0, xmm0, xmm1);
+  scaleOfRange();
+}
+
+void AttentionInt8PackKernel::scaleOfRange() {
   // m = max(floor, amax): maxss returns its second operand when either is NaN.
   vmaxss(xmm0, Xbyak::Xmm(zMinRange.getIdx()), xmm0);
   vdivss(xmm1, xmm0, Xbyak::Xmm(zLevels.getIdx()));
@@ -119,24 +111,17 @@ void AttentionInt8PackKernel::rowRange(const Xbyak::Reg64 &row) {
 }
 
 void AttentionInt8PackKernel::quantizeChunk(const Zmm &dst, const Zmm &mult,
-                                            const Xbyak::Reg64 &src, const Xbyak::Reg64 *columns) {
+                                            const Xbyak::Reg64 &src) {
   // Four vectors of 16 columns -> dwords -> one register of 64 bytes. The packs
   // work per 128-bit lane, leaving dword 4L + i = columns 16 i + 4L ..; zOrder
   // puts columns 4m .. 4m + 3 at dword m.
-  for (int v = 0; v < 4; ++v) {
-    if (columns) { // (x · column multiplier) · mult, as rowRange measured it
-      vmovups(Zmm(16 + v) | Opmask(1 + v) | T_z, ptr[src + 64 * v]);
-      vmulps(Zmm(16 + v), Zmm(16 + v), ptr[*columns + 64 * v]);
-      vmulps(Zmm(16 + v), Zmm(16 + v), mult);
-    } else {
-      vmulps(Zmm(16 + v) | Opmask(1 + v) | T_z, mult, ptr[src + 64 * v]);
-    }
-  }
+  for (int v = 0; v < 4; ++v)
+    vmulps(Zmm(16 + v) | Opmask(1 + v) | T_z, mult, ptr[src + 64 * v]);
   for (int v = 0; v < 4; ++v)
     vcvtps2dq(Zmm(16 + v), Zmm(16 + v));
   vpackssdw(zmm20, zmm16, zmm17);
   vpackssdw(zmm21, zmm18, zmm19);
-  if (mode_ == Int8Pack::UnsignedRows)
+  if (mode_ == Int8Pack::WeightedRows)
     vpackuswb(zmm20, zmm20, zmm21);
   else
     vpacksswb(zmm20, zmm20, zmm21);
@@ -146,11 +131,8 @@ void AttentionInt8PackKernel::quantizeChunk(const Zmm &dst, const Zmm &mult,
 }
 
 void AttentionInt8PackKernel::rowsBody() {
-  // UnsignedRows: rValid holds the column multipliers.
   Xbyak::Label rowLoop, zeroRow, chunkLoop, rowDone, zeroLoop, done;
-  const bool columns = mode_ == Int8Pack::UnsignedRows;
-  if (columns)
-    mov(rValid, qword[rArgs + int(offsetof(AttentionInt8PackArgs, columnScales))]);
+  const bool weighted = mode_ == Int8Pack::WeightedRows;
   loadConstants();
   xor_(rRow, rRow);
   L(rowLoop);
@@ -159,11 +141,17 @@ void AttentionInt8PackKernel::rowsBody() {
   mov(rOut, rDst);
   cmp(rRow, rRows);
   jge(zeroRow, T_NEAR);
-  if (!columns) { // Q rows lie a head-row stride apart (a page each): 8 rows ahead
+  if (weighted) { // the range is given; the scale also takes the row's 1/Σe
+    mov(rTmp, qword[rArgs + int(offsetof(AttentionInt8PackArgs, rowMax))]);
+    vmovss(xmm0, dword[rTmp + rRow * 4]);
+    scaleOfRange();
+    mov(rTmp, qword[rArgs + int(offsetof(AttentionInt8PackArgs, rowInverse))]);
+    vmulss(xmm1, xmm1, dword[rTmp + rRow * 4]);
+  } else { // Q rows lie a head-row stride apart (a page each): 8 rows ahead
     lea(rSrc2, ptr[rSrc + rLds * 8]);
     emitPrefetchRows(*this, rSrc2, rLds, 1, 4);
+    rowRange(rSrc);
   }
-  rowRange(rSrc);
   vmovss(dword[rScales + rRow * 4], xmm1);
   vbroadcastss(zmm22, xmm2);
   mov(rSrc2, rSrc);
@@ -172,12 +160,7 @@ void AttentionInt8PackKernel::rowsBody() {
   cmp(rCol, rChunks);
   jge(rowDone, T_NEAR);
   chunkMasks(rCol);
-  if (columns) {
-    mov(rTmp, rCol);
-    shl(rTmp, 8);
-    add(rTmp, rValid);
-  }
-  quantizeChunk(zmm23, zmm22, rSrc2, columns ? &rTmp : nullptr);
+  quantizeChunk(zmm23, zmm22, rSrc2);
   vmovdqu8(ptr[rOut], zmm23);
   add(rSrc2, 256);
   add(rOut, 64);
@@ -251,7 +234,7 @@ void AttentionInt8PackKernel::keysBody() {
   mov(rTmp, rSrc2);
   emitLoadRows16(*this, rTmp, rLds, rValid, [&](int i) {
     vbroadcastss(zmm22, dword[rLdd + 4 * i]);
-    quantizeChunk(Zmm(i), zmm22, rTmp, nullptr);
+    quantizeChunk(Zmm(i), zmm22, rTmp);
   });
   // Column j of the block (dim quad j of the 16 keys) is tile row j.
   emitTranspose16x16(*this, [&](int j, const Zmm &z) { vmovdqu32(ptr[rOut + j * 64], z); });
@@ -376,7 +359,7 @@ void AttentionInt8PackKernel::generate() {
   kmovq(k5, rTmp);
   switch (mode_) {
   case Int8Pack::SignedRows:
-  case Int8Pack::UnsignedRows:
+  case Int8Pack::WeightedRows:
     rowsBody();
     break;
   case Int8Pack::Keys:
@@ -436,20 +419,24 @@ int8_t signedByte(float x, float mult) {
 } // namespace
 
 void attentionInt8PackReference(Int8Pack mode, const AttentionInt8PackArgs &a) {
-  // UnsignedRows: x times its column's multiplier.
   auto source = [&](int64_t r, int64_t c) {
-    const float x = r < a.rows && c < a.cols ? a.src[r * a.lds + c] : 0.0f;
-    return mode == Int8Pack::UnsignedRows ? x * a.columnScales[c] : x;
+    return r < a.rows && c < a.cols ? a.src[r * a.lds + c] : 0.0f;
   };
   auto rowRange = [&](int64_t r) {
     uint32_t bits = 0;
+    if (mode == Int8Pack::WeightedRows) { // given; the scale takes 1/Σe
+      std::memcpy(&bits, &a.rowMax[r], 4);
+      Range range = rangeOf(bits, levelsOf(mode));
+      range.scale *= a.rowInverse[r];
+      return range;
+    }
     for (int64_t c = 0; c < a.cols; ++c)
       bits = std::max(bits, absBits(source(r, c)));
     return rangeOf(bits, levelsOf(mode));
   };
   switch (mode) {
   case Int8Pack::SignedRows:
-  case Int8Pack::UnsignedRows:
+  case Int8Pack::WeightedRows:
     for (int64_t r = 0; r < a.padRows; ++r) {
       const Range range = r < a.rows ? rowRange(r) : Range{0, 0};
       a.scales[r] = range.scale;

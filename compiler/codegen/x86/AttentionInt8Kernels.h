@@ -9,9 +9,11 @@
 //    x / scale) into the operand layouts the dot kernel reads:
 //      SignedRows:   A of Q·Kᵀ: per row r, q in [-127, 127] with scale m_r / 127,
 //                    stored as the u8 q + 128 at dst[r][c] (row stride ldd bytes);
-//      UnsignedRows: A of P·V: per row r, of P'[r][c] = P[r][c] · columnScales[c]
-//                    (≥ 0: the probabilities times the keys' V scales), q in
-//                    [0, 255], scale m_r / 255;
+//      WeightedRows: A of P·V: per row r, of the weighted softmax's
+//                    w[r][c] = e[r][c] · (key c's V scale) (≥ 0), with
+//                    m_r = max(kInt8MinRange, rowMax[r]) given (the softmax
+//                    found it): q in [0, 255], scale m_r / 255 · rowInverse[r]
+//                    (1/Σe: the probabilities' normalization, applied here);
 //      Keys:   B of Q·Kᵀ: per key j, s8 q with scale m_j / 127, as tiles
 //              [S/16][D/64][16][16 dwords]: the dword at (tile j/16, chunk kc,
 //              row r, column j%16) holds K[j][4d'..4d'+3], d' = 16 kc + r;
@@ -24,7 +26,8 @@
 //    a key's quantization never depends on another key (padding included),
 //    and a packed batch computes what the padded one does.
 //    m = max(kInt8MinRange, max |x|) over the row, key or dim (by bits, so a NaN
-//    or inf wins: its scale makes every result it touches NaN, as f32 would).
+//    or inf wins: its scale makes every result it touches NaN, as f32 would;
+//    WeightedRows: rowMax, found the same way).
 //    Everything past the valid rows and columns up to the padded sizes
 //    (multiples of 64) is written: zeros (SignedRows: q = 0), scale 0 for
 //    padding rows and keys; so no operand needs clearing.
@@ -56,7 +59,7 @@ constexpr float kInt8MinRange = 1e-30f;
 /// Rounds up to the int8 operands' multiple (64).
 inline int64_t int8Padded(int64_t n) { return (n + kInt8Chunk - 1) / kInt8Chunk * kInt8Chunk; }
 
-enum class Int8Pack { SignedRows, UnsignedRows, Keys, Values };
+enum class Int8Pack { SignedRows, WeightedRows, Keys, Values };
 
 /// Arguments of one pack call. Strides: lds in floats, ldd in bytes.
 struct AttentionInt8PackArgs {
@@ -65,13 +68,14 @@ struct AttentionInt8PackArgs {
   int64_t rows = 0; ///< valid source rows (Keys / Values: keys)
   int64_t cols = 0; ///< valid source columns (Keys / Values: head dim)
   uint8_t *dst = nullptr;
-  int64_t ldd = 0;         ///< rows: destination row stride (>= padCols)
-  int64_t padRows = 0;     ///< rows written (rows), or keys (Keys / Values): a multiple of 64
-  int64_t padCols = 0;     ///< columns written, a multiple of 64 (Keys / Values: head dim)
-  float *scales = nullptr; ///< per row / key (padRows)
-  int32_t *sums = nullptr; ///< Keys: per key (padRows)
-  float *work = nullptr;   ///< Keys: 16 floats of scratch
-  const float *columnScales = nullptr; ///< UnsignedRows: padCols multipliers (0 past cols)
+  int64_t ldd = 0;               ///< rows: destination row stride (>= padCols)
+  int64_t padRows = 0;           ///< rows written (rows), or keys (Keys / Values): a multiple of 64
+  int64_t padCols = 0;           ///< columns written, a multiple of 64 (Keys / Values: head dim)
+  float *scales = nullptr;       ///< per row / key (padRows)
+  int32_t *sums = nullptr;       ///< Keys: per key (padRows)
+  float *work = nullptr;         ///< Keys: 16 floats of scratch
+  const float *rowMax = nullptr; ///< WeightedRows: each row's largest value (rows)
+  const float *rowInverse = nullptr; ///< WeightedRows: each row's scale multiplier (rows)
 };
 
 class AttentionInt8PackKernel : public KernelGenerator {
@@ -90,14 +94,15 @@ private:
   /// k1-k4 (Values: k1) = the lanes of chunk `chunk` (64 columns; Values: 16)
   /// below cols (rFull whole chunks, the tail's lanes in k5).
   void chunkMasks(const Xbyak::Reg64 &chunk);
-  /// xmm0 = m of the row at `row` (clobbers rTmp, rCol, zmm0-1, k1-k4;
-  /// UnsignedRows: rSrc2); then xmm1 = its scale, xmm2 = its multiplier (levels / m).
+  /// xmm0 = max |x| of the row at `row` by bits (clobbers rTmp, rCol, zmm0-1,
+  /// k1-k4), then scaleOfRange().
   void rowRange(const Xbyak::Reg64 &row);
-  /// dst = the 64 bytes of the chunk at `src` (k1-k4), times the column
-  /// multipliers at `columns` if given, times `mult`, rounded and saturated
-  /// (zmm16-21 clobbered).
-  void quantizeChunk(const Xbyak::Zmm &dst, const Xbyak::Zmm &mult, const Xbyak::Reg64 &src,
-                     const Xbyak::Reg64 *columns);
+  /// From xmm0 = the largest |x|: xmm0 = m, xmm1 = the scale m / levels,
+  /// xmm2 = the multiplier levels / m.
+  void scaleOfRange();
+  /// dst = the 64 bytes of the chunk at `src` (k1-k4) times `mult`, rounded
+  /// and saturated (zmm16-21 clobbered).
+  void quantizeChunk(const Xbyak::Zmm &dst, const Xbyak::Zmm &mult, const Xbyak::Reg64 &src);
   Int8Pack mode_;
   Xbyak::Label dwordOrder_, quadTranspose_;
   const Xbyak::Reg64 rArgs = rdi, rSrc = rsi, rLds = rdx, rRows = rcx, rFull = r8, rDst = r9,

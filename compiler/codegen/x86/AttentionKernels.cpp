@@ -6,6 +6,8 @@
 #include <cfloat>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 
@@ -198,10 +200,11 @@ void attentionGemmReference(const AttentionGemmArgs &args, int mr) {
 // Softmax rows
 //===----------------------------------------------------------------------===//
 
-AttentionSoftmaxKernel::AttentionSoftmaxKernel(bool hasMask)
-    : KernelGenerator(hasMask ? "attention_softmax_mask" : "attention_softmax", Isa::Avx512,
-                      16 * 1024),
-      hasMask_(hasMask),
+AttentionSoftmaxKernel::AttentionSoftmaxKernel(bool hasMask, bool weighted)
+    : KernelGenerator(std::string(weighted ? "attention_softmax_weighted" : "attention_softmax") +
+                          (hasMask ? "_mask" : ""),
+                      Isa::Avx512, 16 * 1024),
+      hasMask_(hasMask), weighted_(weighted),
       math_(*this, constants_, {zmm16, zmm17, zmm18, zmm19, zmm20, zmm21, zmm22, zmm23}, {k2, k3}) {
 }
 
@@ -239,6 +242,10 @@ void AttentionSoftmaxKernel::generate() {
     shl(rLdMask, 2);
   }
   vbroadcastss(zScale, dword[rArgs + int(offsetof(AttentionSoftmaxArgs, scale))]);
+  if (weighted_) {
+    mov(rWeights, field(offsetof(AttentionSoftmaxArgs, weights)));
+    mov(rRowMax, field(offsetof(AttentionSoftmaxArgs, rowMax)));
+  }
   // n = 16 · full + tail; kTail = (1 << tail) - 1.
   mov(rFull, field(offsetof(AttentionSoftmaxArgs, n)));
   mov(rTail, rFull);
@@ -249,6 +256,8 @@ void AttentionSoftmaxKernel::generate() {
   shl(eax, cl);
   dec(eax);
   kmovw(kTail, eax);
+  if (weighted_) // rcx is free once the tail mask is made
+    mov(rRowInverse, field(offsetof(AttentionSoftmaxArgs, rowInverse)));
 
   // Rows two at a time: each row is a chain of reductions (max, sum, 1/sum)
   // that leaves the vector units idle; two rows' chains interleaved fill them.
@@ -259,6 +268,10 @@ void AttentionSoftmaxKernel::generate() {
   lea(rX, ptr[rX + rLdx * 2]);
   if (hasMask_)
     lea(rMask, ptr[rMask + rLdMask * 2]);
+  if (weighted_) {
+    add(rRowMax, 8);
+    add(rRowInverse, 8);
+  }
   sub(rRows, 2);
   cmp(rRows, 2);
   jge(pairLoop, T_NEAR);
@@ -315,23 +328,41 @@ void AttentionSoftmaxKernel::emitRows(int count) {
     vmaxps(r.max, r.max, constants_.f32(-FLT_MAX));
   });
 
-  // Pass 2: e = exp(z - max), in place, and its sum.
-  forRows([&](int, const RowRegisters &r) { vxorps(r.acc, r.acc, r.acc); });
+  // Pass 2: e = exp(z - max) and its sum; in place e, or (weighted) e times
+  // the key's weight and the largest of those.
+  forRows([&](int, const RowRegisters &r) {
+    vxorps(r.acc, r.acc, r.acc);
+    if (weighted_)
+      vpxord(r.weightedMax, r.weightedMax, r.weightedMax);
+  });
   forEachVector([&](bool tail) {
     forRows([&](int i, const RowRegisters &r) {
       load(r.val, ptr[rowX[i] + rCol], tail);
       vsubps(r.val, r.val, r.max);
       math_.exp(r.val, r.val);
-      store(ptr[rowX[i] + rCol], r.val, tail);
       accumulate(r, tail, false);
+      if (weighted_) {
+        load(r.tmp, ptr[rWeights + rCol], tail);
+        vmulps(r.val, r.val, r.tmp);
+        // Under kTail: the masked lanes may hold inf · 0.
+        vpmaxud(tail ? r.weightedMax | kTail : r.weightedMax, r.weightedMax, r.val);
+      }
+      store(ptr[rowX[i] + rCol], r.val, tail);
     });
   });
-  forRows([&](int, const RowRegisters &r) {
+  forRows([&](int i, const RowRegisters &r) {
     math_.reduceSum(r.inv, r.acc);
     vcmpps(r.zero, r.inv, constants_.f32(0.0f), kCmpEqOq);
     math_.reciprocalOfUniform(r.inv, r.inv);
     vxorps(r.inv | r.zero, r.inv, r.inv); // sum 0 (all -inf): zeros, not 0 · inf
+    if (weighted_) {
+      math_.reduceMaxBits(r.weightedMax, r.weightedMax);
+      vmovss(dword[rRowMax + 4 * i], Xbyak::Xmm(r.weightedMax.getIdx()));
+      vmovss(dword[rRowInverse + 4 * i], Xbyak::Xmm(r.inv.getIdx()));
+    }
   });
+  if (weighted_)
+    return; // the quantizing pack applies 1/sum (to the row's scale)
 
   // Pass 3: normalize.
   forEachVector([&](bool tail) {
@@ -357,7 +388,20 @@ void attentionSoftmaxReference(const AttentionSoftmaxArgs &args) {
       x[j] = std::exp(x[j] - max);
       sum += x[j];
     }
-    const float inv = sum > 0 ? 1.0f / sum : 0.0f;
+    // As the kernel: a NaN sum gives a NaN 1/sum.
+    const float inv = sum == 0 ? 0.0f : 1.0f / sum;
+    if (args.weights) {
+      uint32_t maxBits = 0;
+      for (int64_t j = 0; j < args.n; ++j) {
+        x[j] *= args.weights[j];
+        uint32_t bits;
+        std::memcpy(&bits, &x[j], 4);
+        maxBits = std::max(maxBits, bits);
+      }
+      std::memcpy(&args.rowMax[r], &maxBits, 4);
+      args.rowInverse[r] = inv;
+      continue;
+    }
     for (int64_t j = 0; j < args.n; ++j)
       x[j] *= inv;
   }

@@ -13,7 +13,10 @@
 //    x = softmax(scale · x + mask_row); n, the strides and the scale are
 //    run-time values, the N % 16 tail mask is computed by the kernel. A row
 //    whose every entry is -inf yields zeros (no NaN); with -FLT_MAX entries a
-//    fully masked row is uniform (as FusedKernels' SoftmaxKernel).
+//    fully masked row is uniform (as FusedKernels' SoftmaxKernel). Weighted
+//    (the int8 path's P·V operand, docs/attention-int8.md): no normalizing
+//    pass; x = e · weights with e = exp(z - max z), and per row 1/Σe and the
+//    largest x (by bits) for the quantizing pack that follows.
 //
 // Each kernel has a compiled C++ twin with the same arguments (the path for
 // hosts without AVX-512 and for KernelOptions::allowAvx512 == false).
@@ -111,11 +114,16 @@ struct AttentionSoftmaxArgs {
   const float *mask = nullptr; ///< row 0 of the additive mask, n contiguous floats per row
   int64_t ldMask = 0;          ///< may be 0: every row uses the same mask row
   float scale = 1;
+  // Weighted kernels only:
+  const float *weights = nullptr; ///< n multipliers of e, the same for every row (>= +0)
+  float *rowInverse = nullptr;    ///< per row: 1 / Σe (0 when Σe is 0)
+  float *rowMax = nullptr;        ///< per row: the largest e · weight by unsigned bits
 };
 
 class AttentionSoftmaxKernel : public KernelGenerator {
 public:
-  explicit AttentionSoftmaxKernel(bool hasMask);
+  /// weighted: e · weights with the rows' 1/Σe and maxima, no normalizing pass.
+  explicit AttentionSoftmaxKernel(bool hasMask, bool weighted = false);
   using Fn = void (*)(const AttentionSoftmaxArgs *);
 
 protected:
@@ -127,21 +135,23 @@ private:
   template <typename Body> void forEachVector(Body body);
   /// The three passes over `count` (1 or 2) rows from rX, interleaved.
   void emitRows(int count);
-  bool hasMask_;
+  bool hasMask_, weighted_;
   ConstantTable constants_{*this};
   VectorMath math_;
   const Xbyak::Reg64 rArgs = rdi, rX = rsi, rLdx = rdx, rRows = r8, rFull = r9, rMask = r10,
-                     rLdMask = r11, rCol = rax, rI = rbx, rTail = r12, rX1 = r13, rMask1 = r14;
+                     rLdMask = r11, rCol = rax, rI = rbx, rTail = r12, rX1 = r13, rMask1 = r14,
+                     rWeights = r15, rRowMax = rbp, rRowInverse = rcx;
   const Xbyak::Opmask kTail = k1;
   const Xbyak::Zmm zScale = zmm4;
   /// One row's registers: the vector in hand, the accumulator (max, then
-  /// sum), its max, 1/sum, a temporary, and its sum == 0 mask.
+  /// sum), its max, 1/sum, a temporary, the weighted values' maximum, and its
+  /// sum == 0 mask.
   struct RowRegisters {
-    Xbyak::Zmm val, acc, max, inv, tmp;
+    Xbyak::Zmm val, acc, max, inv, tmp, weightedMax;
     Xbyak::Opmask zero;
   };
-  const RowRegisters rows_[2] = {{zmm0, zmm1, zmm2, zmm3, zmm5, k4},
-                                 {zmm6, zmm7, zmm8, zmm9, zmm10, k5}};
+  const RowRegisters rows_[2] = {{zmm0, zmm1, zmm2, zmm3, zmm5, zmm11, k4},
+                                 {zmm6, zmm7, zmm8, zmm9, zmm10, zmm12, k5}};
 };
 
 /// The C++ twin of AttentionSoftmaxKernel (mask may be null).

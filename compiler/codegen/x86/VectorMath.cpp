@@ -383,9 +383,18 @@ void VectorMath::unary(UnaryOp op, const Zmm &d, const Zmm &s) {
 
 // Butterfly over 256-, 128-, 64- and 32-bit halves: a + b == b + a exactly,
 // so every lane ends with the same value.
-void VectorMath::reduce(const Zmm &d, const Zmm &s, bool isMax) {
+void VectorMath::reduce(const Zmm &d, const Zmm &s, Reduction reduction) {
   const Zmm &t = zmm(0);
-  auto op = [&](const Zmm &x) { isMax ? gen_.vmaxps(d, x, t) : gen_.vaddps(d, x, t); };
+  auto op = [&](const Zmm &x) {
+    switch (reduction) {
+    case Reduction::Sum:
+      return gen_.vaddps(d, x, t);
+    case Reduction::Max:
+      return gen_.vmaxps(d, x, t);
+    case Reduction::MaxBits:
+      return gen_.vpmaxud(d, x, t);
+    }
+  };
   gen_.vshuff32x4(t, s, s, 0x4e);
   op(s);
   gen_.vshuff32x4(t, d, d, 0xb1);
@@ -396,7 +405,8 @@ void VectorMath::reduce(const Zmm &d, const Zmm &s, bool isMax) {
   op(d);
 }
 
-void VectorMath::reduceSum(const Zmm &d, const Zmm &s) { reduce(d, s, false); }
-void VectorMath::reduceMax(const Zmm &d, const Zmm &s) { reduce(d, s, true); }
+void VectorMath::reduceSum(const Zmm &d, const Zmm &s) { reduce(d, s, Reduction::Sum); }
+void VectorMath::reduceMax(const Zmm &d, const Zmm &s) { reduce(d, s, Reduction::Max); }
+void VectorMath::reduceMaxBits(const Zmm &d, const Zmm &s) { reduce(d, s, Reduction::MaxBits); }
 
 } // namespace octet::x86

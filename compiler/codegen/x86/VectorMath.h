@@ -147,6 +147,9 @@ public:
   /// Horizontal sum / max of the 16 lanes, broadcast to every lane of dst. 1 zmm.
   void reduceSum(const Zmm &dst, const Zmm &src);
   void reduceMax(const Zmm &dst, const Zmm &src);
+  /// The largest lane as unsigned bits (vpmaxud): for floats >= +0 their
+  /// order, with inf and any NaN above every finite value. 1 zmm.
+  void reduceMaxBits(const Zmm &dst, const Zmm &src);
 
 private:
   // The cores take their temporaries explicitly so that composite functions
@@ -160,7 +163,8 @@ private:
   void horner(const Zmm &acc, const Zmm &x, const float *c, int n);
   /// dst = |magnitude| with the sign of `sign` (bitwise select).
   void copySign(const Zmm &magnitude, const Zmm &sign);
-  void reduce(const Zmm &dst, const Zmm &src, bool isMax);
+  enum class Reduction { Sum, Max, MaxBits };
+  void reduce(const Zmm &dst, const Zmm &src, Reduction op);
   const Zmm &zmm(size_t i) const;
   const Opmask &mask(size_t i) const;
 

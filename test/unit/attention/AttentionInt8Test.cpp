@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -33,8 +34,8 @@ std::string modeName(Int8Pack m) {
   switch (m) {
   case Int8Pack::SignedRows:
     return "signed rows";
-  case Int8Pack::UnsignedRows:
-    return "unsigned rows";
+  case Int8Pack::WeightedRows:
+    return "weighted rows";
   case Int8Pack::Keys:
     return "keys";
   case Int8Pack::Values:
@@ -50,6 +51,26 @@ std::vector<uint32_t> bitsOfAll(const std::vector<float> &v) {
   return bits;
 }
 
+/// WeightedRows' given terms for args' rows: the largest |x| by bits, and
+/// seeded multipliers in [0.01, 1).
+void weightedRowTerms(AttentionInt8PackArgs &args, std::vector<float> &rowMax,
+                      std::vector<float> &rowInverse) {
+  rowMax.assign(size_t(args.rows), 0.0f);
+  rowInverse.assign(size_t(args.rows), 0.0f);
+  std::mt19937 gen(unsigned(args.rows * 131 + args.cols));
+  for (int64_t r = 0; r < args.rows; ++r) {
+    uint32_t largest = 0;
+    for (int64_t c = 0; c < args.cols; ++c) {
+      uint32_t bits;
+      std::memcpy(&bits, &args.src[r * args.lds + c], 4);
+      largest = std::max(largest, bits & 0x7fffffffu);
+    }
+    std::memcpy(&rowMax[r], &largest, 4);
+    rowInverse[r] = std::uniform_real_distribution<float>(0.01f, 1.0f)(gen);
+  }
+  args.rowMax = rowMax.data(), args.rowInverse = rowInverse.data();
+}
+
 struct PackResult {
   std::vector<uint8_t> dst;
   std::vector<float> scales;
@@ -58,18 +79,16 @@ struct PackResult {
 
 PackResult pack(Int8Pack mode, AttentionInt8PackArgs args, bool jit,
                 AttentionInt8PackKernel::Fn fn) {
-  const bool rows = mode == Int8Pack::SignedRows || mode == Int8Pack::UnsignedRows;
+  const bool rows = mode == Int8Pack::SignedRows || mode == Int8Pack::WeightedRows;
   PackResult r;
   r.dst.assign(rows ? args.padRows * args.ldd : args.padRows * args.padCols, 0xab);
   r.scales.assign(args.padRows, -3.0f);
   r.sums.assign(args.padRows, -5);
   std::vector<float> work(16, -9.0f);
-  // UnsignedRows: the probabilities' column multipliers (the keys' V scales; 0 past cols).
-  std::vector<float> columnScales(args.padCols, 0.0f);
-  std::mt19937 gen(unsigned(args.rows * 131 + args.cols));
-  for (int64_t c = 0; c < args.cols; ++c)
-    columnScales[c] = std::uniform_real_distribution<float>(0.001f, 0.05f)(gen);
-  args.columnScales = columnScales.data();
+  // WeightedRows: each row's largest |x| by bits (what the weighted softmax
+  // finds) and a 1/Σe.
+  std::vector<float> rowMax, rowInverse;
+  weightedRowTerms(args, rowMax, rowInverse);
   args.dst = r.dst.data(), args.scales = r.scales.data(), args.sums = r.sums.data();
   args.work = work.data();
   if (jit)
@@ -86,21 +105,21 @@ TEST(AttentionInt8, PackKernelsMatchTheLayouts) {
   std::mt19937 gen(3);
   std::normal_distribution<float> normal(0, 3);
   for (Int8Pack mode :
-       {Int8Pack::SignedRows, Int8Pack::UnsignedRows, Int8Pack::Keys, Int8Pack::Values}) {
+       {Int8Pack::SignedRows, Int8Pack::WeightedRows, Int8Pack::Keys, Int8Pack::Values}) {
     AttentionInt8PackKernel kernel(mode);
     auto fn = kernel.entry<AttentionInt8PackKernel::Fn>();
-    const bool rowsMode = mode == Int8Pack::SignedRows || mode == Int8Pack::UnsignedRows;
+    const bool rowsMode = mode == Int8Pack::SignedRows || mode == Int8Pack::WeightedRows;
     for (int64_t rows : {1, 2, 7, 16, 31, 33, 64, 65, 128})
       for (int64_t cols : {1, 15, 16, 17, 32, 63, 64, 65, 80, 128}) {
         const int64_t lds = cols + 5;
         std::vector<float> src(rows * lds + 32);
         for (float &x : src)
-          x = mode == Int8Pack::UnsignedRows ? std::abs(normal(gen)) : normal(gen);
+          x = mode == Int8Pack::WeightedRows ? std::abs(normal(gen)) : normal(gen);
         if (cols > 1 && rows > 2) {
           // A zero row, and the largest magnitude negative (its q is -127).
           for (int64_t c = 0; c < cols; ++c)
             src[lds + c] = 0.0f;
-          if (mode != Int8Pack::UnsignedRows)
+          if (mode != Int8Pack::WeightedRows)
             src[2 * lds] = -100.0f;
         }
         AttentionInt8PackArgs args;
@@ -156,7 +175,7 @@ TEST(AttentionInt8, NonFiniteInputsGiveNaNScales) {
   if (!hostHas(Isa::Avx512, why))
     GTEST_SKIP() << why;
   for (Int8Pack mode :
-       {Int8Pack::SignedRows, Int8Pack::UnsignedRows, Int8Pack::Keys, Int8Pack::Values}) {
+       {Int8Pack::SignedRows, Int8Pack::WeightedRows, Int8Pack::Keys, Int8Pack::Values}) {
     AttentionInt8PackKernel kernel(mode);
     auto fn = kernel.entry<AttentionInt8PackKernel::Fn>();
     for (float bad : {NAN, INFINITY, -INFINITY}) {
@@ -165,7 +184,7 @@ TEST(AttentionInt8, NonFiniteInputsGiveNaNScales) {
       AttentionInt8PackArgs args;
       args.src = src.data(), args.lds = 70, args.rows = 8, args.cols = 70;
       args.padCols = 128;
-      const bool rowsMode = mode == Int8Pack::SignedRows || mode == Int8Pack::UnsignedRows;
+      const bool rowsMode = mode == Int8Pack::SignedRows || mode == Int8Pack::WeightedRows;
       args.padRows = rowsMode ? 8 : 64;
       args.ldd = rowsMode ? 128 : 0;
       const PackResult got = pack(mode, args, true, fn), want = pack(mode, args, false, fn);
@@ -187,10 +206,10 @@ TEST(AttentionInt8, KernelsStayInsideTheirBuffers) {
   std::mt19937 gen(9);
   std::normal_distribution<float> normal(0, 2);
   for (Int8Pack mode :
-       {Int8Pack::SignedRows, Int8Pack::UnsignedRows, Int8Pack::Keys, Int8Pack::Values}) {
+       {Int8Pack::SignedRows, Int8Pack::WeightedRows, Int8Pack::Keys, Int8Pack::Values}) {
     AttentionInt8PackKernel kernel(mode);
     auto fn = kernel.entry<AttentionInt8PackKernel::Fn>();
-    const bool rowsMode = mode == Int8Pack::SignedRows || mode == Int8Pack::UnsignedRows;
+    const bool rowsMode = mode == Int8Pack::SignedRows || mode == Int8Pack::WeightedRows;
     for (int64_t rows : {1, 17, 64, 70})
       for (int64_t cols : {1, 20, 64, 100}) {
         const int64_t lds = cols + 3;
@@ -203,13 +222,18 @@ TEST(AttentionInt8, KernelsStayInsideTheirBuffers) {
         args.padRows = rowsMode ? rows : int8Padded(rows);
         args.ldd = rowsMode ? args.padCols : 0;
         Guarded<uint8_t> dst{size_t(args.padRows * args.padCols)};
-        Guarded<float> scales{size_t(args.padRows)}, work{16}, columns{size_t(args.padCols)};
+        Guarded<float> scales{size_t(args.padRows)}, work{16};
+        Guarded<float> rowMax{size_t(rows)}, rowInverse{size_t(rows)};
         Guarded<int32_t> sums{size_t(args.padRows)};
-        for (size_t c = 0; c < columns.size(); ++c)
-          columns[c] = int64_t(c) < cols ? 0.01f : 0.0f;
         args.dst = dst.data(), args.scales = scales.data(), args.work = work.data();
         args.sums = mode == Int8Pack::Keys ? sums.data() : nullptr;
-        args.columnScales = mode == Int8Pack::UnsignedRows ? columns.data() : nullptr;
+        if (mode == Int8Pack::WeightedRows) {
+          std::vector<float> max, inverse;
+          weightedRowTerms(args, max, inverse);
+          std::copy(max.begin(), max.end(), rowMax.data());
+          std::copy(inverse.begin(), inverse.end(), rowInverse.data());
+          args.rowMax = rowMax.data(), args.rowInverse = rowInverse.data();
+        }
         fn(&args);
         std::vector<uint8_t> want(dst.size());
         std::vector<float> wantScales(scales.size());

@@ -658,43 +658,95 @@ TEST(AttentionKernels, SoftmaxFullyMaskedRows) {
 
 TEST(AttentionKernels, SoftmaxRowsMatchReference) {
   // Every row count (the kernel takes rows in pairs, then an odd one alone),
-  // tail lengths, with and without a mask (shared or per row), strided rows;
-  // the columns past n and the rows past `rows` stay untouched.
+  // tail lengths, with and without a mask (shared or per row), strided rows,
+  // plain and weighted (e times the keys' weights, per row 1/Σe and the
+  // largest value; one weight 0); the columns past n and the rows past `rows`
+  // stay untouched.
   if (!hostHasAvx512())
     GTEST_SKIP() << "no AVX-512";
   std::mt19937 rng(7);
-  std::uniform_real_distribution<float> value(-6.0f, 6.0f);
-  for (bool hasMask : {false, true}) {
-    x86::AttentionSoftmaxKernel kernel(hasMask);
-    auto fn = kernel.entry<x86::AttentionSoftmaxKernel::Fn>();
-    for (int64_t rows : {1, 2, 3, 4, 5})
-      for (int64_t n : {1, 15, 16, 17, 50, 128, 131})
-        for (int64_t ldMask : {int64_t(0), n}) {
-          const int64_t ldx = n + 3;
-          std::vector<float> x(size_t((rows + 1) * ldx)), mask(size_t((rows + 1) * n));
-          for (float &v : x)
-            v = value(rng);
-          for (float &v : mask)
-            v = value(rng) < -4.0f ? -INFINITY : value(rng);
-          std::vector<float> want = x;
-          x86::AttentionSoftmaxArgs args;
-          args.ldx = ldx, args.rows = rows, args.n = n, args.scale = 0.125f;
-          args.mask = hasMask ? mask.data() : nullptr, args.ldMask = ldMask;
-          args.x = want.data();
-          x86::attentionSoftmaxReference(args);
-          args.x = x.data();
-          fn(&args);
-          for (size_t i = 0; i < x.size(); ++i) {
-            const int64_t r = int64_t(i) / ldx, c = int64_t(i) % ldx;
-            SCOPED_TRACE("mask=" + std::to_string(hasMask) + " rows=" + std::to_string(rows) +
-                         " n=" + std::to_string(n) + " ldMask=" + std::to_string(ldMask) + " at " +
-                         std::to_string(r) + "," + std::to_string(c));
-            if (r >= rows || c >= n)
-              ASSERT_EQ(x[i], want[i]); // untouched (the reference leaves them too)
-            else
-              ASSERT_NEAR(x[i], want[i], 2e-6f + 2e-6f * std::fabs(want[i]));
+  std::uniform_real_distribution<float> value(-6.0f, 6.0f), weight(0.001f, 0.05f);
+  auto near = [](float got, float want) {
+    ASSERT_NEAR(got, want, 2e-6f + 2e-6f * std::fabs(want));
+  };
+  for (bool weighted : {false, true})
+    for (bool hasMask : {false, true}) {
+      x86::AttentionSoftmaxKernel kernel(hasMask, weighted);
+      auto fn = kernel.entry<x86::AttentionSoftmaxKernel::Fn>();
+      for (int64_t rows : {1, 2, 3, 4, 5})
+        for (int64_t n : {1, 15, 16, 17, 50, 128, 131})
+          for (int64_t ldMask : {int64_t(0), n}) {
+            const int64_t ldx = n + 3;
+            std::vector<float> x(size_t((rows + 1) * ldx)), mask(size_t((rows + 1) * n));
+            std::vector<float> weights(static_cast<size_t>(n));
+            for (float &v : x)
+              v = value(rng);
+            for (float &v : mask)
+              v = value(rng) < -4.0f ? -INFINITY : value(rng);
+            for (float &w : weights)
+              w = weight(rng);
+            weights[size_t(n / 2)] = 0.0f;
+            std::vector<float> want = x;
+            // One past `rows` each: the kernel writes only the rows it has.
+            std::vector<float> inverse(size_t(rows + 1), -7.0f), largest(inverse);
+            std::vector<float> wantInverse(inverse), wantLargest(inverse);
+            x86::AttentionSoftmaxArgs args;
+            args.ldx = ldx, args.rows = rows, args.n = n, args.scale = 0.125f;
+            args.mask = hasMask ? mask.data() : nullptr, args.ldMask = ldMask;
+            args.weights = weighted ? weights.data() : nullptr;
+            args.x = want.data();
+            args.rowInverse = wantInverse.data(), args.rowMax = wantLargest.data();
+            x86::attentionSoftmaxReference(args);
+            args.x = x.data();
+            args.rowInverse = inverse.data(), args.rowMax = largest.data();
+            fn(&args);
+            const std::string where = "weighted=" + std::to_string(weighted) +
+                                      " mask=" + std::to_string(hasMask) +
+                                      " rows=" + std::to_string(rows) + " n=" + std::to_string(n) +
+                                      " ldMask=" + std::to_string(ldMask);
+            for (size_t i = 0; i < x.size(); ++i) {
+              const int64_t r = int64_t(i) / ldx, c = int64_t(i) % ldx;
+              SCOPED_TRACE(where + " at " + std::to_string(r) + "," + std::to_string(c));
+              if (r >= rows || c >= n)
+                ASSERT_EQ(x[i], want[i]); // untouched (the reference leaves them too)
+              else
+                near(x[i], want[i]);
+            }
+            for (int64_t r = 0; r <= rows; ++r) {
+              SCOPED_TRACE(where + " row " + std::to_string(r));
+              near(inverse[size_t(r)], wantInverse[size_t(r)]);
+              near(largest[size_t(r)], wantLargest[size_t(r)]);
+            }
           }
-        }
+    }
+}
+
+TEST(AttentionKernels, WeightedSoftmaxOfMaskedAndNaNRows) {
+  // A row whose every score is masked to -inf: 1/Σe = 0 and values 0 (so its
+  // scale and output are 0); a NaN score: 1/Σe and the largest value NaN.
+  if (!hostHasAvx512())
+    GTEST_SKIP() << "no AVX-512";
+  for (bool jit : {false, true}) {
+    x86::AttentionSoftmaxKernel kernel(true, true);
+    for (int64_t n : {1, 17, 50}) {
+      std::vector<float> x(size_t(2 * n), 1.0f), mask(size_t(2 * n), 0.0f);
+      std::vector<float> weights(size_t(n), 0.5f), inverse(2), largest(2);
+      std::fill(mask.begin(), mask.begin() + n, -INFINITY);
+      x[size_t(n + n / 2)] = NAN;
+      x86::AttentionSoftmaxArgs args;
+      args.x = x.data(), args.ldx = n, args.rows = 2, args.n = n;
+      args.mask = mask.data(), args.ldMask = n, args.weights = weights.data();
+      args.rowInverse = inverse.data(), args.rowMax = largest.data();
+      jit ? kernel.entry<x86::AttentionSoftmaxKernel::Fn>()(&args)
+          : x86::attentionSoftmaxReference(args);
+      const std::string where = "n=" + std::to_string(n) + " jit=" + std::to_string(jit);
+      EXPECT_EQ(inverse[0], 0.0f) << where;
+      EXPECT_EQ(largest[0], 0.0f) << where;
+      for (int64_t c = 0; c < n; ++c)
+        ASSERT_EQ(x[size_t(c)], 0.0f) << where;
+      EXPECT_TRUE(std::isnan(inverse[1])) << where << " " << inverse[1];
+      EXPECT_TRUE(std::isnan(largest[1])) << where << " " << largest[1];
+    }
   }
 }
 
