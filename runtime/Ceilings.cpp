@@ -37,21 +37,22 @@ constexpr int kAccumulators = 12;
 constexpr int kTrials = 15;
 constexpr double kTrialSeconds = 0.01;
 
-/// `iterations` × 2 × kAccumulators of `vfmadd231ps` (zmm or ymm) or
-/// `vpdpbusd` on independent accumulators. void fn(int64_t iterations).
+/// `iterations` × 2 × kAccumulators of `vfmadd231ps` (zmm or ymm),
+/// `vpdpbusd` or `vdpbf16ps` on independent accumulators. void fn(int64_t iterations).
 class PeakLoop : public KernelGenerator {
 public:
-  enum class Kind { FmaZmm, FmaYmm, DotZmm, DotYmm };
+  enum class Kind { FmaZmm, FmaYmm, DotZmm, DotYmm, Bf16Zmm };
   explicit PeakLoop(Kind kind)
-      : KernelGenerator("ceilings.peak",
-                        kind == Kind::FmaYmm || kind == Kind::DotYmm ? Isa::Avx2 : Isa::Avx512),
+      : KernelGenerator("ceilings.peak", kind == Kind::FmaYmm || kind == Kind::DotYmm ? Isa::Avx2
+                                         : kind == Kind::Bf16Zmm                      ? Isa::Avx512Bf16
+                                                                                      : Isa::Avx512),
         kind_(kind) {}
   using Fn = void (*)(int64_t);
   static constexpr int kInstructionsPerIteration = 2 * kAccumulators;
 
 protected:
   void generate() override {
-    const bool zmm = kind_ == Kind::FmaZmm || kind_ == Kind::DotZmm;
+    const bool zmm = kind_ == Kind::FmaZmm || kind_ == Kind::DotZmm || kind_ == Kind::Bf16Zmm;
     auto reg = [&](int i) -> Xbyak::Xmm {
       return zmm ? Xbyak::Xmm(Xbyak::Zmm(i)) : Xbyak::Xmm(Xbyak::Ymm(i));
     };
@@ -79,6 +80,9 @@ protected:
           break;
         case Kind::DotYmm:
           vpdpbusd(acc, a, b, Xbyak::VexEncoding);
+          break;
+        case Kind::Bf16Zmm:
+          vdpbf16ps(Xbyak::Zmm(acc.getIdx()), Xbyak::Zmm(a.getIdx()), Xbyak::Zmm(b.getIdx()));
           break;
         }
       }
@@ -242,6 +246,14 @@ std::optional<ComputeLoop> dotLoop(const x86::CpuFeatures &cpu) {
   return std::nullopt;
 }
 
+/// vdpbf16ps: 2 bf16 products summed into each f32 lane, 2 flops each; none
+/// without AVX512-BF16.
+std::optional<ComputeLoop> bf16Loop(const x86::CpuFeatures &cpu) {
+  if (cpu.supports(Isa::Avx512Bf16))
+    return ComputeLoop{PeakLoop::Kind::Bf16Zmm, 16 * 2 * 2.0, "avx512_bf16"};
+  return std::nullopt;
+}
+
 /// Peak ops/s of `loop` on `threads` threads.
 double peakOps(const ComputeLoop &loop, int threads) {
   PeakLoop code(loop.kind);
@@ -388,7 +400,7 @@ bool jsonField(const std::string &json, const std::string &key, std::string &raw
 }
 
 /// 2: amx_note added.
-constexpr int kCacheVersion = 2;
+constexpr int kCacheVersion = 3; // 3: bf16_gflops
 
 } // namespace
 
@@ -404,6 +416,7 @@ std::string Ceilings::toJson() const {
      << "  \"fp32_gflops\": " << fp32Gflops << ",\n"
      << "  \"int8_isa\": \"" << int8Isa << "\",\n"
      << "  \"int8_gops\": " << int8Gops << ",\n"
+     << "  \"bf16_gflops\": " << bf16Gflops << ",\n"
      << "  \"amx_int8_gops\": " << amxInt8Gops << ",\n"
      << "  \"amx_note\": \"" << jsonEscape(amxNote) << "\",\n"
      << "  \"l2_gbs\": " << l2GBs << ",\n"
@@ -453,6 +466,7 @@ bool Ceilings::fromJson(const std::string &json, Ceilings &out, std::string &err
   if (!text("host", c.host) || !text("cpu", c.cpu) || !number("threads", threads) ||
       !text("fp32_isa", c.fp32Isa) || !number("fp32_gflops", c.fp32Gflops) ||
       !text("int8_isa", c.int8Isa) || !number("int8_gops", c.int8Gops) ||
+      !number("bf16_gflops", c.bf16Gflops) ||
       !number("amx_int8_gops", c.amxInt8Gops) || !text("amx_note", c.amxNote) ||
       !number("l2_gbs", c.l2GBs) || !number("l3_gbs", c.l3GBs) || !number("dram_gbs", c.dramGBs) ||
       !number("l2_buffer_bytes", l2b) || !number("l3_buffer_bytes", l3b) ||
@@ -488,6 +502,8 @@ Ceilings measureOnce(int threads) {
     c.int8Isa = dot->isa;
     c.int8Gops = peakOps(*dot, t) / 1e9;
   }
+  if (const std::optional<ComputeLoop> bf16 = bf16Loop(cpu))
+    c.bf16Gflops = peakOps(*bf16, t) / 1e9;
   // tdpbusd only where it cannot fault: AMX-INT8 present and XTILEDATA granted
   // (the permission is per process, so every OpenMP thread may use tiles).
   std::string why;
@@ -528,6 +544,7 @@ Ceilings measureCeilings(int threads, int rounds) {
     const Ceilings c = measureOnce(threads);
     best.fp32Gflops = std::max(best.fp32Gflops, c.fp32Gflops);
     best.int8Gops = std::max(best.int8Gops, c.int8Gops);
+    best.bf16Gflops = std::max(best.bf16Gflops, c.bf16Gflops);
     best.amxInt8Gops = std::max(best.amxInt8Gops, c.amxInt8Gops);
     best.l2GBs = std::max(best.l2GBs, c.l2GBs);
     best.l3GBs = std::max(best.l3GBs, c.l3GBs);
@@ -632,6 +649,29 @@ Ceilings SampledPeaks::apply(Ceilings c) const {
   c.fp32Gflops = fp32Gflops;
   c.int8Gops = int8Gops;
   return c;
+}
+
+std::string bf16SlowerThanFp32() {
+  const x86::CpuFeatures &cpu = x86::CpuFeatures::host();
+  const std::optional<ComputeLoop> bf16 = bf16Loop(cpu);
+  if (!bf16)
+    return "";
+  // One thread, best of 3 trials of 3 ms each (the ratio, not the peak, matters).
+  auto gflops = [](const ComputeLoop &compute) {
+    PeakLoop code(compute.kind);
+    CalibratedLoop loop(code.entry<PeakLoop::Fn>(),
+                        PeakLoop::kInstructionsPerIteration * compute.opsPerInstruction, 0.003);
+    return loop.opsPerSecond(1, 3) / 1e9;
+  };
+  const double fp32 = gflops(fmaLoop(cpu)), bf16Peak = gflops(*bf16);
+  if (!(bf16Peak < fp32))
+    return "";
+  std::ostringstream os;
+  os.precision(0);
+  os << std::fixed << "this CPU's vdpbf16ps peaks at " << bf16Peak << " GFLOP/s per thread against "
+     << fp32 << " for FP32 FMA: bf16 linears run slower here than the default f32 (their "
+        "weights still take half the bytes)";
+  return os.str();
 }
 
 double amxPeakOpsPerIteration() {

@@ -6,6 +6,7 @@
 //    independent accumulators per thread, so latency never limits;
 //  - peak INT8: JIT vpdpbusd loops (AVX512-VNNI zmm, or AVX-VNNI ymm), 0 when
 //    the CPU has neither;
+//  - peak bf16: a JIT vdpbf16ps loop (AVX512-BF16), 0 without it;
 //  - peak AMX INT8: a JIT tdpbusd loop on 4 independent 16x64-byte accumulator
 //    tiles, only where amxUsable() (AMX-INT8 and Linux granted XTILEDATA);
 //    else amxInt8Gops = 0 and amxNote says why;
@@ -36,13 +37,14 @@ constexpr int kDefaultCeilingRounds = 3;
 
 struct Ceilings {
   int threads = 0;
-  std::string host, cpu;                    ///< hostname and CPU brand string
-  std::string fp32Isa;                      ///< "avx512" or "avx2"
-  double fp32Gflops = 0;                    ///< peak FMA: 2 flops per lane per instruction
-  std::string int8Isa;                      ///< "avx512_vnni", "avx_vnni" or "" (none)
-  double int8Gops = 0;                      ///< peak vpdpbusd: 2 ops per u8·s8 product
-  double amxInt8Gops = 0;                   ///< peak tdpbusd; 0: AMX not usable
-  std::string amxNote;                      ///< why amxInt8Gops is 0 ("" when measured)
+  std::string host, cpu;  ///< hostname and CPU brand string
+  std::string fp32Isa;    ///< "avx512" or "avx2"
+  double fp32Gflops = 0;  ///< peak FMA: 2 flops per lane per instruction
+  std::string int8Isa;    ///< "avx512_vnni", "avx_vnni" or "" (none)
+  double int8Gops = 0;    ///< peak vpdpbusd: 2 ops per u8·s8 product
+  double bf16Gflops = 0;  ///< peak vdpbf16ps: 2 flops per bf16 product; 0 without AVX512-BF16
+  double amxInt8Gops = 0; ///< peak tdpbusd; 0: AMX not usable
+  std::string amxNote;    ///< why amxInt8Gops is 0 ("" when measured)
   double l2GBs = 0, l3GBs = 0, dramGBs = 0; ///< read bandwidth, GB/s (1e9 bytes)
   /// Total bytes streamed by all threads at each level (the buffer sizes).
   int64_t l2BufferBytes = 0, l3BufferBytes = 0, dramBufferBytes = 0;
@@ -102,6 +104,11 @@ private:
   std::vector<double> int8Gops_, fp32Gflops_;
 };
 
+/// Why --precision bf16 would run slower than f32 on this CPU, or "": one
+/// thread's vdpbf16ps peak against its FP32 FMA peak (flops each; ~30 ms of
+/// trials). Some CPUs with AVX512-BF16 execute vdpbf16ps below the FMA rate
+/// (an Intel Xeon, model 207 under KVM: about half the flops).
+std::string bf16SlowerThanFp32();
 /// The tdpbusd peak loop (void fn(int64_t iterations)), for disassembly
 /// (octet-jit-dump --kernel ceiling-tdpbusd); generating needs no AMX.
 std::unique_ptr<x86::KernelGenerator> makeAmxPeakLoop();

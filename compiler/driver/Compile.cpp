@@ -17,6 +17,7 @@
 #include "compiler/passes/Passes.h"
 #include "compiler/passes/ResourceBlobs.h"
 #include "frontends/onnx/Importer.h"
+#include "runtime/Ceilings.h"
 #include "runtime/KernelSelection.h"
 
 #include "mlir/Bytecode/BytecodeWriter.h"
@@ -266,6 +267,12 @@ rt::Status compileModule(MLIRContext &ctx, OwningOpRef<ModuleOp> module,
   auto main = module->lookupSymbol<func::FuncOp>("main");
   if (!main)
     return rt::Status::error("the imported module has no @main function");
+  // A slow path the user chose is still said: bf16 on a CPU whose vdpbf16ps
+  // is slower than its FMA (measurable only when compiling for this CPU; its
+  // loops are generated before the capture, so they stay out of an image).
+  if (options.fusionReport && options.kernels.linearBf16 &&
+      options.kernels.cpu == octet::x86::CpuFeatures::host())
+    options.fusionReport->slowPrecision = rt::bf16SlowerThanFp32();
   std::optional<octet::x86::KernelCodeCapture> capture;
   if (image)
     capture.emplace();

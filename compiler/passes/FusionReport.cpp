@@ -39,6 +39,8 @@ std::string FusionReport::text() const {
     text += std::string("not fused: ") + name(u.block) + " at " + u.where + ": " + u.reason + "\n";
   if (!paddingKept.empty())
     text += "padding kept: " + paddingKept + "\n";
+  if (!slowPrecision.empty())
+    text += "slow precision: --precision bf16: " + slowPrecision + "\n";
   return text;
 }
 
@@ -51,8 +53,11 @@ std::string FusionReport::warning() const {
   }
   std::string padding =
       paddingKept.empty() ? "" : "padding tokens are computed like real ones (" + paddingKept + ")";
+  std::string notes = padding;
+  if (!slowPrecision.empty())
+    notes += std::string(notes.empty() ? "" : "; ") + "--precision bf16: " + slowPrecision;
   if (parts.empty())
-    return padding;
+    return notes;
   return parts + "; --explain-fusion says why (the unfused blocks run as slower generic steps)" +
-         (padding.empty() ? "" : "; " + padding);
+         (notes.empty() ? "" : "; " + notes);
 }

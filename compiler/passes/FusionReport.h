@@ -27,14 +27,18 @@ struct FusionReport {
   /// warning, docs/padding-free.md); empty when padding is dropped, when the
   /// pass did not run (--no-pack-tokens) or the model has no attention.
   std::string paddingKept;
+  /// Why the chosen precision is expected to run slower than the default f32
+  /// on the compiling CPU (--precision bf16 where vdpbf16ps is slow,
+  /// rt::bf16SlowerThanFp32); empty otherwise or when compiled for another CPU.
+  std::string slowPrecision;
 
   static const char *name(BlockKind block);
   int unfusedCount(BlockKind block) const;
   /// "12 of 12 attention blocks fused, ..." and one line per unfused block.
   std::string text() const;
   /// One line when an attention or LayerNorm block stayed unfused ("2 of 12
-  /// attention blocks not fused; --explain-fusion says why") or padding is
-  /// kept, else empty.
+  /// attention blocks not fused; --explain-fusion says why"), padding is
+  /// kept or the precision is slow here, else empty.
   std::string warning() const;
 };
 

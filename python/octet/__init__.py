@@ -12,11 +12,11 @@ self-contained model.so, open and run them, and encode sentences.
 See docs/python.md.
 """
 from ._capi import Error, InvalidArgument, InvalidInput, InvalidModel, RunFailure, Unsupported
-from ._model import FusionWarning, Model, TensorInfo, ceilings, compile, compile_to_so, load
+from ._model import FusionWarning, Model, PrecisionWarning, TensorInfo, ceilings, compile, compile_to_so, load
 from .sentence import SentenceEncoder
 
 __version__ = "0.5.0"
 
-__all__ = ["Error", "FusionWarning", "InvalidArgument", "InvalidInput", "InvalidModel", "Model", "RunFailure",
+__all__ = ["Error", "FusionWarning", "InvalidArgument", "InvalidInput", "InvalidModel", "Model", "PrecisionWarning", "RunFailure",
            "SentenceEncoder", "TensorInfo", "Unsupported", "ceilings", "compile", "compile_to_so",
            "load"]

@@ -495,12 +495,22 @@ class FusionWarning(UserWarning):
     on slower generic steps. Model.fusion_report says which and why."""
 
 
+class PrecisionWarning(UserWarning):
+    """The precision asked for runs slower than the default f32 on this CPU
+    (precision="bf16" where vdpbf16ps is slower than FMA); Model.fusion_report's
+    `slow precision:` line gives the measured peaks."""
+
+
 def _warn_unfused(report: str) -> None:
     # A silent slow path is a bug: say so once per compile, as octetc does.
-    unfused = [line for line in report.splitlines() if line.startswith("not fused: ")]
+    lines = report.splitlines()
+    unfused = [line for line in lines if line.startswith("not fused: ")]
     if unfused:
-        warnings.warn(f"{len(unfused)} block(s) not fused ({report.splitlines()[0]}); "
+        warnings.warn(f"{len(unfused)} block(s) not fused ({lines[0]}); "
                       "Model.fusion_report says why", FusionWarning, stacklevel=3)
+    for line in lines:
+        if line.startswith("slow precision: "):
+            warnings.warn(line[len("slow precision: "):], PrecisionWarning, stacklevel=3)
 
 
 def _compile_file_to_so(onnx_path: str, so_path: str, values: dict, progress: ProgressArg) -> None:

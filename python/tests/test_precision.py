@@ -1,4 +1,7 @@
 """octet.compile(precision="bf16"): an FP32 model's linears on bf16 weights (docs/kernel-selection.md)."""
+import re
+import warnings
+
 import numpy as np
 import pytest
 
@@ -15,9 +18,20 @@ def _has_avx512_bf16():
 def test_bf16_linears_track_fp32(small_onnx, small_model, tmp_path):
     feeds = token_feeds(3, 16, seed=5)
     want = small_model.run(feeds)["last_hidden_state"].astype(np.float64)
-    with octet.compile(small_onnx, precision="bf16", profile=True, progress=False) as m:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        m = octet.compile(small_onnx, precision="bf16", profile=True, progress=False)
+    with m:
         got = m.run(feeds)["last_hidden_state"].astype(np.float64)
         kinds = [s["kind"] for s in m.profile()]
+        # Where this CPU's vdpbf16ps is slower than its FMA, compiling says so, with the
+        # peaks it measured (a slow path the user chose is still said).
+        slow = [str(w.message) for w in caught if issubclass(w.category, octet.PrecisionWarning)]
+        lines = [line for line in m.fusion_report.splitlines() if line.startswith("slow precision: ")]
+        assert len(slow) == len(lines) <= 1, (slow, lines)
+        if slow:
+            peaks = re.search(r"peaks at (\d+) GFLOP/s per thread against (\d+) for FP32 FMA", slow[0])
+            assert peaks and int(peaks[1]) < int(peaks[2]), slow[0]
     assert sum(k.startswith("gemm.jit_bf16") for k in kinds) == 8, kinds  # 2 layers x 4 linears
     assert not any(k.startswith("gemm.jit_avx512") or k.startswith("gemm.onednn") for k in kinds)
     cosine = (want * got).sum() / np.linalg.norm(want) / np.linalg.norm(got)

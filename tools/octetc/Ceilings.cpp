@@ -38,6 +38,11 @@ int runCeilings() {
                                  c.int8Isa.c_str());
   else
     llvm::outs() << "  int8 dot          - (no VNNI)\n";
+  if (c.bf16Gflops > 0)
+    llvm::outs() << llvm::format("  bf16 dot     %8.1f GFLOP/s  (avx512_bf16 vdpbf16ps)\n",
+                                 c.bf16Gflops);
+  else
+    llvm::outs() << "  bf16 dot          - (no AVX512-BF16)\n";
   if (c.amxInt8Gops > 0)
     llvm::outs() << llvm::format("  int8 AMX     %8.1f GOP/s    (tdpbusd)\n", c.amxInt8Gops);
   else

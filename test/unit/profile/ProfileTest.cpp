@@ -246,7 +246,7 @@ TEST(Work, GenericStepsUseTheDefault) {
 Ceilings syntheticCeilings() {
   Ceilings c;
   c.threads = 2, c.host = "h", c.cpu = "cpu \"quoted\"", c.fp32Isa = "avx512";
-  c.fp32Gflops = 100, c.int8Isa = "avx512_vnni", c.int8Gops = 400;
+  c.fp32Gflops = 100, c.int8Isa = "avx512_vnni", c.int8Gops = 400, c.bf16Gflops = 150;
   c.l2GBs = 200, c.l3GBs = 80, c.dramGBs = 20;
   c.l3CacheBytes = 1 << 20;
   c.l2BufferBytes = 1 << 18, c.l3BufferBytes = 1 << 19, c.dramBufferBytes = 1 << 28;
@@ -383,14 +383,18 @@ TEST(Ceilings, JsonRoundTripsAndRejectsGarbage) {
   EXPECT_EQ(back.threads, 2);
   EXPECT_DOUBLE_EQ(back.dramGBs, 20);
   EXPECT_EQ(back.l3CacheBytes, 1 << 20);
+  EXPECT_DOUBLE_EQ(back.bf16Gflops, c.bf16Gflops);
   Ceilings noAmx = c;
   noAmx.amxNote = "host lacks \"AMX\"";
   ASSERT_TRUE(Ceilings::fromJson(noAmx.toJson(), back, error)) << error;
   EXPECT_EQ(back.amxNote, noAmx.amxNote);
-  // A version-1 cache (before amx_note) is measured again, not half read.
-  std::string v1 = c.toJson();
-  v1.replace(v1.find("\"version\": 2"), 12, "\"version\": 1");
-  EXPECT_FALSE(Ceilings::fromJson(v1, back, error));
+  // Older caches (1: before amx_note, 2: before bf16_gflops) are measured
+  // again, not half read.
+  for (const char *older : {"\"version\": 1", "\"version\": 2"}) {
+    std::string old = c.toJson();
+    old.replace(old.find("\"version\": 3"), 12, older);
+    EXPECT_FALSE(Ceilings::fromJson(old, back, error)) << older;
+  }
   EXPECT_FALSE(Ceilings::fromJson("", back, error));
   EXPECT_FALSE(Ceilings::fromJson("{\"version\": 99}", back, error));
   EXPECT_NE(error.find("version"), std::string::npos) << error;
@@ -439,6 +443,11 @@ TEST(Ceilings, MeasuredOnThisHostArePositiveAndCached) {
   if (octet::x86::CpuFeatures::host().avx512vnni) {
     EXPECT_GT(c.int8Gops, c.fp32Gflops); // 4 products per lane per instruction
   }
+  // vdpbf16ps where the CPU has it (its rate varies: half the FMA's on some Xeons).
+  if (octet::x86::CpuFeatures::host().supports(octet::x86::Isa::Avx512Bf16))
+    EXPECT_GT(c.bf16Gflops, 1);
+  else
+    EXPECT_EQ(c.bf16Gflops, 0);
   // tdpbusd runs only where AMX is usable; elsewhere 0 and the reason.
   std::string amxWhy;
   if (octet::x86::amxUsable(&amxWhy)) {
