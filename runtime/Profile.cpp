@@ -54,16 +54,19 @@ double rooflineBound(const Ceilings &c, const std::string &kind, double ops, dou
   bool int8 = false;
   for (const char *tag : {"int8", "i8", "u8s8", "s8s8", "vnni", "amx"})
     int8 |= kind.find(tag) != std::string::npos;
-  // bf16 kernels ("attention.amx_bf16") are measured against the FP32 ceiling:
-  // no bf16 peak is measured, and theirs is not the int8 one.
-  int8 &= kind.find("bf16") == std::string::npos;
-  const double peak = int8 && c.int8Gops > 0 ? c.int8Gops : c.fp32Gflops;
+  // bf16 kernels on vdpbf16ps ("gemm.jit_bf16", "attention.jit_bf16") are held
+  // to its peak; on AMX tiles ("attention.amx_bf16") to the FP32 one (no
+  // tdpbf16ps peak is measured); neither to the int8 one.
+  const bool bf16 = kind.find("bf16") != std::string::npos;
+  int8 &= !bf16;
+  const bool vdpbf16ps = bf16 && kind.find("amx") == std::string::npos && c.bf16Gflops > 0;
+  const double peak = vdpbf16ps ? c.bf16Gflops : int8 && c.int8Gops > 0 ? c.int8Gops : c.fp32Gflops;
   const bool fitsL3 = c.l3CacheBytes > 0 && bytes <= double(c.l3CacheBytes);
   const double bandwidth = fitsL3 ? c.l3GBs : c.dramGBs;
   if (memory)
     *memory = fitsL3 ? "L3" : "DRAM";
   if (compute)
-    *compute = int8 && c.int8Gops > 0 ? "int8" : "fp32";
+    *compute = vdpbf16ps ? "bf16" : int8 && c.int8Gops > 0 ? "int8" : "fp32";
   if (bytes <= 0)
     return peak;
   return std::min(peak, ops / bytes * bandwidth);
@@ -172,12 +175,16 @@ std::string profileTable(const ProfileReport &report, size_t limit) {
       os << "; cached: fp32 " << fixed(report.cachedFp32Gflops, 1);
       if (report.cachedInt8Gops > 0)
         os << ", int8 " << fixed(report.cachedInt8Gops, 1);
+      if (c.bf16Gflops > 0) // not sampled: the cached one holds the bf16 steps
+        os << ", bf16 " << fixed(c.bf16Gflops, 1);
       os << "\nbandwidths (cached ceilings):";
     } else {
       os << "ceilings (" << c.threads << " threads): fp32 " << fixed(c.fp32Gflops, 1)
          << " GFLOP/s (" << c.fp32Isa << ")";
       if (c.int8Gops > 0)
         os << ", int8 " << fixed(c.int8Gops, 1) << " GOP/s (" << c.int8Isa << ")";
+      if (c.bf16Gflops > 0)
+        os << ", bf16 " << fixed(c.bf16Gflops, 1) << " GFLOP/s (avx512_bf16)";
       os << ";";
     }
     os << " read L2 " << fixed(c.l2GBs, 1) << ", L3 " << fixed(c.l3GBs, 1) << ", DRAM "
@@ -244,6 +251,7 @@ std::string profileJson(const ProfileReport &report) {
        << ", \"fp32_isa\": " << jsonString(c.fp32Isa)
        << ", \"fp32_gflops\": " << number(c.fp32Gflops)
        << ", \"int8_isa\": " << jsonString(c.int8Isa) << ", \"int8_gops\": " << number(c.int8Gops)
+       << ", \"bf16_gflops\": " << number(c.bf16Gflops)
        << ", \"amx_int8_gops\": " << number(c.amxInt8Gops)
        << ", \"amx_note\": " << jsonString(c.amxNote) << ", \"l2_gbs\": " << number(c.l2GBs)
        << ", \"l3_gbs\": " << number(c.l3GBs) << ", \"dram_gbs\": " << number(c.dramGBs)

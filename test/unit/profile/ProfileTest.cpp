@@ -268,8 +268,15 @@ TEST(Roofline, BoundIsMinOfPeakAndIntensityTimesBandwidth) {
   EXPECT_DOUBLE_EQ(rooflineBound(c, "gemm.int8_vnni", 1e7, 1e3, nullptr, &compute), 400);
   EXPECT_EQ(compute, "int8");
   EXPECT_DOUBLE_EQ(rooflineBound(c, "gemm.u8s8_vnni+epilogue", 1e7, 1e3), 400);
-  // bf16 on AMX: not the int8 peak (none of bf16 is measured): the FP32 one.
+  // bf16 on AMX: not the int8 peak (no tdpbf16ps peak is measured): the FP32 one.
   EXPECT_DOUBLE_EQ(rooflineBound(c, "attention.amx_bf16", 1e7, 1e3, nullptr, &compute), 100);
+  EXPECT_EQ(compute, "fp32");
+  // bf16 on vdpbf16ps: its own peak, where measured (else the FP32 one).
+  EXPECT_DOUBLE_EQ(rooflineBound(c, "gemm.jit_bf16+epilogue", 1e7, 1e3, nullptr, &compute), 150);
+  EXPECT_EQ(compute, "bf16");
+  Ceilings noBf16 = c;
+  noBf16.bf16Gflops = 0;
+  EXPECT_DOUBLE_EQ(rooflineBound(noBf16, "gemm.jit_bf16", 1e7, 1e3, nullptr, &compute), 100);
   EXPECT_EQ(compute, "fp32");
 }
 
