@@ -77,7 +77,7 @@ Status loadOrMeasureCeilings(int threads, bool refresh, Ceilings &out, bool *fro
 /// without VNNI).
 struct SampledPeaks {
   int samples = 0;
-  double fp32Gflops = 0, int8Gops = 0;
+  double fp32Gflops = 0, int8Gops = 0, bf16Gflops = 0; ///< int8, bf16: 0 where the CPU lacks them
   /// `ceilings` with their compute peaks replaced (unchanged with no samples).
   Ceilings apply(Ceilings ceilings) const;
 };
@@ -86,9 +86,9 @@ struct SampledPeaks {
 /// --profile samples them between the profiled runs): on a shared machine the
 /// peak moves with the load, so a kernel's efficiency is a fraction of the
 /// peak measured in the same run, not of the cached ceilings. Each sample()
-/// times the ceilings' FMA loop and, where the CPU has it, their vpdpbusd
-/// loop on `threads` threads: the best of 2 trials of 5 ms each (20 ms in
-/// all). Shorter trials read low: at 0.5 ms the team's start and join cost 3%
+/// times the ceilings' FMA loop and, where the CPU has them, their vpdpbusd
+/// and vdpbf16ps loops on `threads` threads: the best of 2 trials of 5 ms each
+/// (10 ms per loop). Shorter trials read low: at 0.5 ms the team's start and join cost 3%
 /// (best of 10) to 6% (best of 3) of the peak that 5 ms trials read.
 class ComputePeakSampler {
 public:
@@ -101,11 +101,11 @@ private:
   struct Loops;
   std::unique_ptr<Loops> loops_;
   int threads_;
-  std::vector<double> int8Gops_, fp32Gflops_;
+  std::vector<double> int8Gops_, fp32Gflops_, bf16Gflops_;
 };
 
 /// Why --precision bf16 would run slower than f32 on this CPU, or "": one
-/// thread's vdpbf16ps peak against its FP32 FMA peak (flops each; ~30 ms of
+/// thread's vdpbf16ps peak against its FP32 FMA peak (flops each; ~24 ms of
 /// trials). Some CPUs with AVX512-BF16 execute vdpbf16ps below the FMA rate
 /// (an Intel Xeon, model 207 under KVM: about half the flops).
 std::string bf16SlowerThanFp32();

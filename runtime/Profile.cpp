@@ -87,6 +87,7 @@ ProfileReport analyzeProfile(const Plan &plan, const std::vector<std::vector<dou
       report.peakSamples = peaks->samples;
       report.cachedFp32Gflops = ceilings->fp32Gflops;
       report.cachedInt8Gops = ceilings->int8Gops;
+      report.cachedBf16Gflops = ceilings->bf16Gflops;
       report.ceilings = peaks->apply(*ceilings);
     }
     ceilings = &report.ceilings;
@@ -172,11 +173,13 @@ std::string profileTable(const ProfileReport &report, size_t limit) {
          << " GFLOP/s (" << c.fp32Isa << ")";
       if (c.int8Gops > 0)
         os << ", int8 " << fixed(c.int8Gops, 1) << " GOP/s (" << c.int8Isa << ")";
+      if (c.bf16Gflops > 0)
+        os << ", bf16 " << fixed(c.bf16Gflops, 1) << " GFLOP/s (avx512_bf16)";
       os << "; cached: fp32 " << fixed(report.cachedFp32Gflops, 1);
       if (report.cachedInt8Gops > 0)
         os << ", int8 " << fixed(report.cachedInt8Gops, 1);
-      if (c.bf16Gflops > 0) // not sampled: the cached one holds the bf16 steps
-        os << ", bf16 " << fixed(c.bf16Gflops, 1);
+      if (report.cachedBf16Gflops > 0)
+        os << ", bf16 " << fixed(report.cachedBf16Gflops, 1);
       os << "\nbandwidths (cached ceilings):";
     } else {
       os << "ceilings (" << c.threads << " threads): fp32 " << fixed(c.fp32Gflops, 1)
@@ -258,7 +261,8 @@ std::string profileJson(const ProfileReport &report) {
        << ", \"l3_cache_bytes\": " << c.l3CacheBytes << ", \"cpu\": " << jsonString(c.cpu)
        << ", \"peak_samples\": " << report.peakSamples
        << ", \"cached_fp32_gflops\": " << number(report.cachedFp32Gflops)
-       << ", \"cached_int8_gops\": " << number(report.cachedInt8Gops) << "},\n";
+       << ", \"cached_int8_gops\": " << number(report.cachedInt8Gops)
+       << ", \"cached_bf16_gflops\": " << number(report.cachedBf16Gflops) << "},\n";
   } else {
     os << "  \"ceilings\": null,\n";
   }

@@ -57,7 +57,7 @@ struct ProfileReport {
   Ceilings ceilings; ///< the roofline's; compute peaks sampled in the run where peakSamples > 0
   /// Compute-peak samples taken between the runs, and the cached peaks they replaced.
   int peakSamples = 0;
-  double cachedFp32Gflops = 0, cachedInt8Gops = 0;
+  double cachedFp32Gflops = 0, cachedInt8Gops = 0, cachedBf16Gflops = 0;
   std::vector<StepClassProfile> classes; ///< slowest first
 };
 

@@ -439,6 +439,30 @@ TEST(Attention, Int8NeedsVnniOnTheTarget) {
 // A quantized output (the octet.quantize the Plan builder folds into the step)
 // is, bit for bit, the f32 output quantized as makeQuantize does: u8 and i8, on
 // the f32 JIT, int8, bf16 (where the host has it) and C++ paths.
+/// Every path this host runs (allowAvx512, precision): the C++ twins, then the
+/// JIT f32, int8 and bf16 paths where the host has them.
+std::vector<std::pair<bool, AttentionPrecision>> hostPaths() {
+  std::vector<std::pair<bool, AttentionPrecision>> paths = {{false, AttentionPrecision::F32}};
+  if (hostHasAvx512())
+    paths.push_back({true, AttentionPrecision::F32});
+  if (hostRunsInt8())
+    paths.push_back({true, AttentionPrecision::Int8});
+  if (hostRunsBf16())
+    paths.push_back({true, AttentionPrecision::Bf16});
+  return paths;
+}
+
+/// spec's q, k and v: column slices of one [B, S, 3W] buffer, as a merged QKV
+/// linear writes them.
+void mergedOperands(PlanBuilder &pb, std::vector<float> &qkv, int64_t B, int64_t S, int64_t W,
+                    AttentionSpec &spec) {
+  TensorId base = pb.tensor("qkv", {B, S, 3 * W}, qkv.data());
+  const std::vector<int64_t> strides = {S * 3 * W, 3 * W, 1};
+  spec.q = pb.view("q", base, {B, S, W}, strides, 0, qkv.data());
+  spec.k = pb.view("k", base, {B, S, W}, strides, W, qkv.data() + W);
+  spec.v = pb.view("v", base, {B, S, W}, strides, 2 * W, qkv.data() + 2 * W);
+}
+
 TEST(Attention, QuantizedOutputIsTheQuantizedF32Output) {
   const int64_t B = 2, S = 45, H = 3, D = 40, W = H * D;
   std::mt19937 rng(11);
@@ -448,39 +472,24 @@ TEST(Attention, QuantizedOutputIsTheQuantizedF32Output) {
     x = uniform(rng);
   for (int64_t t = S - 7; t < S; ++t)
     mask[size_t(S + t)] = -INFINITY; // the second sequence's last keys masked
-  struct Path {
-    bool allowAvx512;
-    AttentionPrecision precision;
-  };
-  std::vector<Path> paths = {{false, AttentionPrecision::F32}};
-  if (hostHasAvx512())
-    paths.push_back({true, AttentionPrecision::F32});
-  if (hostRunsInt8())
-    paths.push_back({true, AttentionPrecision::Int8});
-  if (hostRunsBf16())
-    paths.push_back({true, AttentionPrecision::Bf16});
-  for (const Path &path : paths)
+  for (const auto &[allowAvx512, precision] : hostPaths())
     for (DType type : {DType::U8, DType::I8}) {
-      SCOPED_TRACE(std::string(path.allowAvx512 ? "jit " : "cpp ") +
-                   attentionPrecisionName(path.precision) + " " + dtypeName(type));
+      SCOPED_TRACE(std::string(allowAvx512 ? "jit " : "cpp ") + attentionPrecisionName(precision) +
+                   " " + dtypeName(type));
       const float scale = 0.013f;
       const int32_t zp = type == DType::U8 ? 131 : -3;
       std::vector<float> f32(size_t(B * S * W));
       std::vector<uint8_t> got(size_t(B * S * W), 0xee);
       auto run = [&](DType outputType, void *out) {
         PlanBuilder pb;
-        TensorId base = pb.tensor("qkv", {B, S, 3 * W}, qkv.data());
-        const std::vector<int64_t> strides = {S * 3 * W, 3 * W, 1};
         AttentionSpec spec;
-        spec.q = pb.view("q", base, {B, S, W}, strides, 0, qkv.data());
-        spec.k = pb.view("k", base, {B, S, W}, strides, W, qkv.data() + W);
-        spec.v = pb.view("v", base, {B, S, W}, strides, 2 * W, qkv.data() + 2 * W);
+        mergedOperands(pb, qkv, B, S, W, spec);
         spec.mask = pb.tensor("mask", {B, 1, 1, S}, mask.data());
         spec.output = pb.tensor("out", {B, S, W}, out, Storage::Output, outputType);
-        spec.numHeads = H, spec.scale = 0.2f, spec.precision = path.precision;
+        spec.numHeads = H, spec.scale = 0.2f, spec.precision = precision;
         spec.outputType = outputType, spec.outputScale = scale, spec.outputZeroPoint = zp;
         KernelOptions options;
-        options.allowAvx512 = path.allowAvx512;
+        options.allowAvx512 = allowAvx512;
         std::string error;
         StepPtr step = makeAttention(spec, options, error);
         ASSERT_TRUE(step) << error;
@@ -502,6 +511,60 @@ TEST(Attention, QuantizedOutputIsTheQuantizedF32Output) {
       }
       EXPECT_GT(distinct, int(f32.size() / 2)); // the outputs are not all one value
     }
+}
+
+// zero_masked_rows (sdpa's Where(IsNaN(p), 0, p)) on every path: a query row
+// whose every key is masked to -inf and a query row with a NaN give zeros
+// (the int8 path: through the weighted softmax's 1/sum and the row's scale),
+// the other rows stay finite and equal to the step without it.
+TEST(Attention, ZeroMaskedRowsOnEveryPath) {
+  const int64_t B = 1, S = 37, H = 2, D = 24, W = H * D;
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  std::vector<float> qkv(size_t(B * S * 3 * W)), mask(size_t(S * S), 0.0f);
+  for (float &x : qkv)
+    x = uniform(rng);
+  const int64_t maskedRow = 4, nanRow = 9;
+  for (int64_t t = 0; t < S; ++t)
+    mask[size_t(maskedRow * S + t)] = -INFINITY;
+  qkv[size_t(nanRow * 3 * W + 3)] = NAN; // head 0's query of row nanRow
+  for (const auto &[allowAvx512, precision] : hostPaths()) {
+    SCOPED_TRACE(std::string(allowAvx512 ? "jit " : "cpp ") + attentionPrecisionName(precision));
+    auto run = [&](bool zeroMaskedRows) {
+      std::vector<float> out(size_t(B * S * W), -7.0f);
+      PlanBuilder pb;
+      AttentionSpec spec;
+      mergedOperands(pb, qkv, B, S, W, spec);
+      spec.mask = pb.tensor("mask", {S, S}, mask.data());
+      spec.output = pb.tensor("out", {B, S, W}, out.data(), Storage::Output);
+      spec.numHeads = H, spec.scale = 0.2f, spec.precision = precision;
+      spec.zeroMaskedRows = zeroMaskedRows;
+      KernelOptions options;
+      options.allowAvx512 = allowAvx512;
+      std::string error;
+      StepPtr step = makeAttention(spec, options, error);
+      EXPECT_TRUE(step) << error;
+      if (step) {
+        Status status = pb.run(*step);
+        EXPECT_TRUE(status.ok()) << status.message();
+      }
+      return out;
+    };
+    const std::vector<float> zeroed = run(true), plain = run(false);
+    for (int64_t s = 0; s < S; ++s)
+      for (int64_t c = 0; c < W; ++c) {
+        const float got = zeroed[size_t(s * W + c)];
+        const bool head0 = c < D;
+        if (s == maskedRow || (s == nanRow && head0)) {
+          ASSERT_EQ(got, 0.0f) << "row " << s << " column " << c;
+        } else {
+          ASSERT_TRUE(std::isfinite(got)) << "row " << s << " column " << c;
+          ASSERT_EQ(got, plain[size_t(s * W + c)]) << "row " << s << " column " << c;
+        }
+      }
+    // Without it the NaN row stays NaN, as the exported graph computes it.
+    EXPECT_TRUE(std::isnan(plain[size_t(nanRow * W)]));
+  }
 }
 
 TEST(Attention, OneStepServesEveryShape) {

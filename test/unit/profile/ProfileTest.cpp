@@ -349,18 +349,20 @@ TEST(Roofline, PeaksSampledInTheRunReplaceTheCachedOnes) {
   std::vector<Work> work = {{1e8, 1e3, "[q]"}};
   const Ceilings c = syntheticCeilings();
   // The machine was slower in the run than when its ceilings were cached.
-  const SampledPeaks peaks{4, 50, 200};
+  const SampledPeaks peaks{4, 50, 200, 70};
   ProfileReport r = analyzeProfile(plan, seconds, work, {0.001}, 2, &c, &peaks);
   EXPECT_EQ(r.peakSamples, 4);
   EXPECT_DOUBLE_EQ(r.cachedFp32Gflops, 100);
   EXPECT_DOUBLE_EQ(r.cachedInt8Gops, 400);
+  EXPECT_DOUBLE_EQ(r.cachedBf16Gflops, 150);
   EXPECT_DOUBLE_EQ(r.ceilings.fp32Gflops, 50);
   EXPECT_DOUBLE_EQ(r.ceilings.int8Gops, 200);
+  EXPECT_DOUBLE_EQ(r.ceilings.bf16Gflops, 70);
   EXPECT_DOUBLE_EQ(r.ceilings.l3GBs, 80) << "bandwidths stay the cached ones";
   EXPECT_NEAR(r.steps[0].rooflineFraction, 100.0 / 50, 1e-12); // 100 GFLOP/s of 50
   const std::string table = profileTable(r);
   EXPECT_NE(table.find("measured in this run"), std::string::npos) << table;
-  EXPECT_NE(table.find("cached: fp32 100.0, int8 400.0"), std::string::npos) << table;
+  EXPECT_NE(table.find("cached: fp32 100.0, int8 400.0, bf16 150.0"), std::string::npos) << table;
   EXPECT_NE(profileJson(r).find("\"peak_samples\": 4"), std::string::npos);
   // No samples: the cached ceilings, said so.
   const SampledPeaks none;
@@ -424,6 +426,11 @@ TEST(Ceilings, SampledPeaksArePositiveMediansOfTheSamples) {
     EXPECT_GT(p.int8Gops, p.fp32Gflops) << "4 products per lane against 1 FMA";
   else
     EXPECT_EQ(p.int8Gops, 0);
+  // vdpbf16ps where the CPU has it (at half the FMA's rate on some Xeons: no order).
+  if (octet::x86::CpuFeatures::host().supports(octet::x86::Isa::Avx512Bf16))
+    EXPECT_GT(p.bf16Gflops, 0);
+  else
+    EXPECT_EQ(p.bf16Gflops, 0);
 }
 
 TEST(Ceilings, MeasuredOnThisHostArePositiveAndCached) {
