@@ -176,7 +176,7 @@ double maxGeluError(UnaryOp op, const std::vector<float> &x,
   return worst;
 }
 
-/// GELU: |err| <= bound max(1, |x|) everywhere (accurate: 2^-22; fast: 4e-5);
+/// GELU: |err| <= bound max(1, |x|) everywhere (accurate: 2^-22; fast: 8e-5);
 /// inf, -inf, NaN, +-0 like x·Φ(x).
 void checkGelu(UnaryOp op, const std::function<double(double)> &ref, double bound) {
   EXPECT_LE(maxGeluError(op, linspace(-20, 20, 1000000), ref), bound);
@@ -204,10 +204,10 @@ TEST(VectorMath, GeluTanh) {
 }
 
 // The fast forms: the sweeps above, every float with 3 <= |x| <= 5 (the
-// largest errors: the fit's near 3.6, Phi's tail and the clamp at 4), and
-// exact tails from |x| = 4 on.
+// fit's errors near 3.4-3.8, Phi's tail and the clamp at 3.95), and exact
+// tails from the clamp on.
 void checkFastGelu(UnaryOp op, const std::function<double(double)> &ref) {
-  constexpr double kBound = 4e-5; // VectorMath.h
+  constexpr double kBound = 8e-5; // VectorMath.h
   checkGelu(op, ref, kBound);
   std::vector<float> x;
   for (float v = 3.0f; v <= 5.0f; v = std::nextafter(v, 6.0f))
@@ -215,13 +215,15 @@ void checkFastGelu(UnaryOp op, const std::function<double(double)> &ref) {
   const double worst = maxGeluError(op, x, ref);
   EXPECT_LE(worst, kBound);
   EXPECT_GT(worst, kBound / 4) << "the bound is loose: measure and tighten it";
-  std::vector<float> tails = mapThrough(op, {4.0f, 4.5f, 17.0f, -4.0f, -4.5f, -17.0f});
-  EXPECT_EQ(tails[0], 4.0f);
-  EXPECT_EQ(tails[1], 4.5f);
-  EXPECT_EQ(tails[2], 17.0f);
-  EXPECT_EQ(tails[3], 0.0f);
-  EXPECT_EQ(tails[4], 0.0f);
-  EXPECT_EQ(tails[5], 0.0f);
+  const std::vector<float> from = {3.95f, 4.0f, 4.5f, 17.0f};
+  std::vector<float> in = from;
+  for (float v : from)
+    in.push_back(-v);
+  std::vector<float> tails = mapThrough(op, in);
+  for (size_t i = 0; i < from.size(); ++i) {
+    EXPECT_EQ(tails[i], from[i]) << "GELU(" << from[i] << ")";
+    EXPECT_EQ(tails[from.size() + i], 0.0f) << "GELU(" << -from[i] << ")";
+  }
 }
 
 TEST(VectorMath, GeluErfFast) {
@@ -271,6 +273,67 @@ TEST(VectorMath, Reductions) {
     for (int i = 0; i < 16; ++i)
       EXPECT_EQ(y[i], float(isMax ? mx : sum)) << "lane " << i;
   }
+}
+
+/// 16 floats through geluErfFast / geluTanhFast, doubled or not, in place
+/// (dst == src) or not.
+class FastGeluKernel : public KernelGenerator {
+public:
+  FastGeluKernel(bool tanhForm, bool timesTwo, bool inPlace)
+      : KernelGenerator("fast_gelu", Isa::Avx512), tanh_(tanhForm), timesTwo_(timesTwo),
+        inPlace_(inPlace) {}
+
+protected:
+  void generate() override {
+    VectorMath math(*this, constants_, {zmm2, zmm3, zmm4}, {});
+    vmovups(zmm0, ptr[rdi]);
+    const Xbyak::Zmm &dst = inPlace_ ? zmm0 : zmm1;
+    tanh_ ? math.geluTanhFast(dst, zmm0, timesTwo_) : math.geluErfFast(dst, zmm0, timesTwo_);
+    vmovups(ptr[rsi], dst);
+    vzeroupper();
+    ret();
+    constants_.emit();
+  }
+
+private:
+  bool tanh_, timesTwo_, inPlace_;
+  ConstantTable constants_{*this};
+};
+
+// The doubled fast GELU is bit for bit twice the plain one (away from the
+// subnormals), so a requantize by 1 / (2 out_scale) gives the same codes
+// (ProgramLowering::resultScale).
+TEST(VectorMath, FastGeluTimesTwoIsExactlyTwiceThePlainOne) {
+  REQUIRE_AVX512();
+  std::vector<float> x = linspace(-20, 20, 160000);
+  x.insert(x.end(), kSpecials.begin(), kSpecials.end());
+  for (float v = 3.0f; v <= 5.0f; v = std::nextafter(v, 6.0f))
+    x.push_back(v), x.push_back(-v);
+  x.resize((x.size() + 15) / 16 * 16, 1.0f);
+  for (bool tanhForm : {false, true})
+    for (bool inPlace : {false, true}) {
+      FastGeluKernel plain(tanhForm, false, inPlace), doubled(tanhForm, true, inPlace);
+      auto f = plain.entry<void (*)(const float *, float *)>();
+      auto g = doubled.entry<void (*)(const float *, float *)>();
+      int mismatches = 0;
+      for (size_t i = 0; i < x.size(); i += 16) {
+        float y[16], z[16];
+        f(&x[i], y), g(&x[i], z);
+        for (int l = 0; l < 16; ++l) {
+          const float want = 2.0f * y[l];
+          // Near the subnormals halving is not exact: the two differ by
+          // less than FLT_MIN there, which no requantize can see.
+          const bool tiny = std::fabs(x[i + l]) < 0x1p-100f;
+          const bool same = std::isnan(want) ? std::isnan(z[l])
+                                             : z[l] == want || (tiny && std::fabs(z[l] - want) < FLT_MIN);
+          if (!same && ++mismatches <= 5)
+            ADD_FAILURE() << (tanhForm ? "tanh" : "erf") << (inPlace ? " in place" : "")
+                          << ": x = " << x[i + l] << ": doubled " << z[l] << ", 2 x plain "
+                          << want;
+        }
+      }
+      EXPECT_EQ(mismatches, 0);
+    }
 }
 
 } // namespace

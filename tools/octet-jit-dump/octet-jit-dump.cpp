@@ -25,6 +25,7 @@
 #include "compiler/codegen/x86/GemmF32Avx512.h"
 #include "compiler/codegen/x86/Int8GemmKernelAmx.h"
 #include "compiler/codegen/x86/Int8GemmKernelVnni.h"
+#include "compiler/codegen/x86/ProgramEpilogue.h"
 #include "runtime/Ceilings.h"
 
 #include "llvm/Support/CommandLine.h"
@@ -98,6 +99,10 @@ static cl::opt<float> outScale("out-scale", cl::desc("gemm-u8s8: u8/s8 output sc
                                cl::init(1.0f));
 static cl::opt<int> outZeroPoint("out-zp", cl::desc("gemm-u8s8: u8/s8 output zero point"),
                                  cl::init(0));
+static cl::opt<bool> geluTimesColumn(
+    "gelu-times-column",
+    cl::desc("gemm-u8s8, gemm-u8s8-amx: the INT8 FFN-in's epilogue program, GELU (erf) times a "
+             "per-column input, with the fast GELU of a u8/s8 output"));
 // layernorm, softmax
 static cl::opt<int64_t> n("n", cl::desc("layernorm, softmax: row length"), cl::init(16));
 static cl::opt<bool> writeSum("write-sum", cl::desc("layernorm: store the summed sources"));
@@ -117,6 +122,25 @@ static cl::opt<UnaryOp> op(
                clEnumValN(UnaryOp::GeluErf, "gelu-erf", ""),
                clEnumValN(UnaryOp::GeluTanh, "gelu-tanh", "")));
 
+/// The --gelu-times-column program (kept alive for the kernel that reads it).
+static const EpilogueEmitter *ffnInEpilogue() {
+  if (!geluTimesColumn)
+    return nullptr;
+  using Op = octet::rt::ElementwiseProgram::Op;
+  static std::unique_ptr<ProgramEpilogue> emitter = [] {
+    octet::rt::ElementwiseProgram program;
+    program.numInputs = 2;
+    program.instrs = {
+        {Op::Input, 0, -1, 0}, {Op::GeluErf, 0, -1, 0}, {Op::Input, 1, -1, 0}, {Op::Mul, 1, 2, 0}};
+    std::string error;
+    auto e = ProgramEpilogue::create(program, error, {false, true}, GeluAccuracy::ForRequantize);
+    if (!e)
+      throw std::logic_error("the FFN-in program: " + error);
+    return e;
+  }();
+  return emitter.get();
+}
+
 static std::unique_ptr<KernelGenerator> makeKernel() {
   switch (kernel) {
   case Kernel::GemmF32: {
@@ -133,6 +157,8 @@ static std::unique_ptr<KernelGenerator> makeKernel() {
     config.epilogue.bias = bias, config.epilogue.residual = residual;
     config.epilogue.output = output;
     config.epilogue.outScale = outScale, config.epilogue.outZeroPoint = outZeroPoint;
+    config.epilogue.elementwise = ffnInEpilogue();
+    config.epilogue.columnStride = 64 * 1024;
     return std::make_unique<Int8GemmKernelVnni>(config); // throws on a shape it rejects
   }
   case Kernel::Int8GemmAmx: {
@@ -142,6 +168,8 @@ static std::unique_ptr<KernelGenerator> makeKernel() {
     config.epilogue.compensation = compensation, config.epilogue.bias = bias;
     config.epilogue.residual = residual, config.epilogue.output = output;
     config.epilogue.outScale = outScale, config.epilogue.outZeroPoint = outZeroPoint;
+    config.epilogue.elementwise = ffnInEpilogue();
+    config.epilogue.columnStride = 64 * 1024;
     return std::make_unique<Int8GemmKernelAmx>(config); // throws on a shape it rejects
   }
   case Kernel::CeilingTdpbusd:

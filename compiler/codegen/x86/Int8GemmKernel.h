@@ -111,9 +111,10 @@ protected:
 
 private:
   bool multipliesByReciprocal() const;
-  /// The requantize adds out_zp before rounding (one FMA with the reciprocal;
-  /// see the header).
-  bool addsZeroPointBeforeRounding() const;
+  /// A fast GELU's result is requantized: scale and bias are one FMA, and the
+  /// requantize adds out_zp before rounding (one FMA with the reciprocal; see
+  /// the header).
+  bool requantizesAfterFastGelu() const;
   Xbyak::Address constant(int index) const;       // own table, {1to16}
   Xbyak::Address scalarConstant(int index) const; // own table, one float
   Xbyak::Label ownConstants_;

@@ -102,6 +102,36 @@ int decomposedGeluErf(const rt::ElementwiseProgram &p, int i) {
   return -1;
 }
 
+/// The one live GELU whose value reaches the result through multiplications
+/// (either operand) and divisions (as the dividend) only, each value on the
+/// way used once: its doubled value doubles the result exactly. -1 if none.
+int geluBeforeMultipliesOnly(const std::vector<rt::ElementwiseProgram::Instr> &ins,
+                             const std::vector<bool> &live, int result) {
+  const int n = int(ins.size());
+  auto computes = [&](int i) {
+    return live[i] && ins[i].op != Op::Input && ins[i].op != Op::Constant;
+  };
+  int gelu = -1;
+  for (int i = 0; i < n; ++i)
+    if (computes(i) && (ins[i].op == Op::GeluErf || ins[i].op == Op::GeluTanh)) {
+      if (gelu >= 0)
+        return -1;
+      gelu = i;
+    }
+  for (int v = gelu; v >= 0 && v != result;) {
+    int user = -1, uses = 0;
+    for (int i = 0; i < n; ++i)
+      if (computes(i) && (ins[i].a == v || ins[i].b == v)) {
+        user = i;
+        uses += (ins[i].a == v) + (ins[i].b == v);
+      }
+    if (uses != 1 || !(ins[user].op == Op::Mul || (ins[user].op == Op::Div && ins[user].a == v)))
+      return -1;
+    v = user;
+  }
+  return gelu;
+}
+
 /// Pow exponents with an exact or VectorMath-accurate vector form.
 bool powExponentSupported(float e) {
   return e == 1 || e == 2 || e == 3 || e == 0.5f || e == -0.5f || e == -1;
@@ -114,6 +144,7 @@ std::string ProgramLowering::plan(const rt::ElementwiseProgram &source, bool inp
   slots_ = 1, temps_ = 0, masks_ = 0;
   gelu_ = gelu;
   fastGelu_ = false;
+  resultScale_ = 1.0f;
   if (std::string e = source.verify(); !e.empty())
     return "malformed program: " + e;
   rt::ElementwiseProgram program = source;
@@ -161,6 +192,11 @@ std::string ProgramLowering::plan(const rt::ElementwiseProgram &source, bool inp
       if (ins[i].b >= 0)
         live[ins[i].b] = true;
     }
+
+  const int doubledGelu =
+      gelu == GeluAccuracy::ForRequantize ? geluBeforeMultipliesOnly(ins, live, result) : -1;
+  if (doubledGelu >= 0)
+    resultScale_ = 2.0f;
 
   // Which constants need a register, and each value's last use.
   std::vector<bool> needsRegister(n, false);
@@ -241,6 +277,7 @@ std::string ProgramLowering::plan(const rt::ElementwiseProgram &source, bool inp
     if (in.b >= 0 && slotOf[in.b] >= 0 && lastUse[in.b] == i)
       busy[slotOf[in.b]] = false;
     step.dst = slotOf[i] = allocate();
+    step.timesTwo = i == doubledGelu;
 
     int zmm = 0, mask = 0;
     UnaryOp unary;
@@ -336,7 +373,14 @@ void ProgramLowering::emit(Xbyak::CodeGenerator &gen, ConstantTable &constants, 
     }
     UnaryOp unary;
     if (toUnaryOp(s.op, gelu_, unary)) {
-      math.unary(unary, d, a);
+      if (s.timesTwo && unary == UnaryOp::GeluErfFast)
+        math.geluErfFast(d, a, true);
+      else if (s.timesTwo && unary == UnaryOp::GeluTanhFast)
+        math.geluTanhFast(d, a, true);
+      else if (s.timesTwo)
+        throw std::logic_error("ProgramLowering::emit: only a fast GELU is computed doubled");
+      else
+        math.unary(unary, d, a);
       continue;
     }
     switch (s.op) {

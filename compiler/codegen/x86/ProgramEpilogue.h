@@ -22,7 +22,7 @@
 //
 // Semantics follow ElementwiseProgram::evaluate: Max/Min/Relu propagate NaN;
 // math functions carry VectorMath's error bounds (a few ulp; the GELUs of a
-// program planned with GeluAccuracy::ForRequantize: 4e-5 max(1, |x|)).
+// program planned with GeluAccuracy::ForRequantize: 8e-5 max(1, |x|)).
 //
 //===----------------------------------------------------------------------===//
 #ifndef OCTET_COMPILER_CODEGEN_X86_PROGRAMEPILOGUE_H
@@ -52,6 +52,10 @@ public:
                    GeluAccuracy gelu = GeluAccuracy::Full);
   /// The plan uses a GELU accurate only for a requantized result.
   bool usesFastGelu() const { return fastGelu_; }
+  /// emit() leaves the result times this (1 or 2): a fast GELU whose value
+  /// reaches the result through multiplications only is computed doubled
+  /// (VectorMath::geluFast), one instruction fewer; the requantize divides it out.
+  float resultScale() const { return resultScale_; }
 
   /// Value registers besides the result register, and math temporaries.
   int extraValueRegisters() const { return slots_ - 1; }
@@ -78,12 +82,14 @@ private:
     int input = -1;     // Input: index
     float value = 0;    // Constant (broadcast) / folded constant operand b
     bool bConstant = false;
+    bool timesTwo = false; // a fast GELU computed doubled (resultScale())
   };
   std::vector<Step> steps_;
   std::vector<bool> inputsRead_;
   int slots_ = 1, temps_ = 0, masks_ = 0;
   GeluAccuracy gelu_ = GeluAccuracy::Full;
   bool fastGelu_ = false;
+  float resultScale_ = 1.0f;
 };
 
 /// Scratch zmm a program epilogue may ask of the GEMM.
@@ -102,6 +108,7 @@ public:
                                                  const std::vector<bool> &perColumn = {},
                                                  GeluAccuracy gelu = GeluAccuracy::Full);
   bool requantizedOutputOnly() const override { return lowering_.usesFastGelu(); }
+  float resultScale() const override { return lowering_.resultScale(); }
 
   int scratchZmmCount() const override { return scratch_; }
   int columnInputCount() const override { return columnInputs_; }

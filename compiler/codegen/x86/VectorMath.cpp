@@ -31,16 +31,17 @@ constexpr float kErfLargeFrom = 1.0f, kErfClamp = 4.0f;
 constexpr float kTanhSmall[] = {-3.333333135e-01f, 1.333321035e-01f, -5.394720286e-02f,
                                 2.170296758e-02f,  -8.182673715e-03f, 2.147536958e-03f};
 constexpr float kTanhLargeFrom = 0.625f;
-// Phi(a) - 1/2 for a in [0, 4] (Phi the normal CDF: 0.5 erf(a / sqrt 2)), and
-// its tanh-form counterpart 0.5 tanh(sqrt(2/pi) (a + 0.044715 a^3)); fitted
-// with P(4) = 1/2 + 2e-6 so that min(P, 1/2) is exactly 1/2 from 4 on.
-constexpr float kGeluErfFastPhi[] = {3.358462709e-05f,  3.980036974e-01f,  3.979413770e-03f,
-                                     -7.084359229e-02f, -2.857069252e-03f, 1.918481477e-02f,
-                                     -7.238599006e-03f, 1.124973758e-03f,  -6.588495307e-05f};
-constexpr float kGeluTanhFastPhi[] = {3.091718099e-05f,  3.980289400e-01f,  4.147002473e-03f,
-                                      -7.213218510e-02f, -1.360416180e-03f, 1.850752719e-02f,
-                                      -7.104770280e-03f, 1.115766936e-03f,  -6.599523476e-05f};
-constexpr float kGeluFastClamp = 4.0f;
+// Phi(a) - 1/2 for a in [0, 3.95] (Phi the normal CDF: 0.5 erf(a / sqrt 2)),
+// and its tanh-form counterpart 0.5 tanh(sqrt(2/pi) (a + 0.044715 a^3));
+// scripts/fit-fast-gelu: minimax for GELU's error, P(3.95) = 1/2 + 2e-6 so
+// that min(P, 1/2) is exactly 1/2 from 3.95 on.
+constexpr float kGeluErfFastPhi[] = {2.184230601e-03f,  3.790069222e-01f,  6.100003794e-02f,
+                                     -1.531614214e-01f, 6.246816367e-02f,  -1.082527358e-02f,
+                                     7.083669771e-04f};
+constexpr float kGeluTanhFastPhi[] = {1.733375713e-03f,  3.816955686e-01f,  5.548848957e-02f,
+                                      -1.485688984e-01f, 6.068198010e-02f,  -1.049798075e-02f,
+                                      6.854338571e-04f};
+constexpr float kGeluFastClamp = 3.95f;
 static_assert(sizeof kGeluErfFastPhi == sizeof kGeluTanhFastPhi, "geluFast: one degree");
 
 constexpr float kLog2e = 1.44269504088896341f;
@@ -195,10 +196,10 @@ void VectorMath::abs(const Zmm &d, const Zmm &s) {
   gen_.vpandd(d, s, constants_.bits(kAbsMask));
 }
 
-void VectorMath::horner(const Zmm &acc, const Zmm &x, const float *c, int n) {
-  broadcast(acc, c[n - 1]);
+void VectorMath::horner(const Zmm &acc, const Zmm &x, const float *c, int n, float scale) {
+  broadcast(acc, c[n - 1] * scale);
   for (int i = n - 2; i >= 0; --i)
-    gen_.vfmadd213ps(acc, x, constant(c[i]));
+    gen_.vfmadd213ps(acc, x, constant(c[i] * scale));
 }
 
 void VectorMath::copySign(const Zmm &magnitude, const Zmm &sign) {
@@ -339,18 +340,32 @@ void VectorMath::geluTanh(const Zmm &d, const Zmm &s) {
 
 // GELU(x) = x Phi(x) = x/2 + |x| (Phi(|x|) - 1/2). A NaN |x| clamps to 4 but
 // the last fma keeps it; x = -inf gives -inf + inf = NaN, as x Phi(x) does.
-void VectorMath::geluFast(const Zmm &d, const Zmm &s, const float *oddPhi) {
+// Doubled, every constant is twice the plain one's (exact in binary), so every
+// rounding of 2 GELU(x) = x + |x| min(2P, 1) is twice the plain one's.
+void VectorMath::geluFast(const Zmm &d, const Zmm &s, const float *oddPhi, bool timesTwo) {
   const Zmm &a = zmm(0), &clamped = zmm(1), &p = zmm(2);
+  const float factor = timesTwo ? 2.0f : 1.0f;
   gen_.vpandd(a, s, constants_.bits(kAbsMask));
   gen_.vminps(clamped, a, constant(kGeluFastClamp));
-  horner(p, clamped, oddPhi, size(kGeluErfFastPhi));
-  gen_.vminps(p, p, constant(0.5f));
-  gen_.vmulps(d, s, constant(0.5f));
-  gen_.vfmadd231ps(d, p, a);
+  horner(p, clamped, oddPhi, size(kGeluErfFastPhi), factor);
+  gen_.vminps(p, p, constant(0.5f * factor));
+  if (!timesTwo) {
+    gen_.vmulps(d, s, constant(0.5f));
+    gen_.vfmadd231ps(d, p, a);
+  } else if (d == s) {
+    gen_.vfmadd231ps(d, p, a);
+  } else {
+    gen_.vfmadd213ps(p, a, s);
+    gen_.vmovaps(d, p);
+  }
 }
 
-void VectorMath::geluErfFast(const Zmm &d, const Zmm &s) { geluFast(d, s, kGeluErfFastPhi); }
-void VectorMath::geluTanhFast(const Zmm &d, const Zmm &s) { geluFast(d, s, kGeluTanhFastPhi); }
+void VectorMath::geluErfFast(const Zmm &d, const Zmm &s, bool timesTwo) {
+  geluFast(d, s, kGeluErfFastPhi, timesTwo);
+}
+void VectorMath::geluTanhFast(const Zmm &d, const Zmm &s, bool timesTwo) {
+  geluFast(d, s, kGeluTanhFastPhi, timesTwo);
+}
 
 void VectorMath::unary(UnaryOp op, const Zmm &d, const Zmm &s) {
   switch (op) {
