@@ -173,10 +173,14 @@ void QuantizePerRowKernel::generate() {
 
 // ---- QuantizeKernel ----------------------------------------------------------
 
-QuantizeKernel::QuantizeKernel(QuantOutput output)
-    : KernelGenerator(std::string("quantize_") + quantOutputName(output) + "_avx512", Isa::Avx512,
-                      4096),
-      output_(output) {
+// The names are part of an AOT image's kernel table: an image whose kernel
+// divides never replays into a step that passes the reciprocal.
+QuantizeKernel::QuantizeKernel(QuantOutput output, QuantizeDivision division)
+    : KernelGenerator(std::string("quantize_") + quantOutputName(output) +
+                          (division == QuantizeDivision::Reciprocal ? "_reciprocal" : "") +
+                          "_avx512",
+                      Isa::Avx512, 4096),
+      output_(output), division_(division) {
   if (output == QuantOutput::F32)
     throw std::invalid_argument("QuantizeKernel: the output must be u8 or s8");
   if (!quantizeKernelsSupported())
@@ -192,7 +196,8 @@ void QuantizeKernel::run(const float *x, void *q, int64_t count, float scale, in
     throw std::invalid_argument("QuantizeKernel: zero point " + std::to_string(zp) +
                                 " outside the " + quantOutputName(output_) + " range");
   QuantizeArgs args;
-  args.x = x, args.q = q, args.count = count, args.scale = scale, args.zp = zp;
+  args.x = x, args.q = q, args.count = count, args.zp = zp;
+  args.scale = division_ == QuantizeDivision::Reciprocal ? 1.0f / scale : scale;
   args.lo = float(lo - zp), args.hi = float(lo + 255 - zp);
   args.vectors = count / 16;
   args.tailMask = tailMaskOf(count);
@@ -211,7 +216,10 @@ void QuantizeKernel::generate() {
       vpmovsdb(dst, zT);
   };
   auto quantize = [&]() {
-    vdivps(zT, zT, zS); // the division the formula names, not a reciprocal
+    if (division_ == QuantizeDivision::Reciprocal)
+      vmulps(zT, zT, zS); // zS holds 1 / scale
+    else
+      vdivps(zT, zT, zS); // the division the formula names
     vcmpps(kNan, zT, zT, kUnord);
     vmaxps(zT, zT, zLo);
     vminps(zT, zT, zHi);

@@ -68,12 +68,20 @@ struct QuantizeArgs {
   uint32_t tailMask; ///< (set by run())
 };
 
+/// How QuantizeKernel divides by the scale: Exact, `vdivps` (QuantizeLinear's
+/// formula, bit for bit); Reciprocal, times f32(1 / scale): a code differs
+/// only where x / scale lies within an ulp of a rounding tie, and the loop no
+/// longer waits on `vdivps`. For quantizes inside an approximation already
+/// coarser than that (the int8 attention's output).
+enum class QuantizeDivision { Exact, Reciprocal };
+
 class QuantizeKernel : public KernelGenerator {
 public:
   /// `output`: U8 or S8. Throws std::invalid_argument for F32 or a host
   /// without AVX-512 F/BW/DQ/VL.
-  explicit QuantizeKernel(QuantOutput output);
-  /// q[i] = saturate(RNE(x[i] / scale) + zp), i < count (single-threaded).
+  explicit QuantizeKernel(QuantOutput output, QuantizeDivision division = QuantizeDivision::Exact);
+  /// q[i] = saturate(RNE(x[i] / scale) + zp), i < count (single-threaded);
+  /// Reciprocal: x[i] * f32(1 / scale) in place of the division.
   /// zp must be in the output type's range.
   void run(const float *x, void *q, int64_t count, float scale, int32_t zp) const;
 
@@ -83,6 +91,7 @@ protected:
 private:
   using Fn = void (*)(const QuantizeArgs *);
   QuantOutput output_;
+  QuantizeDivision division_;
   Fn fn_ = nullptr;
 };
 

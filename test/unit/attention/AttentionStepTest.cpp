@@ -463,6 +463,7 @@ void mergedOperands(PlanBuilder &pb, std::vector<float> &qkv, int64_t B, int64_t
   spec.v = pb.view("v", base, {B, S, W}, strides, 2 * W, qkv.data() + 2 * W);
 }
 
+// (The int8 path's quantize multiplies by the reciprocal; the others divide.)
 TEST(Attention, QuantizedOutputIsTheQuantizedF32Output) {
   const int64_t B = 2, S = 45, H = 3, D = 40, W = H * D;
   std::mt19937 rng(11);
@@ -503,8 +504,12 @@ TEST(Attention, QuantizedOutputIsTheQuantizedF32Output) {
       run(type, got.data());
       const int32_t lo = type == DType::U8 ? 0 : -128, hi = type == DType::U8 ? 255 : 127;
       int distinct = 0;
+      // The int8 path multiplies by f32(1 / scale) (QuantizeDivision::Reciprocal).
+      const bool reciprocal = precision == AttentionPrecision::Int8;
       for (size_t i = 0; i < f32.size(); ++i) {
-        const int32_t want = x86::quantizeScalar(f32[i], scale, zp, lo, hi);
+        const int32_t want = reciprocal
+                                 ? x86::quantizeScalar(f32[i] * (1.0f / scale), 1.0f, zp, lo, hi)
+                                 : x86::quantizeScalar(f32[i], scale, zp, lo, hi);
         const int32_t value = type == DType::U8 ? int32_t(got[i]) : int32_t(int8_t(got[i]));
         ASSERT_EQ(value, want) << "element " << i << " (f32 " << f32[i] << ")";
         distinct += value != zp;

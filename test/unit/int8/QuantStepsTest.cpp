@@ -179,6 +179,52 @@ TEST(QuantizeKernels, PerTensorMatchesTheFormulaBitForBit) {
   EXPECT_THROW(octet::x86::QuantizeKernel(QuantOutput::F32), std::invalid_argument);
 }
 
+// The reciprocal form: RNE(x * f32(1 / scale)) + zp, saturated, NaN to zp,
+// bit for bit; its own kernel name (an AOT image never mixes the two).
+TEST(QuantizeKernels, PerTensorReciprocalMatchesItsFormulaBitForBit) {
+  SKIP_WITHOUT_AVX512();
+  using octet::x86::QuantizeDivision;
+  using octet::x86::QuantOutput;
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  for (QuantOutput out : {QuantOutput::U8, QuantOutput::S8}) {
+    octet::x86::QuantizeKernel kernel(out, QuantizeDivision::Reciprocal);
+    EXPECT_NE(kernel.name(), octet::x86::QuantizeKernel(out).name());
+    const int32_t lo = out == QuantOutput::U8 ? 0 : -128, hi = lo + 255;
+    int differences = 0;
+    for (int64_t count : {1, 15, 16, 17, 100, 1000})
+      for (float scale : {0.25f, 0.0173f, 3.0f, 1e-3f})
+        for (int32_t zp : {lo, lo + 128, hi, lo + 3}) {
+          std::vector<float> x = awkwardRows(1, count, count, unsigned(count + zp));
+          const float specials[] = {1e30f, -1e30f, nan, inf, -inf};
+          for (int64_t i = 0; i < std::min<int64_t>(count, 5); ++i)
+            x[i] = specials[i];
+          std::vector<uint8_t> q(count + 32, 0xa5);
+          kernel.run(x.data(), q.data(), count, scale, zp);
+          for (int64_t i = 0; i < count; ++i) {
+            const int got = out == QuantOutput::U8 ? int(q[i]) : int(int8_t(q[i]));
+            ASSERT_EQ(got, refQuantize(x[i] * (1.0f / scale), 1.0f, zp, lo, hi))
+                << "x " << x[i] << " scale " << scale << " zp " << zp;
+            // Against the division: at most one code, at a tie.
+            const int exact = refQuantize(x[i], scale, zp, lo, hi);
+            ASSERT_LE(std::abs(got - exact), 1) << "x " << x[i] << " scale " << scale;
+            differences += got != exact;
+          }
+          for (int64_t i = count; i < count + 32; ++i)
+            ASSERT_EQ(q[i], 0xa5) << "byte past the tensor written";
+        }
+    EXPECT_LT(differences, 20) << "the reciprocal should move a code only near ties";
+    // One case where the two differ: f32(2.25 / 0.3f) lies just below 7.5
+    // (code 7), f32(2.25 * f32(1 / 0.3f)) is the tie 7.5 itself (RNE: 8).
+    const float x = 2.25f;
+    uint8_t q = 0;
+    kernel.run(&x, &q, 1, 0.3f, 0);
+    const int got = out == QuantOutput::U8 ? int(q) : int(int8_t(q));
+    EXPECT_EQ(refQuantize(x, 0.3f, 0, lo, hi), 7);
+    EXPECT_EQ(got, 8) << "the kernel divides";
+  }
+}
+
 // ---- Step harness -------------------------------------------------------------
 
 struct Harness : test::BoundPlan {
