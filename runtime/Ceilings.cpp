@@ -667,12 +667,17 @@ std::string bf16SlowerThanFp32() {
     return "";
   // One thread (the ratio, not the peak, matters): ~24 ms with the calibration.
   const double fp32 = SampledLoop(fmaLoop(cpu)).gops(1), bf16Peak = SampledLoop(*bf16).gops(1);
-  if (!(bf16Peak < fp32))
+  return bf16SlowNote(bf16Peak, fp32);
+}
+
+std::string bf16SlowNote(double bf16Gflops, double fp32Gflops) {
+  if (!(bf16Gflops > 0) || !(fp32Gflops > 0) || !(bf16Gflops < fp32Gflops))
     return "";
   std::ostringstream os;
   os.precision(0);
-  os << std::fixed << "this CPU's vdpbf16ps peaks at " << bf16Peak << " GFLOP/s per thread against "
-     << fp32 << " for FP32 FMA: bf16 linears run slower here than the default f32 (their "
+  os << std::fixed << "this CPU's vdpbf16ps peaks at " << bf16Gflops
+     << " GFLOP/s per thread against " << fp32Gflops
+     << " for FP32 FMA: bf16 linears run slower here than the default f32 (their "
         "weights still take half the bytes)";
   return os.str();
 }

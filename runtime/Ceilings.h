@@ -109,6 +109,10 @@ private:
 /// trials). Some CPUs with AVX512-BF16 execute vdpbf16ps below the FMA rate
 /// (an Intel Xeon, model 207 under KVM: about half the flops).
 std::string bf16SlowerThanFp32();
+/// The note bf16SlowerThanFp32 gives for one thread's measured peaks
+/// (GFLOP/s), or "" where bf16 is not the slower one (or either is not a
+/// positive number).
+std::string bf16SlowNote(double bf16Gflops, double fp32Gflops);
 /// The tdpbusd peak loop (void fn(int64_t iterations)), for disassembly
 /// (octet-jit-dump --kernel ceiling-tdpbusd); generating needs no AMX.
 std::unique_ptr<x86::KernelGenerator> makeAmxPeakLoop();

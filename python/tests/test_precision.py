@@ -81,3 +81,21 @@ def test_int8_attention_is_the_int8_default(small_onnx):
 def test_attention_errors(small_onnx):
     with pytest.raises(octet.InvalidArgument, match="option 'attention'.*auto, f32, bf16 or int8"):
         octet.compile(small_onnx, attention="int4", progress=False)
+
+
+def test_slow_precision_line_is_a_precision_warning():
+    """On any CPU: the fusion report's `slow precision:` line (the note the C++ test
+    Ceilings.Bf16SlowNoteNamesBothPeaksOnlyWhereBf16IsSlower checks) becomes one
+    octet.PrecisionWarning with its text, and a report without it gives none."""
+    from octet import _model
+    note = ("--precision bf16: this CPU's vdpbf16ps peaks at 91 GFLOP/s per thread against 177 "
+            "for FP32 FMA: bf16 linears run slower here than the default f32 (their weights "
+            "still take half the bytes)")
+    fused = "fusion: 2 of 2 attention blocks fused, 5 of 5 layernorm blocks fused, 2 of 2 gelu blocks fused"
+    for report, want in ((f"{fused}\nslow precision: {note}\n", [note]), (f"{fused}\n", [])):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            _model._warn_unfused(report)
+        got = [str(w.message) for w in caught if issubclass(w.category, octet.PrecisionWarning)]
+        assert got == want, (report, got)
+        assert not [w for w in caught if issubclass(w.category, octet.FusionWarning)]

@@ -14,6 +14,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <unistd.h>
@@ -382,6 +383,21 @@ TEST(Roofline, MissingTimesOrWorkAreZeroNotACrash) {
 }
 
 // ---- Ceilings ----------------------------------------------------------------------
+
+// The slow-bf16 note on any CPU (whether this one's check fires depends on
+// its vdpbf16ps): the peaks it names, and nothing where bf16 is not slower.
+TEST(Ceilings, Bf16SlowNoteNamesBothPeaksOnlyWhereBf16IsSlower) {
+  const std::string note = bf16SlowNote(91.4, 177.2);
+  EXPECT_NE(note.find("peaks at 91 GFLOP/s per thread against 177 for FP32 FMA"),
+            std::string::npos)
+      << note;
+  EXPECT_NE(note.find("slower here than the default f32"), std::string::npos) << note;
+  EXPECT_EQ(bf16SlowNote(350.0, 177.0), "");
+  EXPECT_EQ(bf16SlowNote(177.0, 177.0), "");
+  EXPECT_EQ(bf16SlowNote(0.0, 177.0), "");
+  EXPECT_EQ(bf16SlowNote(std::nan(""), 177.0), "");
+  EXPECT_EQ(bf16SlowNote(91.0, std::nan("")), "");
+}
 
 TEST(Ceilings, JsonRoundTripsAndRejectsGarbage) {
   const Ceilings c = syntheticCeilings();
