@@ -44,8 +44,8 @@ public:
   enum class Kind { FmaZmm, FmaYmm, DotZmm, DotYmm, Bf16Zmm };
   explicit PeakLoop(Kind kind)
       : KernelGenerator("ceilings.peak", kind == Kind::FmaYmm || kind == Kind::DotYmm ? Isa::Avx2
-                                         : kind == Kind::Bf16Zmm                      ? Isa::Avx512Bf16
-                                                                                      : Isa::Avx512),
+                                         : kind == Kind::Bf16Zmm ? Isa::Avx512Bf16
+                                                                 : Isa::Avx512),
         kind_(kind) {}
   using Fn = void (*)(int64_t);
   static constexpr int kInstructionsPerIteration = 2 * kAccumulators;
@@ -466,12 +466,11 @@ bool Ceilings::fromJson(const std::string &json, Ceilings &out, std::string &err
   if (!text("host", c.host) || !text("cpu", c.cpu) || !number("threads", threads) ||
       !text("fp32_isa", c.fp32Isa) || !number("fp32_gflops", c.fp32Gflops) ||
       !text("int8_isa", c.int8Isa) || !number("int8_gops", c.int8Gops) ||
-      !number("bf16_gflops", c.bf16Gflops) ||
-      !number("amx_int8_gops", c.amxInt8Gops) || !text("amx_note", c.amxNote) ||
-      !number("l2_gbs", c.l2GBs) || !number("l3_gbs", c.l3GBs) || !number("dram_gbs", c.dramGBs) ||
-      !number("l2_buffer_bytes", l2b) || !number("l3_buffer_bytes", l3b) ||
-      !number("dram_buffer_bytes", drb) || !number("l3_cache_bytes", l3c) ||
-      !number("measure_seconds", c.measureSeconds))
+      !number("bf16_gflops", c.bf16Gflops) || !number("amx_int8_gops", c.amxInt8Gops) ||
+      !text("amx_note", c.amxNote) || !number("l2_gbs", c.l2GBs) || !number("l3_gbs", c.l3GBs) ||
+      !number("dram_gbs", c.dramGBs) || !number("l2_buffer_bytes", l2b) ||
+      !number("l3_buffer_bytes", l3b) || !number("dram_buffer_bytes", drb) ||
+      !number("l3_cache_bytes", l3c) || !number("measure_seconds", c.measureSeconds))
     return false;
   c.threads = int(threads);
   c.l2BufferBytes = int64_t(l2b), c.l3BufferBytes = int64_t(l3b);
@@ -629,14 +628,14 @@ struct ComputePeakSampler::Loops {
   std::optional<SampledLoop> fma, dot, bf16; ///< dot, bf16 empty without VNNI, AVX512-BF16
 };
 
-ComputePeakSampler::ComputePeakSampler(int threads)
+ComputePeakSampler::ComputePeakSampler(int threads, bool int8, bool bf16)
     : loops_(std::make_unique<Loops>()), threads_(resolveThreads(threads)) {
   const x86::CpuFeatures &cpu = x86::CpuFeatures::host();
   loops_->fma.emplace(fmaLoop(cpu));
-  if (const std::optional<ComputeLoop> dot = dotLoop(cpu))
+  if (const std::optional<ComputeLoop> dot = dotLoop(cpu); dot && int8)
     loops_->dot.emplace(*dot);
-  if (const std::optional<ComputeLoop> bf16 = bf16Loop(cpu))
-    loops_->bf16.emplace(*bf16);
+  if (const std::optional<ComputeLoop> loop = bf16Loop(cpu); loop && bf16)
+    loops_->bf16.emplace(*loop);
 }
 
 ComputePeakSampler::~ComputePeakSampler() = default;

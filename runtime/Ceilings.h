@@ -86,13 +86,14 @@ struct SampledPeaks {
 /// --profile samples them between the profiled runs): on a shared machine the
 /// peak moves with the load, so a kernel's efficiency is a fraction of the
 /// peak measured in the same run, not of the cached ceilings. Each sample()
-/// times the ceilings' FMA loop and, where the CPU has them, their vpdpbusd
-/// and vdpbf16ps loops on `threads` threads: the best of 2 trials of 5 ms each
-/// (10 ms per loop). Shorter trials read low: at 0.5 ms the team's start and join cost 3%
-/// (best of 10) to 6% (best of 3) of the peak that 5 ms trials read.
+/// times the ceilings' FMA loop and, where the CPU has them and they are asked
+/// for (a plan with INT8 / vdpbf16ps steps), their vpdpbusd and vdpbf16ps
+/// loops on `threads` threads: the best of 2 trials of 5 ms each (10 ms per
+/// loop; a peak not sampled reads 0). Shorter trials read low: at 0.5 ms the team's start and join
+/// cost 3% (best of 10) to 6% (best of 3) of the peak that 5 ms trials read.
 class ComputePeakSampler {
 public:
-  explicit ComputePeakSampler(int threads);
+  explicit ComputePeakSampler(int threads, bool int8 = true, bool bf16 = true);
   ~ComputePeakSampler();
   void sample();
   SampledPeaks peaks() const;

@@ -48,18 +48,21 @@ double mean(const std::vector<double> &values) {
 
 } // namespace
 
+PeakKind peakKindOf(const std::string &kind) {
+  // bf16 kernels on AMX tiles ("attention.amx_bf16") are neither int8 nor vdpbf16ps.
+  if (kind.find("bf16") != std::string::npos)
+    return kind.find("amx") == std::string::npos ? PeakKind::Bf16 : PeakKind::Fp32;
+  for (const char *tag : {"int8", "i8", "u8s8", "s8s8", "vnni", "amx"})
+    if (kind.find(tag) != std::string::npos)
+      return PeakKind::Int8;
+  return PeakKind::Fp32;
+}
+
 double rooflineBound(const Ceilings &c, const std::string &kind, double ops, double bytes,
                      std::string *memory, std::string *compute) {
-  // INT8 kernels name their types in the kind ("gemm.u8s8_vnni", "...int8...").
-  bool int8 = false;
-  for (const char *tag : {"int8", "i8", "u8s8", "s8s8", "vnni", "amx"})
-    int8 |= kind.find(tag) != std::string::npos;
-  // bf16 kernels on vdpbf16ps ("gemm.jit_bf16", "attention.jit_bf16") are held
-  // to its peak; on AMX tiles ("attention.amx_bf16") to the FP32 one (no
-  // tdpbf16ps peak is measured); neither to the int8 one.
-  const bool bf16 = kind.find("bf16") != std::string::npos;
-  int8 &= !bf16;
-  const bool vdpbf16ps = bf16 && kind.find("amx") == std::string::npos && c.bf16Gflops > 0;
+  const PeakKind held = peakKindOf(kind);
+  const bool vdpbf16ps = held == PeakKind::Bf16 && c.bf16Gflops > 0;
+  const bool int8 = held == PeakKind::Int8;
   const double peak = vdpbf16ps ? c.bf16Gflops : int8 && c.int8Gops > 0 ? c.int8Gops : c.fp32Gflops;
   const bool fitsL3 = c.l3CacheBytes > 0 && bytes <= double(c.l3CacheBytes);
   const double bandwidth = fitsL3 ? c.l3GBs : c.dramGBs;

@@ -69,6 +69,13 @@ ProfileReport analyzeProfile(const Plan &plan, const std::vector<std::vector<dou
                              const std::vector<double> &endToEndSeconds, int threads,
                              const Ceilings *ceilings, const SampledPeaks *peaks = nullptr);
 
+/// The compute peak a step of this kind is held to: Int8 for INT8 kernels
+/// (the kind names their types: "u8s8", "vnni", "int8", ...), Bf16 for bf16
+/// kernels on vdpbf16ps ("gemm.jit_bf16"), else Fp32 (AMX bf16 tiles too: no
+/// tdpbf16ps peak is measured).
+enum class PeakKind { Fp32, Int8, Bf16 };
+PeakKind peakKindOf(const std::string &kind);
+
 /// The roofline bound (GOPS) of a step with `ops` and `bytes` under `ceilings`;
 /// `memory` and `compute` get the ceilings chosen.
 double rooflineBound(const Ceilings &ceilings, const std::string &kind, double ops, double bytes,

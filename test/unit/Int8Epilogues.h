@@ -33,13 +33,8 @@ geluEpilogue(x86::GeluAccuracy accuracy = x86::GeluAccuracy::Full) {
 /// `y = gelu(acc) * column[n]`, the GELU the fast one for a requantized
 /// result (as the compiler builds BERT's INT8 FFN-in).
 inline std::unique_ptr<x86::ProgramEpilogue> geluTimesColumnEpilogue() {
-  using Op = rt::ElementwiseProgram::Op;
-  rt::ElementwiseProgram program;
-  program.numInputs = 2;
-  program.instrs = {
-      {Op::Input, 0, -1, 0}, {Op::GeluErf, 0, -1, 0}, {Op::Input, 1, -1, 0}, {Op::Mul, 1, 2, 0}};
   std::string error;
-  auto e = x86::ProgramEpilogue::create(program, error, {false, true},
+  auto e = x86::ProgramEpilogue::create(x86::geluTimesColumnProgram(), error, {false, true},
                                         x86::GeluAccuracy::ForRequantize);
   EXPECT_TRUE(e) << error;
   return e;

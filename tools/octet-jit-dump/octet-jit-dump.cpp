@@ -126,14 +126,10 @@ static cl::opt<UnaryOp> op(
 static const EpilogueEmitter *ffnInEpilogue() {
   if (!geluTimesColumn)
     return nullptr;
-  using Op = octet::rt::ElementwiseProgram::Op;
   static std::unique_ptr<ProgramEpilogue> emitter = [] {
-    octet::rt::ElementwiseProgram program;
-    program.numInputs = 2;
-    program.instrs = {
-        {Op::Input, 0, -1, 0}, {Op::GeluErf, 0, -1, 0}, {Op::Input, 1, -1, 0}, {Op::Mul, 1, 2, 0}};
     std::string error;
-    auto e = ProgramEpilogue::create(program, error, {false, true}, GeluAccuracy::ForRequantize);
+    auto e = ProgramEpilogue::create(geluTimesColumnProgram(), error, {false, true},
+                                     GeluAccuracy::ForRequantize);
     if (!e)
       throw std::logic_error("the FFN-in program: " + error);
     return e;

@@ -294,9 +294,16 @@ bool runInputSet(const rt::Plan &plan, const InputSet &set, std::string &error) 
   const bool profiling = runProfile || !runProfileJson.empty();
   // The compute peaks, sampled before every profiled run: a step's efficiency
   // is then a fraction of the peak of the same minutes (a shared host's moves).
+  // Only the loops some step is held to (each costs 10 ms per repeat).
   std::unique_ptr<rt::ComputePeakSampler> peaks;
-  if (profiling)
-    peaks = std::make_unique<rt::ComputePeakSampler>(omp_get_max_threads());
+  if (profiling) {
+    bool int8 = false, bf16 = false;
+    for (const auto &step : plan.steps) {
+      const rt::PeakKind held = rt::peakKindOf(step->kind());
+      int8 |= held == rt::PeakKind::Int8, bf16 |= held == rt::PeakKind::Bf16;
+    }
+    peaks = std::make_unique<rt::ComputePeakSampler>(omp_get_max_threads(), int8, bf16);
+  }
   unsigned total = runWarmup + std::max(1u, unsigned(runRepeat));
   for (unsigned r = 0; r < total; ++r) {
     if (peaks && r >= runWarmup)

@@ -416,6 +416,14 @@ void ProgramLowering::emit(Xbyak::CodeGenerator &gen, ConstantTable &constants, 
   }
 }
 
+rt::ElementwiseProgram geluTimesColumnProgram() {
+  rt::ElementwiseProgram program;
+  program.numInputs = 2;
+  program.instrs = {
+      {Op::Input, 0, -1, 0}, {Op::GeluErf, 0, -1, 0}, {Op::Input, 1, -1, 0}, {Op::Mul, 1, 2, 0}};
+  return program;
+}
+
 std::unique_ptr<ProgramEpilogue> ProgramEpilogue::create(const rt::ElementwiseProgram &program,
                                                          std::string &error,
                                                          const std::vector<bool> &perColumn,

@@ -95,6 +95,11 @@ private:
 /// Scratch zmm a program epilogue may ask of the GEMM.
 constexpr int kMaxEpilogueScratch = 16;
 
+/// `gelu(acc) * column[n]` (input 1 per column): the shape of BERT's INT8
+/// FFN-in epilogue (GELU times the next GEMM's SmoothQuant factors), for
+/// octet-jit-dump and the GEMM tests.
+rt::ElementwiseProgram geluTimesColumnProgram();
+
 class ProgramEpilogue : public EpilogueEmitter {
 public:
   /// `perColumn[i]` (i >= 1): program input i is a per-column vector; they

@@ -193,7 +193,7 @@ void runCase(const Case &c) {
   ASSERT_TRUE(step) << error;
   const bool bf16 = c.precision == AttentionPrecision::Bf16 && c.allowAvx512 && hostRunsBf16();
   const bool int8 = c.precision == AttentionPrecision::Int8 && c.allowAvx512 && hostRunsInt8();
-  EXPECT_EQ(step->kind(), bf16             ? hostBf16Kind()
+  EXPECT_EQ(step->kind(), bf16            ? hostBf16Kind()
                           : int8          ? "attention.vnni_int8"
                           : c.allowAvx512 ? "attention.jit_avx512"
                                           : "attention.cpp");
@@ -404,13 +404,15 @@ TEST(Attention, Bf16NeedsAvx512Bf16OnTheTarget) {
   if (!hostHasAvx512())
     GTEST_SKIP() << "no AVX-512: the f32 fallback is the C++ twin either way";
   AttentionSpec spec;
-  spec.q = 0, spec.k = 1, spec.v = 2, spec.output = 3, spec.numHeads = 2, spec.precision = AttentionPrecision::Bf16;
+  spec.q = 0, spec.k = 1, spec.v = 2, spec.output = 3, spec.numHeads = 2,
+  spec.precision = AttentionPrecision::Bf16;
   KernelOptions options;
   options.cpu.amxBf16 = false; // a target without AMX: vdpbf16ps where it has AVX512-BF16
   std::string error;
   StepPtr step = makeAttention(spec, options, error);
   ASSERT_TRUE(step) << error;
-  EXPECT_EQ(step->kind(), options.cpu.avx512bf16 ? "attention.avx512_bf16" : "attention.jit_avx512");
+  EXPECT_EQ(step->kind(),
+            options.cpu.avx512bf16 ? "attention.avx512_bf16" : "attention.jit_avx512");
   options = KernelOptions();
   options.cpu.avx512bf16 = false;
   step = makeAttention(spec, options, error);
@@ -452,6 +454,16 @@ std::vector<std::pair<bool, AttentionPrecision>> hostPaths() {
   return paths;
 }
 
+/// A merged [B, S, 3W] QKV buffer of values uniform in [-1, 1] from `seed`.
+std::vector<float> randomQkv(int64_t B, int64_t S, int64_t W, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  std::vector<float> qkv(size_t(B * S * 3 * W));
+  for (float &x : qkv)
+    x = uniform(rng);
+  return qkv;
+}
+
 /// spec's q, k and v: column slices of one [B, S, 3W] buffer, as a merged QKV
 /// linear writes them.
 void mergedOperands(PlanBuilder &pb, std::vector<float> &qkv, int64_t B, int64_t S, int64_t W,
@@ -466,11 +478,7 @@ void mergedOperands(PlanBuilder &pb, std::vector<float> &qkv, int64_t B, int64_t
 // (The int8 path's quantize multiplies by the reciprocal; the others divide.)
 TEST(Attention, QuantizedOutputIsTheQuantizedF32Output) {
   const int64_t B = 2, S = 45, H = 3, D = 40, W = H * D;
-  std::mt19937 rng(11);
-  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
-  std::vector<float> qkv(size_t(B * S * 3 * W)), mask(size_t(B * S), 0.0f);
-  for (float &x : qkv)
-    x = uniform(rng);
+  std::vector<float> qkv = randomQkv(B, S, W, 11), mask(size_t(B * S), 0.0f);
   for (int64_t t = S - 7; t < S; ++t)
     mask[size_t(S + t)] = -INFINITY; // the second sequence's last keys masked
   for (const auto &[allowAvx512, precision] : hostPaths())
@@ -524,11 +532,7 @@ TEST(Attention, QuantizedOutputIsTheQuantizedF32Output) {
 // the other rows stay finite and equal to the step without it.
 TEST(Attention, ZeroMaskedRowsOnEveryPath) {
   const int64_t B = 1, S = 37, H = 2, D = 24, W = H * D;
-  std::mt19937 rng(5);
-  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
-  std::vector<float> qkv(size_t(B * S * 3 * W)), mask(size_t(S * S), 0.0f);
-  for (float &x : qkv)
-    x = uniform(rng);
+  std::vector<float> qkv = randomQkv(B, S, W, 5), mask(size_t(S * S), 0.0f);
   const int64_t maskedRow = 4, nanRow = 9;
   for (int64_t t = 0; t < S; ++t)
     mask[size_t(maskedRow * S + t)] = -INFINITY;

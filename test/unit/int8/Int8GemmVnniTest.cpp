@@ -624,7 +624,7 @@ TEST(Int8GemmVnni, FastGeluDoubledOnlyBeforeMultiplications) {
     for (int64_t j = 0; j < n; ++j) {
       const double v = c.formula(gelu2, column[j]) / 0.05 + 7;
       const int want = std::isnan(v) ? -128 : int(std::clamp(std::nearbyint(v), -128.0, 127.0));
-      EXPECT_NEAR(int(int8_t(out[j])), want, std::fabs(v - std::trunc(v) - 0.5) < 0.01 ? 1 : 0)
+      EXPECT_NEAR(int(int8_t(out[j])), want, std::fabs(v - std::floor(v) - 0.5) < 0.01 ? 1 : 0)
           << c.name << ", column " << j << " (" << column[j] << "): v = " << v;
     }
   }

@@ -279,6 +279,12 @@ TEST(Roofline, BoundIsMinOfPeakAndIntensityTimesBandwidth) {
   noBf16.bf16Gflops = 0;
   EXPECT_DOUBLE_EQ(rooflineBound(noBf16, "gemm.jit_bf16", 1e7, 1e3, nullptr, &compute), 100);
   EXPECT_EQ(compute, "fp32");
+  // The classes octetc run --profile samples peaks for.
+  EXPECT_EQ(peakKindOf("qgemm.jit_vnni+epilogue.columns"), PeakKind::Int8);
+  EXPECT_EQ(peakKindOf("attention.vnni_int8+quantize"), PeakKind::Int8);
+  EXPECT_EQ(peakKindOf("gemm.jit_bf16"), PeakKind::Bf16);
+  EXPECT_EQ(peakKindOf("attention.amx_bf16"), PeakKind::Fp32);
+  EXPECT_EQ(peakKindOf("layernorm.jit_avx512"), PeakKind::Fp32);
 }
 
 TEST(Roofline, AnalyzeTakesMediansSharesAndFractions) {
@@ -388,8 +394,7 @@ TEST(Roofline, MissingTimesOrWorkAreZeroNotACrash) {
 // its vdpbf16ps): the peaks it names, and nothing where bf16 is not slower.
 TEST(Ceilings, Bf16SlowNoteNamesBothPeaksOnlyWhereBf16IsSlower) {
   const std::string note = bf16SlowNote(91.4, 177.2);
-  EXPECT_NE(note.find("peaks at 91 GFLOP/s per thread against 177 for FP32 FMA"),
-            std::string::npos)
+  EXPECT_NE(note.find("peaks at 91 GFLOP/s per thread against 177 for FP32 FMA"), std::string::npos)
       << note;
   EXPECT_NE(note.find("slower here than the default f32"), std::string::npos) << note;
   EXPECT_EQ(bf16SlowNote(350.0, 177.0), "");
@@ -447,6 +452,13 @@ TEST(Ceilings, SampledPeaksArePositiveMediansOfTheSamples) {
     EXPECT_GT(p.bf16Gflops, 0);
   else
     EXPECT_EQ(p.bf16Gflops, 0);
+  // A plan without INT8 or bf16 steps asks for the FMA loop only.
+  ComputePeakSampler fmaOnly(1, false, false);
+  fmaOnly.sample();
+  const SampledPeaks f = fmaOnly.peaks();
+  EXPECT_GT(f.fp32Gflops, 0);
+  EXPECT_EQ(f.int8Gops, 0);
+  EXPECT_EQ(f.bf16Gflops, 0);
 }
 
 TEST(Ceilings, MeasuredOnThisHostArePositiveAndCached) {
