@@ -121,6 +121,13 @@ Int8GemmDriver::Int8GemmDriver(PackedInt8View packed, Int8GemmParams params)
   Int8GemmKernelConfig config;
   config.nr = nr_;
   config.kTailBytes = int(k_ % family_.kGranule);
+  // Two lines of B per K step where registerTileMBlock may split rows: a
+  // small weight (every thread streams all of it then). A fixed size, not
+  // this CPU's L2: an AOT image's kernels must not depend on the host that
+  // compiled it. The rest keep one: two measured 1-2% slower on BERT-base's
+  // FFN GEMMs (bench/RESULTS.md, session 16).
+  bPrefetchLines_ = registerTile && k_ * n_ <= kRowSplitWeightBytes ? 2 : 1;
+  config.bPrefetchLines = bPrefetchLines_;
   Int8EpilogueConfig &e = config.epilogue;
   e.compensation = params_.aZeroPoint != 0;
   e.xScalePerRow = params_.xScalePerRow;
@@ -280,10 +287,32 @@ Int8GemmRunStats Int8GemmDriver::runEmulated(const uint8_t *a, int64_t m, int64_
 // ---------------------------------------------------------------------------
 // RegisterTile: (M block, panel) pairs over the team, K blocks inside.
 
+int64_t Int8GemmDriver::registerTileMBlock(int64_t m) const {
+  const int64_t threads = omp_get_max_threads();
+  // Rows over the team (each thread all panels of its own rows) where the
+  // kernels prefetch two lines of B per unrolled K step (small weights:
+  // kRowSplitWeightBytes) and each thread's rows make enough row tiles that
+  // this brings the next panel (K x NR bytes, K / 8 lines per call) into L2
+  // while it computes the current one: NR / 8 tiles, 6 at NR 48. Each thread
+  // then reads the A and residual rows and writes the C rows that the
+  // token-wise steps around the GEMM (LayerNorm, quantize: static row
+  // ranges) gave it or take from it, instead of half of every row from the
+  // other core's cache, at the price of streaming all of B.
+  const int64_t minTiles = ceilDiv(nr_, 4 * 2);
+  if (bPrefetchLines_ != 2 || threads < 2 || ceilDiv(ceilDiv(m, threads), mr_) < minTiles)
+    return gemm_blocking::mBlock(m, k_, mr_, panels_, sizeof(uint8_t));
+  // A whole number of blocks per thread (the static split of the (block,
+  // panel) pairs then gives each thread whole blocks), each within the L2
+  // rule's height.
+  const int64_t l2Block = gemm_blocking::mBlock(m, k_, mr_, /*panels=*/threads, sizeof(uint8_t));
+  const int64_t blocks = gemm_blocking::roundUp(std::max(ceilDiv(m, l2Block), threads), threads);
+  return ceilDiv(m, blocks);
+}
+
 template <typename Invoke>
 Int8GemmRunStats Int8GemmDriver::runRegisterTiles(const Call &r, Invoke invoke) const {
   const int64_t m = r.m;
-  const int64_t mBlock = gemm_blocking::mBlock(m, k_, mr_, panels_, sizeof(uint8_t));
+  const int64_t mBlock = registerTileMBlock(m);
   const int64_t mBlocks = ceilDiv(m, mBlock);
   const int64_t kBlocks = ceilDiv(k_, kc_);
   // Panels are [K / granule][NR][granule] bytes. gemm_blocking::kBlock cuts K
@@ -315,7 +344,7 @@ Int8GemmRunStats Int8GemmDriver::runRegisterTiles(const Call &r, Invoke invoke) 
           const int8_t *next = b + ceilDiv(len, granule) * granule * nr_;
           const int64_t nextBytes = std::min<int64_t>(ceilDiv(len, granule) * granule * nr_,
                                                       packed_.data + packed_.bytes - next);
-          const int64_t linesPerCall = kGroups / GemmTileAvx512::kUnroll;
+          const int64_t linesPerCall = kGroups / GemmTileAvx512::kUnroll * bPrefetchLines_;
           int64_t prefetched = 0;
           // The block's rows in equal tiles (128 rows at MR 9: 8 x 9 + 7 x 8,
           // not 14 x 9 + 2): a 2-row tile has too few accumulators to hide

@@ -36,7 +36,11 @@
 //       such that Mc x K bytes of A fit in half of L2, M cut into equal
 //       blocks, each block into row tiles of equal height (at most MR);
 //       threads take (M block, panel) pairs, panels innermost
-//       (gemm_blocking, GemmF32's rule with bytes for floats).
+//       (gemm_blocking, GemmF32's rule with bytes for floats). Where every
+//       thread's share of the rows makes enough row tiles for the B
+//       prefetch to keep up (6 at NR 48), the blocks are the team's rows
+//       instead: each thread computes all panels of its own rows
+//       (registerTileMBlock).
 //     AmxTiles: M blocks of 32 rows x 32-column panels, all of K per call;
 //       threads over a panels x blocks grid (gemm_blocking::threadGrid), each
 //       M block passing over an L2-sized chunk of panels; a thread reloads
@@ -126,6 +130,12 @@ struct Int8GemmRunStats {
 
 class Int8GemmDriver final : public Int8Gemm {
 public:
+  /// RegisterTile: weights of at most this many bytes (K x N) may have their
+  /// rows split over the team (registerTileMBlock): BERT-base's QKV (1.7 MiB)
+  /// and attention output (0.56 MiB) measured faster so on a 2 MB-L2 Xeon,
+  /// its FFN GEMMs (2.25 MiB) slower.
+  static constexpr int64_t kRowSplitWeightBytes = int64_t(2) << 20;
+
   /// Whether this host can run `isa`'s kernels.
   static bool hostSupported(PackIsa isa = PackIsa::Avx512Vnni);
 
@@ -159,6 +169,9 @@ public:
   int64_t kc() const { return kc_; } ///< K bytes per call
   int64_t n() const { return n_; }
   int64_t k() const { return k_; }
+  /// RegisterTile: the rows of an M block in a run of M rows on the current
+  /// OpenMP team (runRegisterTiles explains the rule).
+  int64_t registerTileMBlock(int64_t m) const;
   /// The kernel for calls of `rows` rows on a full or the tail panel.
   const Int8GemmKernel &kernel(int rows, bool tailPanel) const;
 
@@ -183,6 +196,7 @@ private:
   PackedInt8View packed_;
   Int8GemmParams params_;
   int nr_, mr_;
+  int bPrefetchLines_ = 1; // RegisterTile kernels' B prefetch per K step
   int64_t kc_, panels_, panelBytes_;
   // Per column, padded to whole panels (kernels read whole vectors).
   std::vector<int32_t, CacheLineAllocator<int32_t>> comp_;

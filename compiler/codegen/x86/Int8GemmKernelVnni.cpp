@@ -18,6 +18,8 @@ std::string kernelName(const Int8GemmKernelConfig &c) {
                      "c" + std::to_string(c.columns);
   if (c.kTailBytes)
     name += "_ktail" + std::to_string(c.kTailBytes);
+  if (c.bPrefetchLines != 1)
+    name += "_pf" + std::to_string(c.bPrefetchLines);
   return name + int8EpilogueSuffix(c.epilogue);
 }
 
@@ -77,6 +79,9 @@ Int8GemmKernelVnni::Int8GemmKernelVnni(const Int8GemmKernelConfig &config)
            " for this panel width and " + std::to_string(scratch) + " epilogue scratch zmm");
   if (config.kTailBytes < 0 || config.kTailBytes > 3)
     reject("K tail bytes must be K % 4");
+  if (config.bPrefetchLines != 1 && config.bPrefetchLines != 2)
+    reject("B prefetch lines per K step must be 1 or 2, got " +
+           std::to_string(config.bPrefetchLines));
   if (std::string why = checkInt8Epilogue(config.epilogue); !why.empty())
     reject(why);
 }
@@ -104,8 +109,9 @@ void Int8GemmKernelVnni::afterUnrolledSteps() {
   // and the hardware prefetchers follow the current B slice, not the next:
   // without this the first row tile of each slice waits on memory (BERT-base
   // GEMMs at M = 128: bench/gemm_u8s8_vnni's cold column).
-  prefetcht1(ptr[regPrefetch_]);
-  add(regPrefetch_, 64);
+  for (int line = 0; line < config_.bPrefetchLines; ++line)
+    prefetcht1(ptr[regPrefetch_ + 64 * line]);
+  add(regPrefetch_, 64 * config_.bPrefetchLines);
 }
 
 void Int8GemmKernelVnni::generate() {

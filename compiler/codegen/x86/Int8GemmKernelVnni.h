@@ -59,14 +59,15 @@ struct Int8GemmVnniArgs {
   int64_t last;         ///< nonzero: last K block: epilogue and store C; else store `partial`
   const float *xScale;  ///< per-row x scale of the tile's first row (xScalePerRow), one per row
   const float *columns; ///< the program's per-column inputs at the panel's first column
-  /// B bytes to pull into L2 during this call, one cache line per kUnroll K
-  /// groups from here on (the driver's next slice of B; prefetches never
-  /// fault, so any value is safe, null included).
+  /// B bytes to pull into L2 during this call, config.bPrefetchLines cache
+  /// lines per kUnroll K groups from here on (the driver's next slice of B;
+  /// prefetches never fault, so any value is safe, null included).
   const int8_t *bPrefetch;
 };
 using Int8GemmVnniFn = void (*)(const Int8GemmVnniArgs *);
 
-/// Config: rows 1..maxRows(nr, scratch), nr 16, 32, 48 or 64, kTailBytes K % 4.
+/// Config: rows 1..maxRows(nr, scratch), nr 16, 32, 48 or 64, kTailBytes K % 4,
+/// bPrefetchLines 1 or 2.
 class Int8GemmKernelVnni : public Int8GemmKernel {
 public:
   /// Throws std::invalid_argument for a configuration it cannot generate.
@@ -76,7 +77,7 @@ public:
 
 protected:
   void generate() override;
-  /// One line of the next B slice into L2 per unrolled K step.
+  /// config.bPrefetchLines lines of the next B slice into L2 per unrolled K step.
   void afterUnrolledSteps() override;
 
 private:

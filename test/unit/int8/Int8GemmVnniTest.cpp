@@ -14,6 +14,7 @@
 //    where the true value lies within that bound of a rounding boundary.
 //
 //===----------------------------------------------------------------------===//
+#include "compiler/codegen/GemmBlocking.h"
 #include "compiler/codegen/x86/Int8GemmDriver.h"
 #include "compiler/codegen/x86/Int8GemmKernelVnni.h"
 #include "compiler/codegen/x86/ProgramEpilogue.h"
@@ -181,6 +182,59 @@ INSTANTIATE_TEST_SUITE_P(OddShapes, Int8GemmVnniShapes,
                                             ::testing::Values(1, 3, 4, 5, 64, 768, 770)),
                          octet::test::MnkName());
 
+// Two threads split the rows where each gets at least NR / 8 row tiles (6 at
+// NR 48: its B prefetch keeps up) and the weight is small (2 MiB), the
+// panels otherwise; at a long K each thread takes whole L2-sized blocks. The
+// results match the reference on both sides of the threshold.
+TEST(Int8GemmVnni, RowsSplitOverTheTeamOnlyWhereEachThreadHasEnoughTiles) {
+  SKIP_WITHOUT_VNNI();
+  struct Case {
+    int64_t m, n, k;
+    bool enoughTiles;
+  };
+  for (const Case c : {Case{128, 768, 768, true}, Case{96, 768, 768, true}, // 48 rows: 6 tiles
+                       Case{90, 768, 768, false},                           // 45 rows: 5 tiles
+                       Case{129, 100, 770, true}, Case{1024, 100, 3072, true},
+                       Case{128, 768, 3072, true}}) { // BERT's FFN-out: 2.25 MiB of weight
+    const bool rowSplit = c.enoughTiles && c.k * c.n <= Int8GemmDriver::kRowSplitWeightBytes;
+    std::vector<int8_t> b(c.k * c.n, 1);
+    const PackedInt8 packed =
+        packInt8(octet::PackIsa::Avx512Vnni, b.data(), c.k, c.n, WeightLayout::KN);
+    Int8GemmParams params;
+    params.wScale = {1.0f};
+    Int8GemmDriver gemm(packed, params);
+    const std::string what = std::to_string(c.m) + "x" + std::to_string(c.n) + "x" +
+                             std::to_string(c.k) + " MR " + std::to_string(gemm.mr());
+    EXPECT_EQ(gemm.kernel(gemm.mr(), false).config().bPrefetchLines,
+              c.k * c.n <= Int8GemmDriver::kRowSplitWeightBytes ? 2 : 1)
+        << what;
+    const int64_t panels = (c.n + gemm.nr() - 1) / gemm.nr();
+    {
+      ThreadCount one(1); // the L2 rule alone
+      EXPECT_EQ(gemm.registerTileMBlock(c.m), gemm_blocking::mBlock(c.m, c.k, gemm.mr(), panels, 1))
+          << what;
+    }
+    ThreadCount two(2);
+    const int64_t block = gemm.registerTileMBlock(c.m);
+    const int64_t blocks = (c.m + block - 1) / block;
+    if (rowSplit) {
+      EXPECT_EQ(blocks % 2, 0) << what << ": block " << block;
+      EXPECT_LE(block, gemm_blocking::mBlock(c.m, c.k, gemm.mr(), 2, 1))
+          << what << ": beyond the L2 rule";
+    } else {
+      EXPECT_EQ(block, gemm_blocking::mBlock(c.m, c.k, gemm.mr(), panels, 1)) << what;
+    }
+  }
+  for (int64_t m : {96, 90}) {
+    Problem p(m, 768, 768, 3);
+    Options o;
+    o.aZeroPoint = 128, o.bias = true, o.residual = true;
+    p.run(o);
+    o.residual = false, o.gelu = true, o.output = QuantOutput::U8;
+    p.run(o);
+  }
+}
+
 // Every epilogue combination on one shape with a K tail, K blocks and an N tail.
 TEST(Int8GemmVnni, AllEpilogueCombinations) {
   SKIP_WITHOUT_VNNI();
@@ -265,8 +319,6 @@ TEST(Int8GemmVnni, BPrefetchAddressIsNeverLoaded) {
   const PackedInt8 packed = packInt8(octet::PackIsa::Avx512Vnni, b.data(), k, n, WeightLayout::KN);
   Int8GemmKernelConfig config;
   config.rows = rows, config.nr = packed.nr, config.columns = int(n);
-  Int8GemmKernelVnni kernel(config);
-  auto fn = kernel.entry<Int8GemmVnniFn>();
   std::vector<int32_t> comp(packed.nr, 0);
   std::vector<float> scale(packed.nr, 1.0f), bias(packed.nr, 0.0f);
   const long page = sysconf(_SC_PAGESIZE);
@@ -274,24 +326,29 @@ TEST(Int8GemmVnni, BPrefetchAddressIsNeverLoaded) {
   ASSERT_NE(guard, MAP_FAILED);
   const int8_t *targets[] = {packed.data.data(), nullptr, static_cast<const int8_t *>(guard),
                              reinterpret_cast<const int8_t *>(uintptr_t(0xdead0000))};
-  for (const int8_t *target : targets) {
-    std::vector<float> c(rows * n, -1.0f);
-    Int8GemmVnniArgs args{};
-    args.a = a.data(), args.b = packed.data.data(), args.c = c.data();
-    args.comp = comp.data(), args.scale = scale.data(), args.bias = bias.data();
-    args.lda = k, args.ldc = n;
-    args.kGroups = k / 4, args.last = 1;
-    args.bPrefetch = target;
-    fn(&args);
-    for (int i = 0; i < rows; ++i)
-      for (int64_t j = 0; j < n; ++j) {
-        int64_t ref = 0;
-        for (int64_t kk = 0; kk < k; ++kk)
-          ref += int64_t(a[i * k + kk]) * b[kk * n + j];
-        ASSERT_EQ(c[i * n + j], float(ref))
-            << "prefetch target " << static_cast<const void *>(target);
-      }
-  }
+  for (int lines : {1, 2})
+    for (const int8_t *target : targets) {
+      config.bPrefetchLines = lines;
+      Int8GemmKernelVnni kernel(config);
+      auto fn = kernel.entry<Int8GemmVnniFn>();
+      std::vector<float> c(rows * n, -1.0f);
+      Int8GemmVnniArgs args{};
+      args.a = a.data(), args.b = packed.data.data(), args.c = c.data();
+      args.comp = comp.data(), args.scale = scale.data(), args.bias = bias.data();
+      args.lda = k, args.ldc = n;
+      args.kGroups = k / 4, args.last = 1;
+      args.bPrefetch = target;
+      fn(&args);
+      for (int i = 0; i < rows; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          int64_t ref = 0;
+          for (int64_t kk = 0; kk < k; ++kk)
+            ref += int64_t(a[i * k + kk]) * b[kk * n + j];
+          ASSERT_EQ(c[i * n + j], float(ref))
+              << "prefetch target " << static_cast<const void *>(target) << ", " << lines
+              << " line(s) per step";
+        }
+    }
   munmap(guard, page);
 }
 
@@ -371,7 +428,7 @@ TEST(Int8GemmVnni, OneDriverBehindTheInterface) {
   // Kernels for rows 1..MR on the full and the tail panel (N % 32 = 4 columns).
   EXPECT_EQ(driver.kernel(1, false).config().columns, 32);
   EXPECT_EQ(driver.kernel(driver.mr(), true).config().columns, 4);
-  EXPECT_EQ(driver.kernel(1, true).name().rfind("gemm_u8s8_vnni_m1n32c4_ktail2_comp", 0), 0u)
+  EXPECT_EQ(driver.kernel(1, true).name().rfind("gemm_u8s8_vnni_m1n32c4_ktail2_pf2_comp", 0), 0u)
       << driver.kernel(1, true).name();
   EXPECT_THROW(driver.kernel(driver.mr() + 1, false), std::out_of_range);
   EXPECT_THROW(driver.runEmulated(a.data(), m, k, direct.data(), n), std::logic_error);
