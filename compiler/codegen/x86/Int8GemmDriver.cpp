@@ -298,8 +298,8 @@ int64_t Int8GemmDriver::registerTileMBlock(int64_t m) const {
   // token-wise steps around the GEMM (LayerNorm, quantize: static row
   // ranges) gave it or take from it, instead of half of every row from the
   // other core's cache, at the price of streaming all of B.
-  const int64_t minTiles = ceilDiv(nr_, 4 * 2);
-  if (bPrefetchLines_ != 2 || threads < 2 || ceilDiv(ceilDiv(m, threads), mr_) < minTiles)
+  const int64_t minTiles = ceilDiv(nr_, 4 * bPrefetchLines_);
+  if (bPrefetchLines_ < 2 || threads < 2 || ceilDiv(ceilDiv(m, threads), mr_) < minTiles)
     return gemm_blocking::mBlock(m, k_, mr_, panels_, sizeof(uint8_t));
   // A whole number of blocks per thread (the static split of the (block,
   // panel) pairs then gives each thread whole blocks), each within the L2

@@ -36,9 +36,10 @@
 //       such that Mc x K bytes of A fit in half of L2, M cut into equal
 //       blocks, each block into row tiles of equal height (at most MR);
 //       threads take (M block, panel) pairs, panels innermost
-//       (gemm_blocking, GemmF32's rule with bytes for floats). Where every
-//       thread's share of the rows makes enough row tiles for the B
-//       prefetch to keep up (6 at NR 48), the blocks are the team's rows
+//       (gemm_blocking, GemmF32's rule with bytes for floats). For a weight
+//       of at most kRowSplitWeightBytes, where every thread's share of the
+//       rows makes enough row tiles for the B prefetch (two lines per K
+//       step there) to keep up, 6 at NR 48, the blocks are the team's rows
 //       instead: each thread computes all panels of its own rows
 //       (registerTileMBlock).
 //     AmxTiles: M blocks of 32 rows x 32-column panels, all of K per call;
@@ -170,7 +171,7 @@ public:
   int64_t n() const { return n_; }
   int64_t k() const { return k_; }
   /// RegisterTile: the rows of an M block in a run of M rows on the current
-  /// OpenMP team (runRegisterTiles explains the rule).
+  /// OpenMP team (the rule is in its definition).
   int64_t registerTileMBlock(int64_t m) const;
   /// The kernel for calls of `rows` rows on a full or the tail panel.
   const Int8GemmKernel &kernel(int rows, bool tailPanel) const;
