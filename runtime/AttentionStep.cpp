@@ -1,7 +1,7 @@
 //===- AttentionStep.cpp - octet.attention on [B, S, H·D] -----------------===//
 //
-// Per (batch, head), in parallel over b × h (and, when there are fewer heads
-// than threads, over blocks of query rows), each thread with its own scratch:
+// Per (batch, head), each thread over its own query rows of the batch (all
+// heads of them: attentionRowSplit), with its own scratch:
 //
 //   1. Kᵀ of the head is packed into 64-column panels [D][64] (a transpose of
 //      S × D floats, once per head and thread);
@@ -409,8 +409,8 @@ private:
   /// scale + mask + softmax over `n` rows of scores (row r = query r0 + r);
   /// with `weighted`, the weighted softmax (AttentionSoftmaxArgs).
   void softmaxBlock(const Geometry &g, const float *mask, bool maskRowsContiguous, int64_t b,
-                    int64_t h, int64_t r0, int64_t n, int64_t keys, float *scores,
-                    int64_t ldScores, float *maskRow, const SoftmaxWeights &weighted = {}) const {
+                    int64_t h, int64_t r0, int64_t n, int64_t keys, float *scores, int64_t ldScores,
+                    float *maskRow, const SoftmaxWeights &weighted = {}) const {
     AttentionSoftmaxArgs sm;
     sm.x = scores;
     sm.ldx = ldScores;
@@ -484,31 +484,30 @@ private:
   /// Per-thread scratch of one path; `allocate` sizes it for the geometry.
   struct Scratch {
     Buffer scores, keys, values, maskRow, rows, tile, quant;
-    Buffer quantized; ///< a quantized output's bytes of one block (storeRows)
+    Buffer quantized;             ///< a quantized output's bytes of one block (storeRows)
     bool tilesConfigured = false; ///< bf16: this thread loaded the tile configuration
   };
 
-  /// Runs body(scratch, b, h, head, row0, rows) over the tasks (batch, head,
-  /// block of query rows) in parallel: blocks only when there are fewer heads
-  /// than threads, never under 32 rows, `rowMultiple` rows each. `head`
-  /// (b·H + h) lets a thread keep its packed Kᵀ and V_h between tasks.
+  /// Runs body(scratch, b, h, row0, rows) on every thread of the team over
+  /// the batch's query rows that attentionRowSplit gives it, all heads of
+  /// them: a thread packs Kᵀ and V_h of each head of each sequence it has
+  /// rows of, then computes those rows. The row-split GEMM after attention
+  /// (the attention output's projection) and the token-wise steps split the
+  /// rows likewise, so the thread that reads an output row wrote it (same
+  /// core's cache) rather than every other head of it coming from the other
+  /// core, as a split over heads had it.
   template <typename Allocate, typename Body>
-  Status forEachTask(const Geometry &g, int64_t rowMultiple, Allocate allocateScratch,
-                     Body body) const {
-    const int64_t S = g.maxLength, H = g.heads, sequences = g.sequences();
-    const int64_t heads = sequences * H;
-    const int64_t threads = omp_get_max_threads();
-    int64_t blocks = heads >= threads ? 1 : std::min((threads + heads - 1) / heads, (S + 31) / 32);
-    int64_t rowsPerBlock = (S + blocks - 1) / blocks;
-    rowsPerBlock = std::max<int64_t>(1, (rowsPerBlock + rowMultiple - 1) / rowMultiple * rowMultiple);
-    // Tasks of sequence b: its heads × its blocks (none for an empty sequence).
-    std::vector<int64_t> firstTask(sequences + 1, 0);
+  Status forEachTask(const Geometry &g, Allocate allocateScratch, Body body) const {
+    const int64_t H = g.heads, sequences = g.sequences();
+    std::vector<int64_t> lengths(sequences);
     for (int64_t b = 0; b < sequences; ++b)
-      firstTask[b + 1] = firstTask[b] + H * ((g.length(b) + rowsPerBlock - 1) / rowsPerBlock);
-    const int64_t tasks = firstTask[sequences];
+      lengths[b] = g.length(b);
+    int64_t rows = 0;
+    for (int64_t length : lengths)
+      rows += length;
 
     std::atomic<bool> outOfMemory{false};
-#pragma omp parallel if (tasks > 1)
+#pragma omp parallel if (rows > 1)
     {
       Scratch scratch;
       try {
@@ -517,29 +516,19 @@ private:
         outOfMemory = true;
       }
       const bool ready = !outOfMemory.load();
-      int64_t packedHead = -1;
-      auto runTask = [&](int64_t task) {
-        if (!ready)
-          return;
-        const int64_t b =
-            std::upper_bound(firstTask.begin(), firstTask.end(), task) - firstTask.begin() - 1;
-        const int64_t length = g.length(b), local = task - firstTask[b];
-        const int64_t blocksOfB = (length + rowsPerBlock - 1) / rowsPerBlock;
-        const int64_t h = local / blocksOfB, block = local % blocksOfB;
-        const int64_t row0 = block * rowsPerBlock, rows = std::min(rowsPerBlock, length - row0);
-        const int64_t head = b * H + h;
-        body(scratch, b, h, packedHead != head, row0, rows);
-        packedHead = head;
-      };
-      if (g.packed) {
-        // Sequences of different lengths: tasks of different cost.
-#pragma omp for schedule(dynamic)
-        for (int64_t task = 0; task < tasks; ++task)
-          runTask(task);
-      } else {
-#pragma omp for schedule(static)
-        for (int64_t task = 0; task < tasks; ++task)
-          runTask(task);
+      // The team's own size (a nested region may get fewer threads than
+      // omp_get_max_threads() says); every thread computes the same split.
+      const int64_t t = omp_get_thread_num();
+      const std::vector<int64_t> bounds = attentionRowSplit(lengths, omp_get_num_threads());
+      const int64_t begin = bounds[t], end = bounds[t + 1];
+      for (int64_t b = 0, first = 0; ready && b < sequences && first < end;
+           first += lengths[b], ++b) {
+        const int64_t row0 = std::max(begin, first) - first;
+        const int64_t rowEnd = std::min(end, first + lengths[b]) - first;
+        if (row0 >= rowEnd)
+          continue;
+        for (int64_t h = 0; h < H; ++h)
+          body(scratch, b, h, row0, rowEnd - row0);
       }
       if (bf16_ && amx_ && ready) { // the thread's tiles back to the INIT state
         x86::AttentionTileBf16Args release;
@@ -548,7 +537,8 @@ private:
       }
     }
     if (outOfMemory)
-      return error("out of memory for the per-thread scores of " + std::to_string(S) + " tokens");
+      return error("out of memory for the per-thread scores of " + std::to_string(g.maxLength) +
+                   " tokens");
     return {};
   }
 
@@ -591,9 +581,9 @@ private:
         std::copy_n(src, cols, static_cast<float *>(out) + row);
       } else {
         for (int64_t c = 0; c < cols; ++c) {
-          const int32_t value = x86::quantizeScalar(src[c], spec_.outputScale,
-                                                    spec_.outputZeroPoint, outputBounds_.first,
-                                                    outputBounds_.second);
+          const int32_t value =
+              x86::quantizeScalar(src[c], spec_.outputScale, spec_.outputZeroPoint,
+                                  outputBounds_.first, outputBounds_.second);
           if (spec_.outputType == DType::U8)
             static_cast<uint8_t *>(out)[row + c] = uint8_t(value);
           else
@@ -622,31 +612,28 @@ private:
       if (!maskRowsContiguous)
         s.maskRow = allocate(maxS);
     };
-    auto body = [&](Scratch &s, int64_t b, int64_t h, bool newHead, int64_t row0, int64_t rows) {
+    auto body = [&](Scratch &s, int64_t b, int64_t h, int64_t row0, int64_t rows) {
       const int64_t S = g.length(b);
       const float *qB = q + g.start(b, g.qB, g.qS);
       const int64_t outB = g.start(b, g.oB, g.oS);
-      if (newHead) {
-        // keys[p][d][j] = K[b, 64p + j, hD + d]
-        x86::AttentionKeysArgs keys;
-        keys.src = k + g.start(b, g.kB, g.kS) + h * D, keys.lds = g.kS, keys.rows = S,
-        keys.cols = D;
-        keys.dst = s.keys.get();
-        if (jit_)
-          keysFn_(&keys);
-        else
-          x86::attentionKeysReference(keys);
-        // values[p][t][j] = V[b, t, hD + 64p + j]: P·V rereads V_h once per mr rows,
-        // from L2 and one page, rather than from S rows a (3)·H·D stride apart.
-        const float *vHead = v + g.start(b, g.vB, g.vS) + h * D;
-        for (int64_t p = 0; p < dPanels; ++p) {
-          const int64_t columns = std::min(kPanel, D - p * kPanel);
-          for (int64_t t = 0; t < S; ++t) {
-            if (t + kPrefetchRows < S)
-              prefetchRow(vHead + (t + kPrefetchRows) * g.vS + p * kPanel, columns);
-            std::copy_n(vHead + t * g.vS + p * kPanel, columns,
-                        s.values.get() + (p * S + t) * kPanel);
-          }
+      // keys[p][d][j] = K[b, 64p + j, hD + d]
+      x86::AttentionKeysArgs keys;
+      keys.src = k + g.start(b, g.kB, g.kS) + h * D, keys.lds = g.kS, keys.rows = S, keys.cols = D;
+      keys.dst = s.keys.get();
+      if (jit_)
+        keysFn_(&keys);
+      else
+        x86::attentionKeysReference(keys);
+      // values[p][t][j] = V[b, t, hD + 64p + j]: P·V rereads V_h once per mr rows,
+      // from L2 and one page, rather than from S rows a (3)·H·D stride apart.
+      const float *vHead = v + g.start(b, g.vB, g.vS) + h * D;
+      for (int64_t p = 0; p < dPanels; ++p) {
+        const int64_t columns = std::min(kPanel, D - p * kPanel);
+        for (int64_t t = 0; t < S; ++t) {
+          if (t + kPrefetchRows < S)
+            prefetchRow(vHead + (t + kPrefetchRows) * g.vS + p * kPanel, columns);
+          std::copy_n(vHead + t * g.vS + p * kPanel, columns,
+                      s.values.get() + (p * S + t) * kPanel);
         }
       }
       // Blocks of kRowBlock query rows: their scores stay in cache between the
@@ -673,7 +660,7 @@ private:
         }
       }
     };
-    return forEachTask(g, kMaxRows, allocateScratch, body);
+    return forEachTask(g, allocateScratch, body);
   }
 
   /// c[32 x 32 colPairs] (f32, row stride ldc) = bf16(src rows) · tiles: `n`
@@ -726,18 +713,16 @@ private:
       allocateBlockScratch(s, maxPad, dPad, 2, maskRowsContiguous ? 0 : maxS);
     };
     // forEachTask releases the tiles after a thread's last task.
-    auto body = [&](Scratch &s, int64_t b, int64_t h, bool newHead, int64_t row0, int64_t rows) {
+    auto body = [&](Scratch &s, int64_t b, int64_t h, int64_t row0, int64_t rows) {
       const int64_t S = g.length(b), sPad = x86::bf16Padded(S);
       const float *qB = q + g.start(b, g.qB, g.qS);
       const int64_t outB = g.start(b, g.oB, g.oS);
-      if (newHead) {
-        x86::AttentionBf16PackArgs kv;
-        kv.rows = S, kv.cols = D, kv.padRows = sPad, kv.padCols = dPad;
-        kv.src = k + g.start(b, g.kB, g.kS) + h * D, kv.lds = g.kS, kv.dst = bf16(s.keys);
-        packFns_[int(x86::Bf16Pack::Keys)](&kv);
-        kv.src = v + g.start(b, g.vB, g.vS) + h * D, kv.lds = g.vS, kv.dst = bf16(s.values);
-        packFns_[int(x86::Bf16Pack::Values)](&kv);
-      }
+      x86::AttentionBf16PackArgs kv;
+      kv.rows = S, kv.cols = D, kv.padRows = sPad, kv.padCols = dPad;
+      kv.src = k + g.start(b, g.kB, g.kS) + h * D, kv.lds = g.kS, kv.dst = bf16(s.keys);
+      packFns_[int(x86::Bf16Pack::Keys)](&kv);
+      kv.src = v + g.start(b, g.vB, g.vS) + h * D, kv.lds = g.vS, kv.dst = bf16(s.values);
+      packFns_[int(x86::Bf16Pack::Values)](&kv);
       for (int64_t r0 = row0; r0 < row0 + rows; r0 += kBf16RowBlock) {
         const int64_t n = std::min(kBf16RowBlock, row0 + rows - r0);
         // scores = bf16(Q rows) · bf16(Kᵀ), f32
@@ -746,12 +731,12 @@ private:
         softmaxBlock(g, mask, maskRowsContiguous, b, h, r0, n, S, s.scores.get(), sPad,
                      s.maskRow.get());
         // out rows = bf16(P) · bf16(V_h), f32, through the block's tile buffer
-        rowsTimesTiles(s, s.scores.get(), sPad, n, S, sPad, bf16(s.values),
-                       dPad / x86::kBf16Chunk, s.tile.get(), dPad);
+        rowsTimesTiles(s, s.scores.get(), sPad, n, S, sPad, bf16(s.values), dPad / x86::kBf16Chunk,
+                       s.tile.get(), dPad);
         storeRows(s, s.tile.get(), dPad, n, D, o.out, outB + r0 * g.oS + h * D, g.oS);
       }
     };
-    return forEachTask(g, kBf16RowBlock, allocateScratch, body);
+    return forEachTask(g, allocateScratch, body);
   }
 
   Status computeInt8(const ExecContext &ctx, const Geometry &g) const {
@@ -771,22 +756,20 @@ private:
       allocateBlockScratch(s, maxPad, dPad, 4, maskRowsContiguous ? 0 : maxS);
       s.quant = allocate(at.size);
     };
-    auto body = [&](Scratch &s, int64_t b, int64_t h, bool newHead, int64_t row0, int64_t rows) {
+    auto body = [&](Scratch &s, int64_t b, int64_t h, int64_t row0, int64_t rows) {
       const int64_t S = g.length(b), sPad = x86::int8Padded(S);
       const float *qB = q + g.start(b, g.qB, g.qS);
       const int64_t outB = g.start(b, g.oB, g.oS);
       float *quant = s.quant.get();
-      if (newHead) {
-        x86::AttentionInt8PackArgs kv;
-        kv.rows = S, kv.cols = D, kv.padRows = sPad, kv.padCols = dPad;
-        kv.src = k + g.start(b, g.kB, g.kS) + h * D, kv.lds = g.kS, kv.dst = bytes(s.keys);
-        kv.scales = quant + at.keyScales, kv.sums = sums(s.quant, at.keySums);
-        kv.work = quant + at.keyWork;
-        int8PackFns_[int(Int8Pack::Keys)](&kv);
-        kv.src = v + g.start(b, g.vB, g.vS) + h * D, kv.lds = g.vS, kv.dst = bytes(s.values);
-        kv.scales = quant + at.valueScales, kv.sums = nullptr, kv.work = nullptr;
-        int8PackFns_[int(Int8Pack::Values)](&kv);
-      }
+      x86::AttentionInt8PackArgs kv;
+      kv.rows = S, kv.cols = D, kv.padRows = sPad, kv.padCols = dPad;
+      kv.src = k + g.start(b, g.kB, g.kS) + h * D, kv.lds = g.kS, kv.dst = bytes(s.keys);
+      kv.scales = quant + at.keyScales, kv.sums = sums(s.quant, at.keySums);
+      kv.work = quant + at.keyWork;
+      int8PackFns_[int(Int8Pack::Keys)](&kv);
+      kv.src = v + g.start(b, g.vB, g.vS) + h * D, kv.lds = g.vS, kv.dst = bytes(s.values);
+      kv.scales = quant + at.valueScales, kv.sums = nullptr, kv.work = nullptr;
+      int8PackFns_[int(Int8Pack::Values)](&kv);
       for (int64_t r0 = row0; r0 < row0 + rows; r0 += kBf16RowBlock) {
         const int64_t n = std::min(kBf16RowBlock, row0 + rows - r0);
         // scores = (Q rows, u8 + 128) · (Kᵀ, s8), scaled back to f32
@@ -821,15 +804,15 @@ private:
         storeRows(s, s.tile.get(), dPad, n, D, o.out, outB + r0 * g.oS + h * D, g.oS);
       }
     };
-    return forEachTask(g, kBf16RowBlock, allocateScratch, body);
+    return forEachTask(g, allocateScratch, body);
   }
 
   AttentionSpec spec_;
   bool jit_, bf16_;
-  bool amx_; ///< bf16 on AMX tiles, else on vdpbf16ps (same packing, same results' layout)
+  bool amx_;  ///< bf16 on AMX tiles, else on vdpbf16ps (same packing, same results' layout)
   bool int8_; ///< Q·Kᵀ and P·V on vpdpbusd
   std::unique_ptr<x86::QuantizeKernel> quantizeKernel_; ///< a quantized output's (JIT)
-  std::pair<int32_t, int32_t> outputBounds_{0, 0};       ///< a quantized output's range
+  std::pair<int32_t, int32_t> outputBounds_{0, 0};      ///< a quantized output's range
   std::unique_ptr<x86::AttentionInt8PackKernel> int8PackKernels_[4];
   x86::AttentionInt8PackKernel::Fn int8PackFns_[4] = {};
   /// [0]: P·V (no column terms), [1]: Q·Kᵀ (the offset's sums, the keys' scales)
@@ -862,6 +845,32 @@ const char *attentionPrecisionName(AttentionPrecision precision) {
     return "int8";
   }
   return "?";
+}
+
+std::vector<int64_t> attentionRowSplit(const std::vector<int64_t> &lengths, int64_t threads) {
+  threads = std::max<int64_t>(threads, 1);
+  int64_t total = 0, rows = 0;
+  for (int64_t length : lengths)
+    total += length * length, rows += length;
+  std::vector<int64_t> bounds(threads + 1, rows);
+  bounds[0] = 0;
+  // Thread t starts at the first row where the cost before it reaches t/T of
+  // the total.
+  size_t b = 0;
+  int64_t before = 0, first = 0; // the cost and the rows of sequences < b
+  for (int64_t t = 1; t < threads; ++t) {
+    const int64_t target = total / threads * t + total % threads * t / threads;
+    while (b < lengths.size() && before + lengths[b] * lengths[b] < target) {
+      before += lengths[b] * lengths[b];
+      first += lengths[b];
+      ++b;
+    }
+    if (b == lengths.size())
+      break;
+    const int64_t length = lengths[b];
+    bounds[t] = length ? first + (target - before + length - 1) / length : first;
+  }
+  return bounds;
 }
 
 StepPtr makeAttention(const AttentionSpec &spec, const KernelOptions &options, std::string &error) {
@@ -899,9 +908,9 @@ StepPtr makeAttention(const AttentionSpec &spec, const KernelOptions &options, s
   // bf16 where the plan allows it: on AMX-BF16 tiles where the target has them
   // (and, when the target is this CPU, Linux grants the tile state), else on
   // vdpbf16ps where it has AVX512-BF16; else f32.
-  const bool amx = options.cpu.supports(x86::Isa::AmxBf16) &&
-                   !(options.cpu == x86::CpuFeatures::host() &&
-                     !x86::requestAmxPermission().empty());
+  const bool amx =
+      options.cpu.supports(x86::Isa::AmxBf16) &&
+      !(options.cpu == x86::CpuFeatures::host() && !x86::requestAmxPermission().empty());
   const bool bf16 = spec.precision == AttentionPrecision::Bf16 && jit &&
                     (amx || options.cpu.supports(x86::Isa::Avx512Bf16));
   // int8 where the target has AVX-512 VNNI; else f32.

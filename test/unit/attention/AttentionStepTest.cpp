@@ -10,6 +10,7 @@
 #include "compiler/codegen/x86/AttentionKernels.h"
 #include "compiler/codegen/x86/QuantizeKernels.h"
 #include "runtime/Steps.h"
+#include "runtime/TokenLayout.h"
 #include "test/unit/PlanTestUtil.h"
 
 #include <gtest/gtest.h>
@@ -19,6 +20,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <sstream>
@@ -574,6 +576,134 @@ TEST(Attention, ZeroMaskedRowsOnEveryPath) {
     // Without it the NaN row stays NaN, as the exported graph computes it.
     EXPECT_TRUE(std::isnan(plain[size_t(nanRow * W)]));
   }
+}
+
+TEST(AttentionRowSplit, EqualCostContiguousRanges) {
+  // One sequence, or sequences of one length: equal rows, as the token-wise
+  // steps and the row-split GEMMs around attention have them.
+  EXPECT_EQ(attentionRowSplit({128}, 2), (std::vector<int64_t>{0, 64, 128}));
+  EXPECT_EQ(attentionRowSplit({122}, 2), (std::vector<int64_t>{0, 61, 122}));
+  EXPECT_EQ(attentionRowSplit(std::vector<int64_t>(8, 128), 2),
+            (std::vector<int64_t>{0, 512, 1024}));
+  EXPECT_EQ(attentionRowSplit({97}, 1), (std::vector<int64_t>{0, 97}));
+  // More threads than rows, no rows, all-padding sequences, no thread.
+  EXPECT_EQ(attentionRowSplit({2}, 5), (std::vector<int64_t>{0, 0, 1, 1, 2, 2}));
+  EXPECT_EQ(attentionRowSplit({}, 3), (std::vector<int64_t>{0, 0, 0, 0}));
+  EXPECT_EQ(attentionRowSplit({0, 0}, 2), (std::vector<int64_t>{0, 0, 0}));
+  EXPECT_EQ(attentionRowSplit({0, 4, 0}, 2), (std::vector<int64_t>{0, 2, 4}));
+  EXPECT_EQ(attentionRowSplit({6}, 0), (std::vector<int64_t>{0, 6}));
+  // Mixed lengths: ranges in order, each within one row (its sequence's
+  // length) of an equal share of Σ length².
+  const std::vector<int64_t> lengths = {1, 128, 37, 0, 5, 64, 128, 2};
+  int64_t total = 0;
+  for (int64_t l : lengths)
+    total += l * l;
+  for (int64_t threads : {2, 3, 5, 8}) {
+    SCOPED_TRACE(threads);
+    const std::vector<int64_t> bounds = attentionRowSplit(lengths, threads);
+    ASSERT_EQ(int64_t(bounds.size()), threads + 1);
+    EXPECT_EQ(bounds.front(), 0);
+    EXPECT_EQ(bounds.back(), 365);
+    for (int64_t t = 0; t < threads; ++t) {
+      int64_t cost = 0;
+      for (int64_t b = 0, first = 0; b < int64_t(lengths.size()); first += lengths[b], ++b)
+        cost += lengths[b] * std::max<int64_t>(0, std::min(bounds[t + 1], first + lengths[b]) -
+                                                      std::max(bounds[t], first));
+      EXPECT_LE(bounds[t], bounds[t + 1]);
+      EXPECT_LE(std::abs(cost - total / threads), 2 * 128) << "thread " << t;
+    }
+  }
+}
+
+TEST(Attention, PackedSequencesOnAnyTeam) {
+  // A packed batch (token layout, docs/padding-free.md) of lengths 1, S, 0
+  // (an all-padding row) and odd ones, on teams whose row ranges split
+  // sequences anywhere: against a double reference per sequence, and bit for
+  // bit the one-thread result (a row's result does not depend on who computes it).
+  const std::vector<int64_t> lengths = {37, 1, 0, 64, 5, 3};
+  const int64_t H = 3, D = 32, W = H * D, S = 64, batch = int64_t(lengths.size());
+  int64_t rows = 0;
+  for (int64_t l : lengths)
+    rows += l;
+  std::vector<int64_t> layout(size_t(tokenLayoutSize(batch, S)), -1);
+  layout[0] = int64_t(TokenMode::Packed), layout[1] = rows, layout[2] = batch, layout[3] = S;
+  for (int64_t b = 0, first = 0; b < batch; first += lengths[b], ++b) {
+    layout[size_t(4 + b)] = first, layout[size_t(5 + b)] = first + lengths[b];
+    for (int64_t s = 0; s < lengths[b]; ++s)
+      layout[size_t(5 + batch + b * S + s)] = first + s;
+  }
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  std::vector<float> qkv(size_t(rows * 3 * W));
+  for (float &x : qkv)
+    x = uniform(rng);
+  const bool int8Host = hostRunsInt8(), bf16Host = hostRunsBf16();
+  const int saved = omp_get_max_threads();
+  for (bool avx512 : isas())
+    for (AttentionPrecision precision :
+         {AttentionPrecision::F32, AttentionPrecision::Bf16, AttentionPrecision::Int8}) {
+      const bool lowPrecision = avx512 && ((precision == AttentionPrecision::Bf16 && bf16Host) ||
+                                           (precision == AttentionPrecision::Int8 && int8Host));
+      SCOPED_TRACE(std::string(avx512 ? "avx512 " : "c++ ") + attentionPrecisionName(precision));
+      PlanBuilder pb;
+      TensorId base = pb.tensor("qkv", {1, rows, 3 * W}, qkv.data());
+      TensorId q = pb.view("q", base, {1, rows, W}, {rows * 3 * W, 3 * W, 1}, 0, qkv.data());
+      TensorId k = pb.view("k", base, {1, rows, W}, {rows * 3 * W, 3 * W, 1}, W, qkv.data() + W);
+      TensorId v =
+          pb.view("v", base, {1, rows, W}, {rows * 3 * W, 3 * W, 1}, 2 * W, qkv.data() + 2 * W);
+      std::vector<float> out(size_t(rows * W));
+      TensorId o = pb.tensor("out", {1, rows, W}, out.data(), Storage::Output);
+      TensorId t =
+          pb.tensor("layout", {int64_t(layout.size())}, layout.data(), Storage::Input, DType::I64);
+      AttentionSpec spec;
+      spec.q = q, spec.k = k, spec.v = v, spec.output = o, spec.numHeads = H;
+      spec.scale = 0.25f, spec.precision = precision, spec.tokenLayout = t;
+      KernelOptions options;
+      options.allowAvx512 = avx512;
+      std::string error;
+      StepPtr step = makeAttention(spec, options, error);
+      ASSERT_TRUE(step) << error;
+      std::vector<float> oneThread;
+      for (int threads : {1, 2, 3, 5, 8}) {
+        SCOPED_TRACE(threads);
+        omp_set_num_threads(threads);
+        std::fill(out.begin(), out.end(), NAN);
+        Status status = pb.run(*step);
+        ASSERT_TRUE(status.ok()) << status.message();
+        if (threads == 1) {
+          oneThread = out;
+          continue;
+        }
+        ASSERT_EQ(std::memcmp(out.data(), oneThread.data(), out.size() * sizeof(float)), 0);
+      }
+      std::vector<double> p(static_cast<size_t>(S));
+      for (int64_t b = 0, first = 0; b < batch; first += lengths[b], ++b)
+        for (int64_t h = 0; h < H; ++h)
+          for (int64_t r = first; r < first + lengths[b]; ++r) {
+            double max = -INFINITY, sum = 0;
+            for (int64_t j = 0; j < lengths[b]; ++j) {
+              double dot = 0;
+              for (int64_t d = 0; d < D; ++d)
+                dot += double(qkv[size_t(r * 3 * W + h * D + d)]) *
+                       qkv[size_t((first + j) * 3 * W + W + h * D + d)];
+              p[size_t(j)] = 0.25 * dot;
+              max = std::max(max, p[size_t(j)]);
+            }
+            for (int64_t j = 0; j < lengths[b]; ++j)
+              sum += p[size_t(j)] = std::exp(p[size_t(j)] - max);
+            for (int64_t d = 0; d < D; ++d) {
+              double expected = 0;
+              for (int64_t j = 0; j < lengths[b]; ++j)
+                expected +=
+                    p[size_t(j)] / sum * qkv[size_t((first + j) * 3 * W + 2 * W + h * D + d)];
+              const double got = oneThread[size_t(r * W + h * D + d)];
+              ASSERT_LE(std::abs(got - expected),
+                        lowPrecision ? 1e-2 : 2e-6 + 2e-6 * std::abs(expected))
+                  << "sequence " << b << " row " << r << " head " << h << " dim " << d;
+            }
+          }
+    }
+  omp_set_num_threads(saved);
 }
 
 TEST(Attention, OneStepServesEveryShape) {
