@@ -1,7 +1,7 @@
 //===- AttentionStep.cpp - octet.attention on [B, S, H·D] -----------------===//
 //
-// Per (batch, head), each thread over its own query rows of the batch (all
-// heads of them: attentionRowSplit), with its own scratch:
+// Per (batch, head), in parallel over b × h (and, when there are fewer heads
+// than threads, over blocks of query rows), each thread with its own scratch:
 //
 //   1. Kᵀ of the head is packed into 64-column panels [D][64] (a transpose of
 //      S × D floats, once per head and thread);
@@ -488,26 +488,28 @@ private:
     bool tilesConfigured = false; ///< bf16: this thread loaded the tile configuration
   };
 
-  /// Runs body(scratch, b, h, row0, rows) on every thread of the team over
-  /// the batch's query rows that attentionRowSplit gives it, all heads of
-  /// them: a thread packs Kᵀ and V_h of each head of each sequence it has
-  /// rows of, then computes those rows. The row-split GEMM after attention
-  /// (the attention output's projection) and the token-wise steps split the
-  /// rows likewise, so the thread that reads an output row wrote it (same
-  /// core's cache) rather than every other head of it coming from the other
-  /// core, as a split over heads had it.
+  /// Runs body(scratch, b, h, head, row0, rows) over the tasks (batch, head,
+  /// block of query rows) in parallel: blocks only when there are fewer heads
+  /// than threads, never under 32 rows, `rowMultiple` rows each. `head`
+  /// (b·H + h) lets a thread keep its packed Kᵀ and V_h between tasks.
   template <typename Allocate, typename Body>
-  Status forEachTask(const Geometry &g, Allocate allocateScratch, Body body) const {
-    const int64_t H = g.heads, sequences = g.sequences();
-    std::vector<int64_t> lengths(sequences);
+  Status forEachTask(const Geometry &g, int64_t rowMultiple, Allocate allocateScratch,
+                     Body body) const {
+    const int64_t S = g.maxLength, H = g.heads, sequences = g.sequences();
+    const int64_t heads = sequences * H;
+    const int64_t threads = omp_get_max_threads();
+    int64_t blocks = heads >= threads ? 1 : std::min((threads + heads - 1) / heads, (S + 31) / 32);
+    int64_t rowsPerBlock = (S + blocks - 1) / blocks;
+    rowsPerBlock =
+        std::max<int64_t>(1, (rowsPerBlock + rowMultiple - 1) / rowMultiple * rowMultiple);
+    // Tasks of sequence b: its heads × its blocks (none for an empty sequence).
+    std::vector<int64_t> firstTask(sequences + 1, 0);
     for (int64_t b = 0; b < sequences; ++b)
-      lengths[b] = g.length(b);
-    int64_t rows = 0;
-    for (int64_t length : lengths)
-      rows += length;
+      firstTask[b + 1] = firstTask[b] + H * ((g.length(b) + rowsPerBlock - 1) / rowsPerBlock);
+    const int64_t tasks = firstTask[sequences];
 
     std::atomic<bool> outOfMemory{false};
-#pragma omp parallel if (rows > 1)
+#pragma omp parallel if (tasks > 1)
     {
       Scratch scratch;
       try {
@@ -516,19 +518,29 @@ private:
         outOfMemory = true;
       }
       const bool ready = !outOfMemory.load();
-      // The team's own size (a nested region may get fewer threads than
-      // omp_get_max_threads() says); every thread computes the same split.
-      const int64_t t = omp_get_thread_num();
-      const std::vector<int64_t> bounds = attentionRowSplit(lengths, omp_get_num_threads());
-      const int64_t begin = bounds[t], end = bounds[t + 1];
-      for (int64_t b = 0, first = 0; ready && b < sequences && first < end;
-           first += lengths[b], ++b) {
-        const int64_t row0 = std::max(begin, first) - first;
-        const int64_t rowEnd = std::min(end, first + lengths[b]) - first;
-        if (row0 >= rowEnd)
-          continue;
-        for (int64_t h = 0; h < H; ++h)
-          body(scratch, b, h, row0, rowEnd - row0);
+      int64_t packedHead = -1;
+      auto runTask = [&](int64_t task) {
+        if (!ready)
+          return;
+        const int64_t b =
+            std::upper_bound(firstTask.begin(), firstTask.end(), task) - firstTask.begin() - 1;
+        const int64_t length = g.length(b), local = task - firstTask[b];
+        const int64_t blocksOfB = (length + rowsPerBlock - 1) / rowsPerBlock;
+        const int64_t h = local / blocksOfB, block = local % blocksOfB;
+        const int64_t row0 = block * rowsPerBlock, rows = std::min(rowsPerBlock, length - row0);
+        const int64_t head = b * H + h;
+        body(scratch, b, h, packedHead != head, row0, rows);
+        packedHead = head;
+      };
+      if (g.packed) {
+        // Sequences of different lengths: tasks of different cost.
+#pragma omp for schedule(dynamic)
+        for (int64_t task = 0; task < tasks; ++task)
+          runTask(task);
+      } else {
+#pragma omp for schedule(static)
+        for (int64_t task = 0; task < tasks; ++task)
+          runTask(task);
       }
       if (bf16_ && amx_ && ready) { // the thread's tiles back to the INIT state
         x86::AttentionTileBf16Args release;
@@ -537,8 +549,7 @@ private:
       }
     }
     if (outOfMemory)
-      return error("out of memory for the per-thread scores of " + std::to_string(g.maxLength) +
-                   " tokens");
+      return error("out of memory for the per-thread scores of " + std::to_string(S) + " tokens");
     return {};
   }
 
@@ -612,28 +623,31 @@ private:
       if (!maskRowsContiguous)
         s.maskRow = allocate(maxS);
     };
-    auto body = [&](Scratch &s, int64_t b, int64_t h, int64_t row0, int64_t rows) {
+    auto body = [&](Scratch &s, int64_t b, int64_t h, bool newHead, int64_t row0, int64_t rows) {
       const int64_t S = g.length(b);
       const float *qB = q + g.start(b, g.qB, g.qS);
       const int64_t outB = g.start(b, g.oB, g.oS);
-      // keys[p][d][j] = K[b, 64p + j, hD + d]
-      x86::AttentionKeysArgs keys;
-      keys.src = k + g.start(b, g.kB, g.kS) + h * D, keys.lds = g.kS, keys.rows = S, keys.cols = D;
-      keys.dst = s.keys.get();
-      if (jit_)
-        keysFn_(&keys);
-      else
-        x86::attentionKeysReference(keys);
-      // values[p][t][j] = V[b, t, hD + 64p + j]: P·V rereads V_h once per mr rows,
-      // from L2 and one page, rather than from S rows a (3)·H·D stride apart.
-      const float *vHead = v + g.start(b, g.vB, g.vS) + h * D;
-      for (int64_t p = 0; p < dPanels; ++p) {
-        const int64_t columns = std::min(kPanel, D - p * kPanel);
-        for (int64_t t = 0; t < S; ++t) {
-          if (t + kPrefetchRows < S)
-            prefetchRow(vHead + (t + kPrefetchRows) * g.vS + p * kPanel, columns);
-          std::copy_n(vHead + t * g.vS + p * kPanel, columns,
-                      s.values.get() + (p * S + t) * kPanel);
+      if (newHead) {
+        // keys[p][d][j] = K[b, 64p + j, hD + d]
+        x86::AttentionKeysArgs keys;
+        keys.src = k + g.start(b, g.kB, g.kS) + h * D, keys.lds = g.kS, keys.rows = S,
+        keys.cols = D;
+        keys.dst = s.keys.get();
+        if (jit_)
+          keysFn_(&keys);
+        else
+          x86::attentionKeysReference(keys);
+        // values[p][t][j] = V[b, t, hD + 64p + j]: P·V rereads V_h once per mr rows,
+        // from L2 and one page, rather than from S rows a (3)·H·D stride apart.
+        const float *vHead = v + g.start(b, g.vB, g.vS) + h * D;
+        for (int64_t p = 0; p < dPanels; ++p) {
+          const int64_t columns = std::min(kPanel, D - p * kPanel);
+          for (int64_t t = 0; t < S; ++t) {
+            if (t + kPrefetchRows < S)
+              prefetchRow(vHead + (t + kPrefetchRows) * g.vS + p * kPanel, columns);
+            std::copy_n(vHead + t * g.vS + p * kPanel, columns,
+                        s.values.get() + (p * S + t) * kPanel);
+          }
         }
       }
       // Blocks of kRowBlock query rows: their scores stay in cache between the
@@ -660,7 +674,7 @@ private:
         }
       }
     };
-    return forEachTask(g, allocateScratch, body);
+    return forEachTask(g, kMaxRows, allocateScratch, body);
   }
 
   /// c[32 x 32 colPairs] (f32, row stride ldc) = bf16(src rows) · tiles: `n`
@@ -713,16 +727,18 @@ private:
       allocateBlockScratch(s, maxPad, dPad, 2, maskRowsContiguous ? 0 : maxS);
     };
     // forEachTask releases the tiles after a thread's last task.
-    auto body = [&](Scratch &s, int64_t b, int64_t h, int64_t row0, int64_t rows) {
+    auto body = [&](Scratch &s, int64_t b, int64_t h, bool newHead, int64_t row0, int64_t rows) {
       const int64_t S = g.length(b), sPad = x86::bf16Padded(S);
       const float *qB = q + g.start(b, g.qB, g.qS);
       const int64_t outB = g.start(b, g.oB, g.oS);
-      x86::AttentionBf16PackArgs kv;
-      kv.rows = S, kv.cols = D, kv.padRows = sPad, kv.padCols = dPad;
-      kv.src = k + g.start(b, g.kB, g.kS) + h * D, kv.lds = g.kS, kv.dst = bf16(s.keys);
-      packFns_[int(x86::Bf16Pack::Keys)](&kv);
-      kv.src = v + g.start(b, g.vB, g.vS) + h * D, kv.lds = g.vS, kv.dst = bf16(s.values);
-      packFns_[int(x86::Bf16Pack::Values)](&kv);
+      if (newHead) {
+        x86::AttentionBf16PackArgs kv;
+        kv.rows = S, kv.cols = D, kv.padRows = sPad, kv.padCols = dPad;
+        kv.src = k + g.start(b, g.kB, g.kS) + h * D, kv.lds = g.kS, kv.dst = bf16(s.keys);
+        packFns_[int(x86::Bf16Pack::Keys)](&kv);
+        kv.src = v + g.start(b, g.vB, g.vS) + h * D, kv.lds = g.vS, kv.dst = bf16(s.values);
+        packFns_[int(x86::Bf16Pack::Values)](&kv);
+      }
       for (int64_t r0 = row0; r0 < row0 + rows; r0 += kBf16RowBlock) {
         const int64_t n = std::min(kBf16RowBlock, row0 + rows - r0);
         // scores = bf16(Q rows) · bf16(Kᵀ), f32
@@ -736,7 +752,7 @@ private:
         storeRows(s, s.tile.get(), dPad, n, D, o.out, outB + r0 * g.oS + h * D, g.oS);
       }
     };
-    return forEachTask(g, allocateScratch, body);
+    return forEachTask(g, kBf16RowBlock, allocateScratch, body);
   }
 
   Status computeInt8(const ExecContext &ctx, const Geometry &g) const {
@@ -756,20 +772,22 @@ private:
       allocateBlockScratch(s, maxPad, dPad, 4, maskRowsContiguous ? 0 : maxS);
       s.quant = allocate(at.size);
     };
-    auto body = [&](Scratch &s, int64_t b, int64_t h, int64_t row0, int64_t rows) {
+    auto body = [&](Scratch &s, int64_t b, int64_t h, bool newHead, int64_t row0, int64_t rows) {
       const int64_t S = g.length(b), sPad = x86::int8Padded(S);
       const float *qB = q + g.start(b, g.qB, g.qS);
       const int64_t outB = g.start(b, g.oB, g.oS);
       float *quant = s.quant.get();
-      x86::AttentionInt8PackArgs kv;
-      kv.rows = S, kv.cols = D, kv.padRows = sPad, kv.padCols = dPad;
-      kv.src = k + g.start(b, g.kB, g.kS) + h * D, kv.lds = g.kS, kv.dst = bytes(s.keys);
-      kv.scales = quant + at.keyScales, kv.sums = sums(s.quant, at.keySums);
-      kv.work = quant + at.keyWork;
-      int8PackFns_[int(Int8Pack::Keys)](&kv);
-      kv.src = v + g.start(b, g.vB, g.vS) + h * D, kv.lds = g.vS, kv.dst = bytes(s.values);
-      kv.scales = quant + at.valueScales, kv.sums = nullptr, kv.work = nullptr;
-      int8PackFns_[int(Int8Pack::Values)](&kv);
+      if (newHead) {
+        x86::AttentionInt8PackArgs kv;
+        kv.rows = S, kv.cols = D, kv.padRows = sPad, kv.padCols = dPad;
+        kv.src = k + g.start(b, g.kB, g.kS) + h * D, kv.lds = g.kS, kv.dst = bytes(s.keys);
+        kv.scales = quant + at.keyScales, kv.sums = sums(s.quant, at.keySums);
+        kv.work = quant + at.keyWork;
+        int8PackFns_[int(Int8Pack::Keys)](&kv);
+        kv.src = v + g.start(b, g.vB, g.vS) + h * D, kv.lds = g.vS, kv.dst = bytes(s.values);
+        kv.scales = quant + at.valueScales, kv.sums = nullptr, kv.work = nullptr;
+        int8PackFns_[int(Int8Pack::Values)](&kv);
+      }
       for (int64_t r0 = row0; r0 < row0 + rows; r0 += kBf16RowBlock) {
         const int64_t n = std::min(kBf16RowBlock, row0 + rows - r0);
         // scores = (Q rows, u8 + 128) · (Kᵀ, s8), scaled back to f32
@@ -804,7 +822,7 @@ private:
         storeRows(s, s.tile.get(), dPad, n, D, o.out, outB + r0 * g.oS + h * D, g.oS);
       }
     };
-    return forEachTask(g, allocateScratch, body);
+    return forEachTask(g, kBf16RowBlock, allocateScratch, body);
   }
 
   AttentionSpec spec_;
@@ -845,32 +863,6 @@ const char *attentionPrecisionName(AttentionPrecision precision) {
     return "int8";
   }
   return "?";
-}
-
-std::vector<int64_t> attentionRowSplit(const std::vector<int64_t> &lengths, int64_t threads) {
-  threads = std::max<int64_t>(threads, 1);
-  int64_t total = 0, rows = 0;
-  for (int64_t length : lengths)
-    total += length * length, rows += length;
-  std::vector<int64_t> bounds(threads + 1, rows);
-  bounds[0] = 0;
-  // Thread t starts at the first row where the cost before it reaches t/T of
-  // the total.
-  size_t b = 0;
-  int64_t before = 0, first = 0; // the cost and the rows of sequences < b
-  for (int64_t t = 1; t < threads; ++t) {
-    const int64_t target = total / threads * t + total % threads * t / threads;
-    while (b < lengths.size() && before + lengths[b] * lengths[b] < target) {
-      before += lengths[b] * lengths[b];
-      first += lengths[b];
-      ++b;
-    }
-    if (b == lengths.size())
-      break;
-    const int64_t length = lengths[b];
-    bounds[t] = length ? first + (target - before + length - 1) / length : first;
-  }
-  return bounds;
 }
 
 StepPtr makeAttention(const AttentionSpec &spec, const KernelOptions &options, std::string &error) {

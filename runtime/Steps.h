@@ -220,8 +220,7 @@ StepPtr makeLayerNorm(const LayerNormSpec &spec, const KernelOptions &options, s
 
 /// (AttentionStep.cpp) octet.attention: q, k, v [B, S, H·D] (views with a row stride allowed),
 /// optional additive mask broadcastable to [B, H, S, S], out [B, S, H·D].
-/// GEMMs plus the fused scale+mask+softmax kernel per (batch, head), each thread over its
-/// own query rows (attentionRowSplit).
+/// GEMMs plus the fused scale+mask+softmax kernel per (batch, head).
 struct AttentionSpec {
   TensorId q = -1, k = -1, v = -1, mask = -1, output = -1;
   int64_t numHeads = 1;
@@ -246,14 +245,6 @@ struct AttentionSpec {
 };
 StepPtr makeAttention(const AttentionSpec &spec, const KernelOptions &options,
                       std::string &error);
-
-/// The query rows attention gives each of `threads` threads (all heads of
-/// them), as threads + 1 boundaries over the batch's rows (sequence b's
-/// `lengths[b]` rows after those of the sequences before it): contiguous
-/// ranges of about equal cost, a row costing its sequence's length (its
-/// scores and P·V). Sequences of one length get equal numbers of rows, as the
-/// token-wise steps and the row-split GEMMs around attention split them.
-std::vector<int64_t> attentionRowSplit(const std::vector<int64_t> &lengths, int64_t threads);
 
 /// out = program(inputs...) elementwise, inputs broadcast to out's shape
 /// (octet.gelu is the one-instruction program GeluErf / GeluTanh).
