@@ -142,29 +142,49 @@ Int8GemmDriver::Int8GemmDriver(PackedInt8View packed, Int8GemmParams params)
   // lists the kernels in generation order. The RegisterTile schedule has
   // always generated both widths, even when equal or unused; its images list
   // them so.
+  // Where the kernels prefetch one line per K step, a second set at two
+  // lines for panels of few row tiles (fewTilesPrefetch), after the first.
   const int tailColumns = n_ % nr_ ? int(n_ % nr_) : nr_;
-  kernels_.resize(2 * size_t(mr_));
-  entries_.resize(2 * size_t(mr_));
-  for (int rows = 1; rows <= mr_; ++rows)
-    for (bool tail : {false, true}) {
-      if (!registerTile && ((tail && tailColumns == nr_) || (!tail && n_ < nr_)))
-        continue;
-      config.rows = rows;
-      config.columns = tail ? tailColumns : nr_;
-      const size_t at = size_t(rows - 1) * 2 + tail;
-      kernels_[at] = family_.generate(config);
-      entries_[at] = kernels_[at]->entry<AnyKernelFn>();
-    }
+  const int paces = registerTile && bPrefetchLines_ == 1 ? 2 : 1;
+  kernels_.resize(4 * size_t(mr_));
+  entries_.resize(4 * size_t(mr_));
+  for (int pace = 0; pace < paces; ++pace) {
+    config.bPrefetchLines = bPrefetchLines_ + pace;
+    for (int rows = 1; rows <= mr_; ++rows)
+      for (bool tail : {false, true}) {
+        if (!registerTile && ((tail && tailColumns == nr_) || (!tail && n_ < nr_)))
+          continue;
+        config.rows = rows;
+        config.columns = tail ? tailColumns : nr_;
+        const size_t at = kernelIndex(rows, tail, pace != 0);
+        kernels_[at] = family_.generate(config);
+        entries_[at] = kernels_[at]->entry<AnyKernelFn>();
+      }
+  }
 }
 
 Int8GemmDriver::~Int8GemmDriver() = default;
 
-const Int8GemmKernel &Int8GemmDriver::kernel(int rows, bool tailPanel) const {
-  if (rows < 1 || rows > mr_ || !kernels_[size_t(rows - 1) * 2 + tailPanel])
+const Int8GemmKernel &Int8GemmDriver::kernel(int rows, bool tailPanel, bool fewTiles) const {
+  if (rows < 1 || rows > mr_ || !kernels_[kernelIndex(rows, tailPanel, fewTiles)])
     throw std::out_of_range(std::string("Int8GemmDriver (") + family_.name + "): no kernel for " +
                             std::to_string(rows) + " rows on the " + (tailPanel ? "tail" : "full") +
-                            " panel");
-  return *kernels_[size_t(rows - 1) * 2 + tailPanel];
+                            " panel" + (fewTiles ? " at the few-tiles prefetch pace" : ""));
+  return *kernels_[kernelIndex(rows, tailPanel, fewTiles)];
+}
+
+bool Int8GemmDriver::fewTilesPrefetch(int64_t tiles, int64_t kBytes) const {
+  // One line per unrolled K step: the block's tiles bring in tiles x steps
+  // lines of the next slice (K x NR bytes); where that falls short of it,
+  // two. At K = 768, NR = 48: 576 lines, 48 per call, so under 12 tiles (M <
+  // 100 in one block at MR 9): BERT-base's FFN GEMMs at 1 x 32 ran 14-16%
+  // faster so, at 1 x 128 (15 tiles) two lines cost them 1-2% (RESULTS.md,
+  // sessions 16 and 18).
+  if (!kernels_[kernelIndex(1, false, true)] && !kernels_[kernelIndex(1, true, true)])
+    return false;
+  const int64_t granule = family_.kGranule;
+  const int64_t steps = kBytes / granule / GemmTileAvx512::kUnroll;
+  return tiles * steps * 64 < ceilDiv(kBytes, granule) * granule * nr_;
 }
 
 /// One run's arguments after the checks.
@@ -344,12 +364,14 @@ Int8GemmRunStats Int8GemmDriver::runRegisterTiles(const Call &r, Invoke invoke) 
           const int8_t *next = b + ceilDiv(len, granule) * granule * nr_;
           const int64_t nextBytes = std::min<int64_t>(ceilDiv(len, granule) * granule * nr_,
                                                       packed_.data + packed_.bytes - next);
-          const int64_t linesPerCall = kGroups / GemmTileAvx512::kUnroll * bPrefetchLines_;
-          int64_t prefetched = 0;
           // The block's rows in equal tiles (128 rows at MR 9: 8 x 9 + 7 x 8,
           // not 14 x 9 + 2): a 2-row tile has too few accumulators to hide
           // vpdpbusd's latency.
           const int64_t tiles = ceilDiv(rowEnd - rowBegin, mr_);
+          const bool fewTiles = fewTilesPrefetch(tiles, len);
+          const int64_t linesPerCall =
+              kGroups / GemmTileAvx512::kUnroll * (bPrefetchLines_ + fewTiles);
+          int64_t prefetched = 0;
           const int64_t shortRows = (rowEnd - rowBegin) / tiles;
           const int64_t tallTiles = (rowEnd - rowBegin) % tiles;
           int rows = 0;
@@ -363,7 +385,8 @@ Int8GemmRunStats Int8GemmDriver::runRegisterTiles(const Call &r, Invoke invoke) 
             args.partial = kBlocks > 1 ? partial.data() + (row - rowBegin) * nr_ : nullptr;
             args.kGroups = kGroups, args.kTail = kTail;
             args.accumulate = kb > 0, args.last = kb == kBlocks - 1;
-            invoke(*kernels_[size_t(rows - 1) * 2 + tailPanel], entry(rows, tailPanel), args);
+            const size_t at = kernelIndex(rows, tailPanel, fewTiles);
+            invoke(*kernels_[at], entries_[at], args);
             ++calls;
           }
         }
@@ -423,7 +446,8 @@ Int8GemmRunStats Int8GemmDriver::runAmxTiles(const Call &r, Invoke invoke) const
             args.bNext = prefetchB && p + 1 < pEnd ? packed_.data + (p + 1) * panelBytes_ : nullptr;
             loadedRows = rows;
             mine.calls += 1, mine.configLoads += args.configure != 0, mine.releases += args.release;
-            invoke(*kernels_[size_t(rows - 1) * 2 + tailPanel], entry(rows, tailPanel), args);
+            const size_t at = kernelIndex(rows, tailPanel, false);
+            invoke(*kernels_[at], entries_[at], args);
           }
     } catch (...) {
 #pragma omp critical(octet_int8_gemm_error)

@@ -173,8 +173,15 @@ public:
   /// RegisterTile: the rows of an M block in a run of M rows on the current
   /// OpenMP team (the rule is in its definition).
   int64_t registerTileMBlock(int64_t m) const;
-  /// The kernel for calls of `rows` rows on a full or the tail panel.
-  const Int8GemmKernel &kernel(int rows, bool tailPanel) const;
+  /// The kernel for calls of `rows` rows on a full or the tail panel; with
+  /// `fewTiles`, the one for blocks of few row tiles (fewTilesPrefetch).
+  const Int8GemmKernel &kernel(int rows, bool tailPanel, bool fewTiles = false) const;
+  /// RegisterTile: whether a block of `tiles` row tiles over `kBytes` of K
+  /// runs the kernels that prefetch two lines of B per unrolled K step
+  /// instead of this driver's one, so that its tiles bring in the whole next
+  /// panel slice (the rule is in its definition). False where the kernels
+  /// already prefetch two.
+  bool fewTilesPrefetch(int64_t tiles, int64_t kBytes) const;
 
 private:
   struct Call; // one kernel call's arguments, as the schedule fills them
@@ -190,7 +197,9 @@ private:
   /// A kernel's entry point as stored; each schedule casts it back to its own
   /// signature (Int8GemmVnniFn, Int8GemmAmxFn).
   using AnyKernelFn = void (*)();
-  AnyKernelFn entry(int rows, bool tailPanel) const { return entries_[(rows - 1) * 2 + tailPanel]; }
+  size_t kernelIndex(int rows, bool tailPanel, bool fewTiles) const {
+    return (size_t(fewTiles) * mr_ + size_t(rows - 1)) * 2 + tailPanel;
+  }
 
   const Int8GemmKernelFamily &family_;
   int64_t n_, k_;
@@ -202,8 +211,9 @@ private:
   // Per column, padded to whole panels (kernels read whole vectors).
   std::vector<int32_t, CacheLineAllocator<int32_t>> comp_;
   std::vector<float, CacheLineAllocator<float>> scale_, bias_;
-  std::vector<std::unique_ptr<Int8GemmKernel>> kernels_; // [rows - 1][tail panel], null if unused
-  std::vector<AnyKernelFn> entries_;                     // their code
+  // [few tiles][rows - 1][tail panel], null if unused
+  std::vector<std::unique_ptr<Int8GemmKernel>> kernels_;
+  std::vector<AnyKernelFn> entries_; // their code
 };
 
 } // namespace octet::x86

@@ -235,6 +235,42 @@ TEST(Int8GemmVnni, RowsSplitOverTheTeamOnlyWhereEachThreadHasEnoughTiles) {
   }
 }
 
+TEST(Int8GemmVnni, FewRowTilesPrefetchTwoLinesOfBigWeights) {
+  SKIP_WITHOUT_VNNI();
+  // BERT's FFN-in (2.25 MiB of weight): its kernels prefetch one line of B
+  // per K step, which 12 row tiles need to bring in a whole 768 x 48 slice.
+  std::vector<int8_t> big(768 * 3072, 1), small(768 * 768, 1);
+  Int8GemmParams params;
+  params.wScale = {1.0f};
+  const PackedInt8 bigPacked =
+      packInt8(octet::PackIsa::Avx512Vnni, big.data(), 768, 3072, WeightLayout::KN);
+  Int8GemmDriver gemm(bigPacked, params);
+  ASSERT_EQ(gemm.kernel(gemm.mr(), false).config().bPrefetchLines, 1);
+  for (int rows = 1; rows <= gemm.mr(); ++rows)
+    for (bool tail : {false, true})
+      EXPECT_EQ(gemm.kernel(rows, tail, true).config().bPrefetchLines, 2) << rows << " " << tail;
+  const int64_t kc = gemm.kc();
+  const int64_t steps = kc / 4 / GemmTileAvx512::kUnroll, sliceLines = kc * gemm.nr() / 64;
+  const int64_t enough = (sliceLines + steps - 1) / steps; // 12 at K 768
+  EXPECT_TRUE(gemm.fewTilesPrefetch(1, kc));
+  EXPECT_TRUE(gemm.fewTilesPrefetch(enough - 1, kc));
+  EXPECT_FALSE(gemm.fewTilesPrefetch(enough, kc));
+  EXPECT_FALSE(gemm.fewTilesPrefetch(15, kc)); // 128 rows at MR 9
+  // A small weight's kernels prefetch two lines already: no second set.
+  const PackedInt8 smallPacked =
+      packInt8(octet::PackIsa::Avx512Vnni, small.data(), 768, 768, WeightLayout::KN);
+  Int8GemmDriver smallGemm(smallPacked, params);
+  EXPECT_FALSE(smallGemm.fewTilesPrefetch(1, smallGemm.kc()));
+  EXPECT_THROW(smallGemm.kernel(1, false, true), std::out_of_range);
+  // Both paces against the reference: few tiles (M 5, 32, 64) and enough (128).
+  for (int64_t m : {5, 32, 64, 128}) {
+    Problem p(m, 3072, 768, 4);
+    Options o;
+    o.aZeroPoint = 128, o.bias = true, o.gelu = true, o.output = QuantOutput::U8;
+    p.run(o);
+  }
+}
+
 // Every epilogue combination on one shape with a K tail, K blocks and an N tail.
 TEST(Int8GemmVnni, AllEpilogueCombinations) {
   SKIP_WITHOUT_VNNI();
