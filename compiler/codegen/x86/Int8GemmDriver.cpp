@@ -177,7 +177,7 @@ bool Int8GemmDriver::fewTilesPrefetch(int64_t tiles, int64_t kBytes) const {
   // One line per unrolled K step: the block's tiles bring in tiles x steps
   // lines of the next slice (K x NR bytes); where that falls short of it,
   // two. At K = 768, NR = 48: 576 lines, 48 per call, so under 12 tiles (M <
-  // 100 in one block at MR 9): BERT-base's FFN GEMMs at 1 x 32 ran 14-16%
+  // 100 in one block at MR 9): BERT-base's FFN GEMMs at 1 x 32 ran 19-21%
   // faster so, at 1 x 128 (15 tiles) two lines cost them 1-2% (RESULTS.md,
   // sessions 16 and 18).
   if (!kernels_[kernelIndex(1, false, true)] && !kernels_[kernelIndex(1, true, true)])
