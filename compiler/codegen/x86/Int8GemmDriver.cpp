@@ -145,10 +145,10 @@ Int8GemmDriver::Int8GemmDriver(PackedInt8View packed, Int8GemmParams params)
   // Where the kernels prefetch one line per K step, a second set at two
   // lines for panels of few row tiles (fewTilesPrefetch), after the first.
   const int tailColumns = n_ % nr_ ? int(n_ % nr_) : nr_;
-  const int paces = registerTile && bPrefetchLines_ == 1 ? 2 : 1;
+  fewTilesKernels_ = registerTile && bPrefetchLines_ == 1;
   kernels_.resize(4 * size_t(mr_));
   entries_.resize(4 * size_t(mr_));
-  for (int pace = 0; pace < paces; ++pace) {
+  for (int pace = 0; pace <= int(fewTilesKernels_); ++pace) {
     config.bPrefetchLines = bPrefetchLines_ + pace;
     for (int rows = 1; rows <= mr_; ++rows)
       for (bool tail : {false, true}) {
@@ -180,7 +180,7 @@ bool Int8GemmDriver::fewTilesPrefetch(int64_t tiles, int64_t kBytes) const {
   // 100 in one block at MR 9): BERT-base's FFN GEMMs at 1 x 32 ran 19-21%
   // faster so, at 1 x 128 (15 tiles) two lines cost them 1-2% (RESULTS.md,
   // sessions 16 and 18).
-  if (!kernels_[kernelIndex(1, false, true)] && !kernels_[kernelIndex(1, true, true)])
+  if (!fewTilesKernels_)
     return false;
   const int64_t granule = family_.kGranule;
   const int64_t steps = kBytes / granule / GemmTileAvx512::kUnroll;
@@ -338,8 +338,8 @@ Int8GemmRunStats Int8GemmDriver::runRegisterTiles(const Call &r, Invoke invoke) 
   // Panels are [K / granule][NR][granule] bytes. gemm_blocking::kBlock cuts K
   // in multiples of 4, so a RegisterTile family's granule divides 4 (VNNI: 4).
   const int64_t granule = family_.kGranule;
-  int64_t calls = 0;
-#pragma omp parallel if (mBlocks * panels_ > 1) reduction(+ : calls)
+  int64_t calls = 0, fewTilesCalls = 0;
+#pragma omp parallel if (mBlocks * panels_ > 1) reduction(+ : calls, fewTilesCalls)
   {
     // s32 sums of one (M block, panel) between K blocks, reused across runs.
     thread_local std::vector<int32_t, CacheLineAllocator<int32_t>> partial;
@@ -387,12 +387,14 @@ Int8GemmRunStats Int8GemmDriver::runRegisterTiles(const Call &r, Invoke invoke) 
             args.accumulate = kb > 0, args.last = kb == kBlocks - 1;
             const size_t at = kernelIndex(rows, tailPanel, fewTiles);
             invoke(*kernels_[at], entries_[at], args);
-            ++calls;
+            ++calls, fewTilesCalls += fewTiles;
           }
         }
       }
   }
-  return {calls, 0, 0};
+  Int8GemmRunStats stats;
+  stats.calls = calls, stats.fewTilesCalls = fewTilesCalls;
+  return stats;
 }
 
 // ---------------------------------------------------------------------------

@@ -127,6 +127,7 @@ std::string checkInt8GemmParams(const Int8GemmParams &params, int64_t n);
 /// tile releases count on the AmxTiles schedule only.
 struct Int8GemmRunStats {
   int64_t calls = 0, configLoads = 0, releases = 0;
+  int64_t fewTilesCalls = 0; ///< RegisterTile: calls of the few-tiles kernels (fewTilesPrefetch)
 };
 
 class Int8GemmDriver final : public Int8Gemm {
@@ -206,7 +207,8 @@ private:
   PackedInt8View packed_;
   Int8GemmParams params_;
   int nr_, mr_;
-  int bPrefetchLines_ = 1; // RegisterTile kernels' B prefetch per K step
+  int bPrefetchLines_ = 1;       // RegisterTile kernels' B prefetch per K step
+  bool fewTilesKernels_ = false; // a second set at bPrefetchLines_ + 1 (fewTilesPrefetch)
   int64_t kc_, panels_, panelBytes_;
   // Per column, padded to whole panels (kernels read whole vectors).
   std::vector<int32_t, CacheLineAllocator<int32_t>> comp_;

@@ -249,12 +249,12 @@ TEST(Int8GemmVnni, FewRowTilesPrefetchTwoLinesOfBigWeights) {
   for (int rows = 1; rows <= gemm.mr(); ++rows)
     for (bool tail : {false, true})
       EXPECT_EQ(gemm.kernel(rows, tail, true).config().bPrefetchLines, 2) << rows << " " << tail;
+  // A slice of kc x 48 bytes is 3/4 kc lines, a call prefetches kc / 16 (4
+  // K groups per unrolled step): 12 tiles cover it, whatever kc this L1 gives.
   const int64_t kc = gemm.kc();
-  const int64_t steps = kc / 4 / GemmTileAvx512::kUnroll, sliceLines = kc * gemm.nr() / 64;
-  const int64_t enough = (sliceLines + steps - 1) / steps; // 12 at K 768
   EXPECT_TRUE(gemm.fewTilesPrefetch(1, kc));
-  EXPECT_TRUE(gemm.fewTilesPrefetch(enough - 1, kc));
-  EXPECT_FALSE(gemm.fewTilesPrefetch(enough, kc));
+  EXPECT_TRUE(gemm.fewTilesPrefetch(11, kc));
+  EXPECT_FALSE(gemm.fewTilesPrefetch(12, kc));
   EXPECT_FALSE(gemm.fewTilesPrefetch(15, kc)); // 128 rows at MR 9
   // A small weight's kernels prefetch two lines already: no second set.
   const PackedInt8 smallPacked =
@@ -262,7 +262,15 @@ TEST(Int8GemmVnni, FewRowTilesPrefetchTwoLinesOfBigWeights) {
   Int8GemmDriver smallGemm(smallPacked, params);
   EXPECT_FALSE(smallGemm.fewTilesPrefetch(1, smallGemm.kc()));
   EXPECT_THROW(smallGemm.kernel(1, false, true), std::out_of_range);
-  // Both paces against the reference: few tiles (M 5, 32, 64) and enough (128).
+  // The runs call the second set exactly for blocks of few tiles (M 32: one
+  // block of 4 tiles; M 128: 15), and both agree with the reference.
+  std::vector<uint8_t> a(128 * 768, 1);
+  std::vector<float> c(128 * 3072);
+  for (int64_t m : {32, 128}) {
+    const Int8GemmRunStats stats = gemm.runCounted(a.data(), m, 768, c.data(), 3072);
+    EXPECT_GT(stats.calls, 0) << m;
+    EXPECT_EQ(stats.fewTilesCalls, m == 32 ? stats.calls : 0) << m;
+  }
   for (int64_t m : {5, 32, 64, 128}) {
     Problem p(m, 3072, 768, 4);
     Options o;
