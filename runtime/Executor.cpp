@@ -11,6 +11,8 @@
 #include <new>
 #include <string>
 
+#include <sys/mman.h>
+
 namespace octet::rt {
 
 namespace {
@@ -352,6 +354,23 @@ void *alignedAllocate(size_t bytes) {
   return std::aligned_alloc(kAlignment, alignUp(std::max<size_t>(bytes, 1)));
 }
 
+/// An arena of 2 MiB or more lies on 2 MiB pages where the kernel gives them
+/// (transparent huge pages, `madvise` or `always`): a packed batch's attention
+/// reads each head's K and V rows a QKV row apart, a 4 KiB page each, and on
+/// 4 KiB pages its packing kernels waited on page walks (docs/decisions.md).
+void *arenaAllocate(size_t bytes) {
+  constexpr size_t kHugePage = size_t(2) << 20;
+  if (bytes < kHugePage)
+    return alignedAllocate(bytes);
+  const size_t rounded = (bytes + kHugePage - 1) / kHugePage * kHugePage;
+  void *data = std::aligned_alloc(kHugePage, rounded);
+#ifdef MADV_HUGEPAGE
+  if (data)
+    ::madvise(data, rounded, MADV_HUGEPAGE); // advice only: 4 KiB pages when refused
+#endif
+  return data;
+}
+
 /// The arena buffer a thread reuses across runs (and across Plans).
 struct ArenaCache {
   void *data = nullptr;
@@ -372,7 +391,7 @@ public:
         std::free(arenaCache.data);
         arenaCache.data = nullptr;
         arenaCache.bytes = 0;
-        void *fresh = alignedAllocate(bytes);
+        void *fresh = arenaAllocate(bytes);
         if (!fresh)
           return false;
         arenaCache.data = fresh;
@@ -383,7 +402,7 @@ public:
       data_ = arenaCache.data;
       return true;
     }
-    data_ = alignedAllocate(bytes);
+    data_ = arenaAllocate(bytes);
     return data_ != nullptr;
   }
   char *data() const { return static_cast<char *>(data_); }

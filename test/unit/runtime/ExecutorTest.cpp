@@ -6,7 +6,9 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <limits>
 #include <numeric>
 #include <thread>
@@ -328,6 +330,66 @@ TEST(Arena, TwoTensorsShareASlotAndSizesVaryPerRun) {
     uintptr_t lo = std::min(address(ta), address(tc)), hi = std::max(address(ta), address(tc));
     EXPECT_GE(hi - lo, uintptr_t(size) * 4) << "slots overlap";
   }
+}
+
+/// The kernel's transparent-huge-page mode ("always", "madvise" or "never"),
+/// or "" where the file is missing.
+std::string hugePageMode() {
+  std::ifstream in("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string line;
+  std::getline(in, line);
+  const size_t open = line.find('['), close = line.find(']');
+  return open == std::string::npos || close == std::string::npos
+             ? ""
+             : line.substr(open + 1, close - open - 1);
+}
+
+/// /proc/self/smaps' THPeligible of the mapping holding `address`: 1 where
+/// the kernel may back it with huge pages (madvised, or mode "always").
+int hugePageEligible(uintptr_t address) {
+  std::ifstream in("/proc/self/smaps");
+  std::string line;
+  bool inside = false;
+  while (std::getline(in, line)) {
+    unsigned long lo = 0, hi = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx ", &lo, &hi) == 2 && line.find(':') > line.find(' ')) {
+      inside = address >= lo && address < hi;
+      continue;
+    }
+    if (inside && line.rfind("THPeligible:", 0) == 0)
+      return std::atoi(line.c_str() + 12);
+  }
+  return -1;
+}
+
+TEST(Arena, LargeArenaIsHugePageAlignedAndAdvised) {
+  // A 3 MiB slot: the arena starts on a 2 MiB boundary and is madvised for
+  // huge pages (a packed batch's attention reads rows a page apart).
+  PlanBuilder b;
+  TensorId in = b.input("in", DType::F32, {-1}, {"n"});
+  ScalarId n = b.plan->tensors[in].shape[0];
+  TensorId big =
+      b.tensor("big", DType::F32, {n}, Storage::Arena, b.slot(b.op(Kind::Mul, n, b.constant(4))));
+  TensorId out = b.output("out", DType::F32, {n});
+  std::vector<void *> addresses;
+  b.step(std::make_unique<AddConstantStep>(1.0f), {in}, {big});
+  b.step(std::make_unique<RecordStep>(nullptr, &addresses), {}, {});
+  b.step(std::make_unique<AddConstantStep>(1.0f), {big}, {out});
+  ASSERT_TRUE(validatePlan(*b.plan).ok());
+  const int64_t size = 3 << 18; // 3 MiB of floats
+  std::vector<float> x = iota(size_t(size), 0.0f), y(size_t(size), -1);
+  std::vector<RunTensor> inputs{tensorOf(x, DType::F32, {size})};
+  std::vector<RunTensor> outputs{tensorOf(y, DType::F32, {})};
+  Status status = execute(*b.plan, inputs, outputs);
+  ASSERT_TRUE(status.ok()) << status.message();
+  EXPECT_EQ(y[size - 1], x[size - 1] + 2);
+  const uintptr_t address = reinterpret_cast<uintptr_t>(addresses[big]);
+  EXPECT_EQ(address % (uintptr_t(2) << 20), 0u);
+  const std::string mode = hugePageMode();
+  if (mode == "madvise" || mode == "always")
+    EXPECT_EQ(hugePageEligible(address), 1) << "transparent huge pages: " << mode;
+  else
+    std::printf("transparent huge pages '%s': eligibility not checked\n", mode.c_str());
 }
 
 TEST(Views, TransposeSliceAndViewOutputs) {
