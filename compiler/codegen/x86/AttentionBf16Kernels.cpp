@@ -208,8 +208,9 @@ void AttentionBf16PackKernel::valuesBody() {
   chunkMasks(rCol);
   kandw(k2, k1, k4);
   kandw(k1, k1, k3);
-  vmovups(zmm0 | k1 | T_z, ptr[rTmp]);
-  vmovups(zmm1 | k2 | T_z, ptr[rSrc2]);
+  // A padding row (past S) is zeros, not a load.
+  emitLoadUnlessMasked(*this, k1, zmm0, [&] { vmovups(zmm0 | k1 | T_z, ptr[rTmp]); });
+  emitLoadUnlessMasked(*this, k2, zmm1, [&] { vmovups(zmm1 | k2 | T_z, ptr[rSrc2]); });
   vcvtne2ps2bf16(zmm2, zmm1, zmm0);
   vpermw(zmm2, zmm30, zmm2);
   vmovdqu16(ptr[rOut], zmm2);

@@ -312,9 +312,10 @@ void AttentionInt8PackKernel::valuesBody() {
   chunkMasks(rCol);
   const Xbyak::Address rowAt[4] = {ptr[rTmp], ptr[rValid], ptr[rTmp + rLds * 2],
                                    ptr[rValid + rLds * 2]};
-  for (int i = 0; i < 4; ++i) {
+  for (int i = 0; i < 4; ++i) { // padding rows (past S) are zeros, not loads
     kandw(k7, k1, rowValid[i]);
-    vmulps(Zmm(16 + i) | k7 | T_z, Zmm(22 + i), rowAt[i]);
+    emitLoadUnlessMasked(*this, k7, Zmm(16 + i),
+                         [&] { vmulps(Zmm(16 + i) | k7 | T_z, Zmm(22 + i), rowAt[i]); });
     vcvtps2dq(Zmm(16 + i), Zmm(16 + i));
   }
   vpackssdw(zmm20, zmm16, zmm17);

@@ -61,6 +61,18 @@ void emitPrefetchRows(Xbyak::CodeGenerator &g, const Xbyak::Reg64 &row, const Xb
   }
 }
 
+void emitLoadUnlessMasked(Xbyak::CodeGenerator &g, const Xbyak::Opmask &mask, const Xbyak::Zmm &dst,
+                          const std::function<void()> &load) {
+  Xbyak::Label none, done;
+  g.kortestw(mask, mask);
+  g.jz(none);
+  load();
+  g.jmp(done);
+  g.L(none);
+  g.vpxord(dst, dst, dst);
+  g.L(done);
+}
+
 void emitLoadRows16(Xbyak::CodeGenerator &g, const Xbyak::Reg64 &row, const Xbyak::Reg64 &ld,
                     const Xbyak::Reg64 &valid, const std::function<void(int)> &load) {
   for (int i = 0; i < 16; ++i) {

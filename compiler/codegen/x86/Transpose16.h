@@ -31,6 +31,14 @@ void emitRemaining(Xbyak::CodeGenerator &g, const Xbyak::Reg64 &dst, const Xbyak
 void emitPrefetchRows(Xbyak::CodeGenerator &g, const Xbyak::Reg64 &row, const Xbyak::Reg64 &ld,
                       int rows, int lines);
 
+/// dst = load() where `mask` has a lane set, else zero without a load: a
+/// masked load whose lanes are all off still translates its address, and
+/// where that page is unmapped (rows past a tensor's end) AMD Zen 4 takes a
+/// fault-suppression assist of ~600 cycles (a 32-key head's padding rows
+/// cost its K/V packing 87 000 cycles instead of 3 000).
+void emitLoadUnlessMasked(Xbyak::CodeGenerator &g, const Xbyak::Opmask &mask, const Xbyak::Zmm &dst,
+                          const std::function<void()> &load);
+
 /// zmm i (i = 0..15) = load(i) for i < `valid`, else zero; `row` (advanced
 /// by `ld` bytes per row: clobbered) is row i's address when load(i) runs.
 void emitLoadRows16(Xbyak::CodeGenerator &g, const Xbyak::Reg64 &row, const Xbyak::Reg64 &ld,

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/codegen/CpuFeatures.h"
 #include "compiler/codegen/x86/AttentionInt8Kernels.h"
+#include "compiler/codegen/x86/Transpose16.h"
 #include "test/unit/GuardedBuffer.h"
 
 #include <gtest/gtest.h>
@@ -96,6 +97,38 @@ PackResult pack(Int8Pack mode, AttentionInt8PackArgs args, bool jit,
   else
     attentionInt8PackReference(mode, args);
   return r;
+}
+
+/// load(mask, address, out): out = 16 floats at `address` (an unmasked load)
+/// where `mask` is not empty, else zeros, through emitLoadUnlessMasked.
+struct LoadUnlessMasked : Xbyak::CodeGenerator {
+  using Fn = void (*)(const float *, uint32_t, float *);
+  LoadUnlessMasked() : Xbyak::CodeGenerator(4096) {
+    kmovw(k1, esi);
+    emitLoadUnlessMasked(*this, k1, zmm0, [&] { vmovups(zmm0, ptr[rdi]); });
+    vmovups(ptr[rdx], zmm0);
+    vzeroupper();
+    ret();
+  }
+};
+
+TEST(AttentionInt8, EmptyMaskIssuesNoLoad) {
+  // The Values packs' padding rows (past S) may lie past the tensor's last
+  // page: with an empty mask the helper must not touch the address at all
+  // (the callback's unmasked load faults on the guard page if it runs).
+  std::string why;
+  if (!hostHas(Isa::Avx512, why))
+    GTEST_SKIP() << why;
+  LoadUnlessMasked code;
+  auto load = code.getCode<LoadUnlessMasked::Fn>();
+  test::Guarded<float> row(16);
+  for (int i = 0; i < 16; ++i)
+    row[size_t(i)] = float(i + 1);
+  std::vector<float> out(16, -1.0f);
+  load(row.data() + 16, 0, out.data()); // the guard page
+  EXPECT_EQ(out, std::vector<float>(16, 0.0f));
+  load(row.data(), 1, out.data());
+  EXPECT_EQ(out, std::vector<float>(row.data(), row.data() + 16));
 }
 
 TEST(AttentionInt8, PackKernelsMatchTheLayouts) {
