@@ -36,6 +36,7 @@ padded to the longest. Model: test/models/make_bert_base.py (seeded weights).
 import argparse
 import os
 import platform
+import re
 import shutil
 import statistics
 import subprocess
@@ -60,6 +61,18 @@ TITLES = {"octet-int8": "Octet INT8 static", "octet-int8-padded": "Octet INT8 st
           "ov-int8": "OpenVINO INT8 (same QDQ)", "ov-int8-f32": "OpenVINO INT8, f32 hint",
           "ort-int8-static": "ORT INT8 static (QDQ)", "ort-int8-dynamic": "ORT INT8 dynamic",
           "torch-int8": "PyTorch torchao SmoothQuant + Inductor", "ort-fp32": "ORT FP32", "ov-default": "OpenVINO default precision"}
+
+
+def handoff_ns(threads):
+    """How far apart the first two threads run now: octetc ceilings' cache-line handoff (ns),
+    or None without octetc. On 2 vCPUs it moves with the hypervisor's placement (a Zen 4: ~30 ns
+    on one core complex, ~160 ns on two, and every runtime's memory-bound steps slow down)."""
+    octetc = os.path.join(ROOT, "build/tools/octetc/octetc")
+    if threads < 2 or not os.path.exists(octetc):
+        return None
+    out = subprocess.run([octetc, "ceilings", f"--threads={threads}"], capture_output=True, text=True).stdout
+    found = re.search(r"handoff ([0-9.]+) ns", out)
+    return float(found.group(1)) if found else None
 
 
 def sentence_batch(count, data_dir):
@@ -205,6 +218,7 @@ def main():
 
     env = dict(os.environ, PEERS_THREADS=str(args.threads), OMP_NUM_THREADS=str(args.threads),
                OCTET_LIBRARY=args.lib)
+    handoffs = [handoff_ns(args.threads)]
     workers = {}
     try:
         for e in engines:
@@ -235,10 +249,15 @@ def main():
     finally:
         for w in workers.values():
             w.close()
+    handoffs.append(handoff_ns(args.threads))
 
     versions = sorted({w.version for w in workers.values()})
     print(f"\nCPU: {cpu_name()}, {os.cpu_count()} logical CPUs; {args.threads} threads per runtime; "
           f"{', '.join(versions)}; Octet OMP_WAIT_POLICY {args.omp_wait_policy or 'default'}; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
+    if None not in handoffs:
+        far = " (over 100 ns: the threads ran on different core complexes)" if max(handoffs) > 100 else ""
+        print(f"cache-line handoff between the first two threads: {handoffs[0]:.0f} ns before, "
+              f"{handoffs[1]:.0f} ns after{far}")
     for e, n in notes.items():
         print(f"{e}: {n}")
     print(f"median of {args.rounds} alternating rounds x {args.repeat} runs, ms\n")

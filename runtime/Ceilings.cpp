@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -644,10 +645,56 @@ void ComputePeakSampler::sample() {
   fp32Gflops_.push_back(loops_->fma->gops(threads_));
   int8Gops_.push_back(loops_->dot ? loops_->dot->gops(threads_) : 0.0);
   bf16Gflops_.push_back(loops_->bf16 ? loops_->bf16->gops(threads_) : 0.0);
+  handoffNs_.push_back(handoffNanoseconds(threads_));
 }
 
 SampledPeaks ComputePeakSampler::peaks() const {
-  return {int(fp32Gflops_.size()), median(fp32Gflops_), median(int8Gops_), median(bf16Gflops_)};
+  return {int(fp32Gflops_.size()), median(fp32Gflops_), median(int8Gops_), median(bf16Gflops_),
+          median(handoffNs_)};
+}
+
+double handoffNanoseconds(int threads) {
+  if (resolveThreads(threads) < 2)
+    return 0;
+  constexpr int kHandoffs = 2000, kTrials = 3;
+  // A spin that outlasts this many polls gives up (a thread descheduled for
+  // long on an overloaded host): that trial does not count.
+  constexpr int64_t kMaxPolls = int64_t(1) << 26;
+  double best = 0;
+  for (int trial = 0; trial < kTrials; ++trial) {
+    alignas(64) std::atomic<int> flag{0};
+    std::atomic<bool> gaveUp{false};
+    Clock::time_point start, end;
+#pragma omp parallel num_threads(2)
+    {
+      if (omp_get_num_threads() == 2) {
+        const int me = omp_get_thread_num();
+#pragma omp barrier
+#pragma omp single
+        start = Clock::now();
+        for (int next = me; next < kHandoffs && !gaveUp.load(std::memory_order_relaxed);
+             next += 2) {
+          for (int64_t polls = 0; flag.load(std::memory_order_acquire) != next; ++polls)
+            if (polls == kMaxPolls || gaveUp.load(std::memory_order_relaxed)) {
+              gaveUp = true;
+              break;
+            }
+          flag.store(next + 1, std::memory_order_release);
+        }
+#pragma omp barrier
+#pragma omp single
+        end = Clock::now();
+      } else {
+#pragma omp single
+        gaveUp = true; // no second thread to hand to
+      }
+    }
+    if (gaveUp)
+      continue;
+    const double ns = std::chrono::duration<double, std::nano>(end - start).count() / kHandoffs;
+    best = best > 0 ? std::min(best, ns) : ns;
+  }
+  return best;
 }
 
 Ceilings SampledPeaks::apply(Ceilings c) const {

@@ -78,9 +78,21 @@ Status loadOrMeasureCeilings(int threads, bool refresh, Ceilings &out, bool *fro
 struct SampledPeaks {
   int samples = 0;
   double fp32Gflops = 0, int8Gops = 0, bf16Gflops = 0; ///< int8, bf16: 0 where the CPU lacks them
+  double handoffNs = 0; ///< handoffNanoseconds, median of the samples (0: one thread)
   /// `ceilings` with their compute peaks replaced (unchanged with no samples).
   Ceilings apply(Ceilings ceilings) const;
 };
+
+/// The one-way time of a cache line handed between OpenMP threads 0 and 1 of a
+/// `threads` team (each writes a shared flag in turn), best of 3 trials of
+/// 2000 handoffs, in ns; 0 with fewer than 2 threads. Not a ceiling but the
+/// state of the machine: on 2 vCPUs of an AMD Zen 4 it read 27-32 ns while
+/// they shared a core complex and 150-180 ns while the hypervisor had them on
+/// two, and then every step reading what the other thread wrote slowed down
+/// (LayerNorms 3-4x; bench/RESULTS.md, session 19). Above
+/// kFarHandoffNs a profile says so.
+double handoffNanoseconds(int threads);
+constexpr double kFarHandoffNs = 100;
 
 /// The compute peaks sampled while something else is measured (octetc run
 /// --profile samples them between the profiled runs): on a shared machine the
@@ -89,8 +101,9 @@ struct SampledPeaks {
 /// times the ceilings' FMA loop and, where the CPU has them and they are asked
 /// for (a plan with INT8 / vdpbf16ps steps), their vpdpbusd and vdpbf16ps
 /// loops on `threads` threads: the best of 2 trials of 5 ms each (10 ms per
-/// loop; a peak not sampled reads 0). Shorter trials read low: at 0.5 ms the team's start and join
-/// cost 3% (best of 10) to 6% (best of 3) of the peak that 5 ms trials read.
+/// loop; a peak not sampled reads 0); and the threads' handoffNanoseconds. Shorter trials read low:
+/// at 0.5 ms the team's start and join cost 3% (best of 10) to 6% (best of 3) of the peak that 5 ms
+/// trials read.
 class ComputePeakSampler {
 public:
   explicit ComputePeakSampler(int threads, bool int8 = true, bool bf16 = true);
@@ -102,7 +115,7 @@ private:
   struct Loops;
   std::unique_ptr<Loops> loops_;
   int threads_;
-  std::vector<double> int8Gops_, fp32Gflops_, bf16Gflops_;
+  std::vector<double> int8Gops_, fp32Gflops_, bf16Gflops_, handoffNs_;
 };
 
 /// Why --precision bf16 would run slower than f32 on this CPU, or "": one

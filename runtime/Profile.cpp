@@ -91,6 +91,7 @@ ProfileReport analyzeProfile(const Plan &plan, const std::vector<std::vector<dou
       report.cachedFp32Gflops = ceilings->fp32Gflops;
       report.cachedInt8Gops = ceilings->int8Gops;
       report.cachedBf16Gflops = ceilings->bf16Gflops;
+      report.handoffNs = peaks->handoffNs;
       report.ceilings = peaks->apply(*ceilings);
     }
     ceilings = &report.ceilings;
@@ -197,6 +198,14 @@ std::string profileTable(const ProfileReport &report, size_t limit) {
        << fixed(c.dramGBs, 1) << " GB/s\n"
        << "roof = min(peak, intensity x bandwidth), bandwidth: L3 where the step's bytes fit "
        << "the " << (c.l3CacheBytes >> 20) << " MiB L3, else DRAM\n";
+    if (report.handoffNs > 0) {
+      os << "threads 0 and 1 hand a cache line over in " << fixed(report.handoffNs, 1)
+         << " ns (median of the samples)";
+      if (report.handoffNs > kFarHandoffNs)
+        os << ": far apart (different core complexes or sockets), so steps that read what the "
+              "other thread wrote run slower than they would close together";
+      os << "\n";
+    }
   }
   char line[512];
   std::snprintf(line, sizeof(line), "  %5s %10s %6s %9s %8s %6s  %s\n", "steps", "ms", "share",
@@ -265,7 +274,8 @@ std::string profileJson(const ProfileReport &report) {
        << ", \"peak_samples\": " << report.peakSamples
        << ", \"cached_fp32_gflops\": " << number(report.cachedFp32Gflops)
        << ", \"cached_int8_gops\": " << number(report.cachedInt8Gops)
-       << ", \"cached_bf16_gflops\": " << number(report.cachedBf16Gflops) << "},\n";
+       << ", \"cached_bf16_gflops\": " << number(report.cachedBf16Gflops)
+       << ", \"handoff_ns\": " << number(report.handoffNs) << "},\n";
   } else {
     os << "  \"ceilings\": null,\n";
   }

@@ -58,6 +58,7 @@ struct ProfileReport {
   /// Compute-peak samples taken between the runs, and the cached peaks they replaced.
   int peakSamples = 0;
   double cachedFp32Gflops = 0, cachedInt8Gops = 0, cachedBf16Gflops = 0;
+  double handoffNs = 0; ///< the threads' cache-line handoff in those samples (0: not sampled)
   std::vector<StepClassProfile> classes; ///< slowest first
 };
 

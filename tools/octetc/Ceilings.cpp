@@ -56,6 +56,12 @@ int runCeilings() {
                << llvm::format("  read DRAM    %8.1f GB/s     (%.0f MiB in all)\n", c.dramGBs,
                                mib(c.dramBufferBytes))
                << llvm::format("  measured in %.2f s\n", c.measureSeconds);
+  // Not a ceiling but the machine's state now (never cached): how far apart
+  // the first two threads run.
+  if (const double ns = rt::handoffNanoseconds(c.threads); ns > 0)
+    llvm::outs() << llvm::format(
+        "  thread 0 -> 1 cache-line handoff %.1f ns (measured now%s)\n", ns,
+        ns > rt::kFarHandoffNs ? "; far apart: different core complexes" : "");
   return 0;
 }
 

@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <thread>
 #include <unistd.h>
 
 namespace {
@@ -356,7 +357,7 @@ TEST(Roofline, PeaksSampledInTheRunReplaceTheCachedOnes) {
   std::vector<Work> work = {{1e8, 1e3, "[q]"}};
   const Ceilings c = syntheticCeilings();
   // The machine was slower in the run than when its ceilings were cached.
-  const SampledPeaks peaks{4, 50, 200, 70};
+  const SampledPeaks peaks{4, 50, 200, 70, 160};
   ProfileReport r = analyzeProfile(plan, seconds, work, {0.001}, 2, &c, &peaks);
   EXPECT_EQ(r.peakSamples, 4);
   EXPECT_DOUBLE_EQ(r.cachedFp32Gflops, 100);
@@ -371,6 +372,17 @@ TEST(Roofline, PeaksSampledInTheRunReplaceTheCachedOnes) {
   EXPECT_NE(table.find("measured in this run"), std::string::npos) << table;
   EXPECT_NE(table.find("cached: fp32 100.0, int8 400.0, bf16 150.0"), std::string::npos) << table;
   EXPECT_NE(profileJson(r).find("\"peak_samples\": 4"), std::string::npos);
+  // A handoff past kFarHandoffNs: the table says the threads run far apart.
+  EXPECT_NE(table.find("hand a cache line over in 160.0 ns (median of the samples): far apart"),
+            std::string::npos)
+      << table;
+  EXPECT_NE(profileJson(r).find("\"handoff_ns\": 160"), std::string::npos);
+  SampledPeaks close = peaks;
+  close.handoffNs = 30;
+  const std::string closeTable =
+      profileTable(analyzeProfile(plan, seconds, work, {0.001}, 2, &c, &close));
+  EXPECT_NE(closeTable.find("over in 30.0 ns (median of the samples)\n"), std::string::npos)
+      << closeTable;
   // No samples: the cached ceilings, said so.
   const SampledPeaks none;
   ProfileReport cached = analyzeProfile(plan, seconds, work, {0.001}, 2, &c, &none);
@@ -452,6 +464,7 @@ TEST(Ceilings, SampledPeaksArePositiveMediansOfTheSamples) {
     EXPECT_GT(p.bf16Gflops, 0);
   else
     EXPECT_EQ(p.bf16Gflops, 0);
+  EXPECT_EQ(p.handoffNs, 0) << "one thread hands nothing over";
   // A plan without INT8 or bf16 steps asks for the FMA loop only.
   ComputePeakSampler fmaOnly(1, false, false);
   fmaOnly.sample();
@@ -459,6 +472,21 @@ TEST(Ceilings, SampledPeaksArePositiveMediansOfTheSamples) {
   EXPECT_GT(f.fp32Gflops, 0);
   EXPECT_EQ(f.int8Gops, 0);
   EXPECT_EQ(f.bf16Gflops, 0);
+}
+
+TEST(Ceilings, HandoffBetweenTwoThreadsIsPositive) {
+  EXPECT_EQ(handoffNanoseconds(1), 0);
+  // Two threads even on a one-core host (they then hand over at context
+  // switches, slowly but within the polls' limit or not counted).
+  const double ns = handoffNanoseconds(2);
+  EXPECT_GE(ns, 0);
+  if (std::thread::hardware_concurrency() >= 2) {
+    EXPECT_GT(ns, 1) << "a cache line between cores takes more than a nanosecond";
+    EXPECT_LT(ns, 1e6);
+  }
+  ComputePeakSampler sampler(2, false, false);
+  sampler.sample();
+  EXPECT_GE(sampler.peaks().handoffNs, 0);
 }
 
 TEST(Ceilings, MeasuredOnThisHostArePositiveAndCached) {
