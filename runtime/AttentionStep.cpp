@@ -774,18 +774,23 @@ private:
     };
     auto body = [&](Scratch &s, int64_t b, int64_t h, bool newHead, int64_t row0, int64_t rows) {
       const int64_t S = g.length(b), sPad = x86::int8Padded(S);
+      // Q·Kᵀ covers the keys in pairs of 16-key tiles, not the 64-key chunks
+      // P·V steps over (P's columns past S are zeros): a short sentence's
+      // scores and Kᵀ stop at 32 keys.
+      const int64_t keyPad = (S + 31) / 32 * 32;
       const float *qB = q + g.start(b, g.qB, g.qS);
       const int64_t outB = g.start(b, g.oB, g.oS);
       float *quant = s.quant.get();
       if (newHead) {
         x86::AttentionInt8PackArgs kv;
-        kv.rows = S, kv.cols = D, kv.padRows = sPad, kv.padCols = dPad;
+        kv.rows = S, kv.cols = D, kv.padRows = keyPad, kv.padCols = dPad;
         kv.src = k + g.start(b, g.kB, g.kS) + h * D, kv.lds = g.kS, kv.dst = bytes(s.keys);
         kv.scales = quant + at.keyScales, kv.sums = sums(s.quant, at.keySums);
         kv.work = quant + at.keyWork;
         int8PackFns_[int(Int8Pack::Keys)](&kv);
         kv.src = v + g.start(b, g.vB, g.vS) + h * D, kv.lds = g.vS, kv.dst = bytes(s.values);
         kv.scales = quant + at.valueScales, kv.sums = nullptr, kv.work = nullptr;
+        kv.padRows = sPad;
         int8PackFns_[int(Int8Pack::Values)](&kv);
       }
       for (int64_t r0 = row0; r0 < row0 + rows; r0 += kBf16RowBlock) {
@@ -799,7 +804,7 @@ private:
         x86::AttentionDotInt8Args dot;
         dot.a = bytes(s.rows), dot.lda = dPad, dot.b = reinterpret_cast<int8_t *>(s.keys.get());
         dot.c = s.scores.get(), dot.ldc = sPad * 4;
-        dot.kChunks = dPad / x86::kInt8Chunk, dot.colPairs = sPad / 32;
+        dot.kChunks = dPad / x86::kInt8Chunk, dot.colPairs = keyPad / 32;
         dot.rowScale = quant + at.rowScales, dot.colScale = quant + at.keyScales;
         dot.colSums = sums(s.quant, at.keySums);
         int8DotFns_[1](&dot);
