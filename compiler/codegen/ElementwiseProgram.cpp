@@ -171,16 +171,28 @@ std::string ElementwiseProgram::verify() const {
         os << "instruction %" << i << " (" << opName(in.op) << "): operand " << which << " = " << x
            << " is not an earlier instruction (0.." << id - 1 << "); ";
     };
+    // A slot the op does not use holds -1: the passes over programs (dead
+    // code, canonicalization) follow any operand that is not negative.
+    auto unused = [&](int32_t x, const char *which) {
+      if (x != -1)
+        os << "instruction %" << i << " (" << opName(in.op) << "): unused operand " << which
+           << " = " << x << " (must be -1); ";
+    };
     if (in.op == Op::Input) {
       if (in.a < 0 || in.a >= numInputs)
         os << "instruction %" << i << ": input index " << in.a << " outside 0.." << numInputs - 1
            << "; ";
+      unused(in.b, "b");
     } else if (isBinary(in.op)) {
       operand(in.a, "a");
       operand(in.b, "b");
     } else if (isUnary(in.op)) {
       operand(in.a, "a");
-    } else if (in.op != Op::Constant) {
+      unused(in.b, "b");
+    } else if (in.op == Op::Constant) {
+      unused(in.a, "a");
+      unused(in.b, "b");
+    } else {
       os << "instruction %" << i << ": unknown op " << int(in.op) << "; ";
     }
   }

@@ -279,6 +279,31 @@ TEST_F(PlanImageErrors, LinearSizesPastTheirWeightAreClearErrors) {
   EXPECT_TRUE(rt::readPlanImage(sections.view(), nullptr, plan).ok());
 }
 
+// Found by test/fuzz plan_image (plan_image-unary-stray-operand-b): a unary op
+// of an elementwise program with an operand b, which the op does not use.
+// verify() let it through and dead-code elimination marked instruction b live,
+// past the program's end; now every unused slot must be -1.
+TEST_F(PlanImageErrors, AStrayOperandOfAUnaryOpIsAClearError) {
+  // An instruction as written: u8 op, i32 a, i32 b (-1), f32 value (0), for
+  // the first unary op (Neg .. GeluTanh) on an early instruction.
+  size_t at = SIZE_MAX;
+  for (int op = int(rt::ElementwiseProgram::Op::Neg);
+       op <= int(rt::ElementwiseProgram::Op::GeluTanh) && at == SIZE_MAX; ++op)
+    for (int32_t a = 0; a < 16 && at == SIZE_MAX; ++a) {
+      std::vector<uint8_t> instr = {uint8_t(op)};
+      for (const std::vector<uint8_t> &field :
+           {bytesOf<int32_t>({a, -1}), bytesOf<float>({0.0f})})
+        instr.insert(instr.end(), field.begin(), field.end());
+      at = find(instr);
+    }
+  ASSERT_NE(at, SIZE_MAX) << "no unary instruction in the plan section";
+  rt::PlanImage bad = *image_;
+  const int32_t stray = 123456;
+  std::memcpy(bad.plan.data() + at + 5, &stray, 4);
+  const std::string error = errorOf(resealed(bad));
+  EXPECT_NE(error.find("unused operand b = 123456"), std::string::npos) << error;
+}
+
 // Found by test/fuzz plan_image (plan_image-output-slot-unbound): an output
 // bound to a tensor that names another output slot. The reader validates the
 // whole Plan it rebuilt, so no caller gets one with ids that disagree.

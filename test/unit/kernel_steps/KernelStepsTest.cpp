@@ -91,6 +91,14 @@ TEST(ElementwiseProgram, VerifyAndStr) {
   q.numInputs = 1;
   q.instrs = {{Op::Input, 3}};
   EXPECT_NE(q.verify().find("input index 3"), std::string::npos) << q.verify();
+  // Slots an op does not use hold -1 (a plan image's unary op with a stray b
+  // once sent dead-code elimination past the program's end).
+  ElementwiseProgram stray = unaryProgram(Op::Exp);
+  stray.instrs.back().b = 123456;
+  EXPECT_NE(stray.verify().find("unused operand b = 123456"), std::string::npos) << stray.verify();
+  ElementwiseProgram constant;
+  constant.instrs = {{Op::Constant, 7, -1, 1.0f}};
+  EXPECT_NE(constant.verify().find("unused operand a = 7"), std::string::npos) << constant.verify();
   ElementwiseProgram empty; // identity
   EXPECT_EQ(empty.verify(), "");
 }
