@@ -653,6 +653,13 @@ SampledPeaks ComputePeakSampler::peaks() const {
           median(handoffNs_)};
 }
 
+std::string handoffNote(double ns) {
+  return ns > kFarHandoffNs
+             ? "far apart (different core complexes or sockets), so steps that read what the "
+               "other thread wrote run slower than they would close together"
+             : "";
+}
+
 double handoffNanoseconds(int threads) {
   if (resolveThreads(threads) < 2)
     return 0;

@@ -93,6 +93,9 @@ struct SampledPeaks {
 /// kFarHandoffNs a profile says so.
 double handoffNanoseconds(int threads);
 constexpr double kFarHandoffNs = 100;
+/// What a handoff of `ns` says about the threads: past kFarHandoffNs "far
+/// apart (...)", else "" (the profile and `octetc ceilings` print it).
+std::string handoffNote(double ns);
 
 /// The compute peaks sampled while something else is measured (octetc run
 /// --profile samples them between the profiled runs): on a shared machine the

@@ -201,9 +201,8 @@ std::string profileTable(const ProfileReport &report, size_t limit) {
     if (report.handoffNs > 0) {
       os << "threads 0 and 1 hand a cache line over in " << fixed(report.handoffNs, 1)
          << " ns (median of the samples)";
-      if (report.handoffNs > kFarHandoffNs)
-        os << ": far apart (different core complexes or sockets), so steps that read what the "
-              "other thread wrote run slower than they would close together";
+      if (const std::string note = handoffNote(report.handoffNs); !note.empty())
+        os << ": " << note;
       os << "\n";
     }
   }

@@ -34,8 +34,9 @@ void emitPrefetchRows(Xbyak::CodeGenerator &g, const Xbyak::Reg64 &row, const Xb
 /// dst = load() where `mask` has a lane set, else zero without a load: a
 /// masked load whose lanes are all off still translates its address, and
 /// where that page is unmapped (rows past a tensor's end) AMD Zen 4 takes a
-/// fault-suppression assist of ~600 cycles (a 32-key head's padding rows
-/// cost its K/V packing 87 000 cycles instead of 3 000).
+/// fault-suppression assist: a 32-key head's 128 such loads in its V padding
+/// rows cost its K/V packing 87 000 TSC cycles instead of 2 600 (so roughly
+/// 650 each; bench/RESULTS.md, session 19).
 void emitLoadUnlessMasked(Xbyak::CodeGenerator &g, const Xbyak::Opmask &mask, const Xbyak::Zmm &dst,
                           const std::function<void()> &load);
 
