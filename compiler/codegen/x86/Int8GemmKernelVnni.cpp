@@ -112,6 +112,28 @@ void Int8GemmKernelVnni::afterUnrolledSteps() {
   for (int line = 0; line < config_.bPrefetchLines; ++line)
     prefetcht1(ptr[regPrefetch_ + 64 * line]);
   add(regPrefetch_, 64 * config_.bPrefetchLines);
+  // In the last K block, one output row per unrolled step: its C lines for
+  // writing and its residual lines, so that the epilogue neither waits on them
+  // nor on a store's read for ownership (large M: C and the residual are
+  // beyond L2, last touched a layer ago).
+  Label rowsDone;
+  test(regOutRowsLeft_, regOutRowsLeft_);
+  jz(rowsDone, T_NEAR);
+  const int cBytes = columns_ * (config_.epilogue.output == QuantOutput::F32 ? 4 : 1);
+  auto rowLines = [&](const Reg64 &row, int bytes, bool forWrite) {
+    for (int at = 0; at < bytes; at += 64)
+      forWrite ? prefetchw(ptr[row + at]) : prefetcht0(ptr[row + at]);
+    if (bytes % 64) // the row's end may lie in one more line
+      forWrite ? prefetchw(ptr[row + bytes - 1]) : prefetcht0(ptr[row + bytes - 1]);
+  };
+  rowLines(regRow_, cBytes, true);
+  add(regRow_, regLd_);
+  if (config_.epilogue.residual) {
+    rowLines(regOutResidual_, columns_ * 4, false);
+    add(regOutResidual_, regOutLdr_);
+  }
+  dec(regOutRowsLeft_);
+  L(rowsDone);
 }
 
 void Int8GemmKernelVnni::generate() {
@@ -132,6 +154,21 @@ void Int8GemmKernelVnni::generate() {
         vmovdqa32(acc(i, j), zword[regVec_ + j * 64]);
     L(started);
   }
+  // The output rows the K loop prefetches (afterUnrolledSteps): the last K
+  // block's only.
+  Label noOutputRows;
+  xor_(regOutRowsLeft_, regOutRowsLeft_);
+  cmp(qword[regArgs_ + offsetof(Int8GemmVnniArgs, last)], 0);
+  je(noOutputRows, T_NEAR);
+  mov(regOutRowsLeft_, mr_);
+  loadRows(offsetof(Int8GemmVnniArgs, c), offsetof(Int8GemmVnniArgs, ldc),
+           config_.epilogue.output == QuantOutput::F32 ? 4 : 1);
+  if (config_.epilogue.residual) {
+    mov(regOutResidual_, ptr[regArgs_ + offsetof(Int8GemmVnniArgs, residual)]);
+    mov(regOutLdr_, ptr[regArgs_ + offsetof(Int8GemmVnniArgs, ldr)]);
+    shl(regOutLdr_, 2);
+  }
+  L(noOutputRows);
   // K loop over 4-byte groups, then the masked K tail group.
   kLoop();
   if (config_.kTailBytes) {

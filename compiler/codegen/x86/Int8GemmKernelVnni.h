@@ -28,7 +28,9 @@
 // 0 without an activation zero point); earlier K blocks leave s32 partial
 // sums in a per-thread buffer (`partial`, rows of NR s32) that the next block
 // adds back. Epilogue on the last K block: Int8GemmKernel.h (scale or per-row
-// scale, bias, residual, program with per-column inputs, f32 or u8/s8 store).
+// scale, bias, residual, program with per-column inputs, f32 or u8/s8 store);
+// the last K block's loop prefetches the tile's C rows (for writing) and
+// residual rows, one row per unrolled step (docs/int8-gemm.md).
 //
 //===----------------------------------------------------------------------===//
 #ifndef OCTET_COMPILER_CODEGEN_X86_INT8GEMMKERNELVNNI_H
@@ -91,6 +93,9 @@ private:
   const Xbyak::Reg64 regColumns_ = r14;  // the program's per-column inputs
   const Xbyak::Reg64 regPrefetch_ = r15; // Int8GemmVnniArgs::bPrefetch, moving on
   const Xbyak::Opmask kKTail_ = k2;      // K tail bytes (K loop only)
+  // The K loop's output-row prefetch (with regRow_ / regLd_ for C): the
+  // epilogue's registers, free until it starts.
+  const Xbyak::Reg64 regOutRowsLeft_ = r12, regOutResidual_ = r13, regOutLdr_ = r14;
 };
 
 } // namespace octet::x86
