@@ -101,10 +101,11 @@ void GemmTileAvx512::advance(int steps) {
     add(regAGroup_[g], steps * 4);
 }
 
-void GemmTileAvx512::loadRows(size_t rowsOffset, size_t ldOffset, int elementBytes) {
-  mov(regRow_, ptr[regArgs_ + rowsOffset]);
-  mov(regLd_, ptr[regArgs_ + ldOffset]);
-  scaleToBytes(regLd_, elementBytes);
+void GemmTileAvx512::loadRows(size_t rowsOffset, size_t ldOffset, int elementBytes,
+                              const Reg64 &row, const Reg64 &ld) {
+  mov(row, ptr[regArgs_ + rowsOffset]);
+  mov(ld, ptr[regArgs_ + ldOffset]);
+  scaleToBytes(ld, elementBytes);
 }
 
 void GemmTileAvx512::addRows() {
@@ -123,9 +124,8 @@ void GemmTileAvx512::emitElementwise(const EpilogueEmitter &e, const Reg64 *colu
     scratch.push_back(Zmm(r));
   for (int r = 0; r < accCount_; ++r) {
     const int vec = r % vectors(); // accumulators are row-major
-    e.emit(*this, Zmm(r), scratch, constants_, [&](int c) {
-      return zword[*columns + int(c * columnStride + vec * 64)];
-    });
+    e.emit(*this, Zmm(r), scratch, constants_,
+           [&](int c) { return zword[*columns + int(c * columnStride + vec * 64)]; });
   }
 }
 

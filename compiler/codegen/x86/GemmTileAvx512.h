@@ -102,8 +102,13 @@ protected:
   /// Moves B and the A group pointers `steps` K steps on.
   void advance(int steps);
 
-  /// Points regRow_ / regLd_ at the rows and the byte stride at these offsets.
-  void loadRows(size_t rowsOffset, size_t ldOffset, int elementBytes);
+  /// Points regRow_ / regLd_ (or `row` / `ld`) at the rows and the byte
+  /// stride at these offsets.
+  void loadRows(size_t rowsOffset, size_t ldOffset, int elementBytes) {
+    loadRows(rowsOffset, ldOffset, elementBytes, regRow_, regLd_);
+  }
+  void loadRows(size_t rowsOffset, size_t ldOffset, int elementBytes, const Xbyak::Reg64 &row,
+                const Xbyak::Reg64 &ld);
   /// Calls `body(row)` for each tile row, moving regRow_ on between rows.
   template <typename Body> void forEachRow(Body body) {
     for (int i = 0; i < mr_; ++i) {

@@ -119,7 +119,7 @@ void Int8GemmKernelVnni::afterUnrolledSteps() {
   Label rowsDone;
   test(regOutRowsLeft_, regOutRowsLeft_);
   jz(rowsDone, T_NEAR);
-  const int cBytes = columns_ * (config_.epilogue.output == QuantOutput::F32 ? 4 : 1);
+  const int cBytes = columns_ * outputBytes();
   auto rowLines = [&](const Reg64 &row, int bytes, bool forWrite) {
     for (int at = 0; at < bytes; at += 64)
       forWrite ? prefetchw(ptr[row + at]) : prefetcht0(ptr[row + at]);
@@ -161,13 +161,10 @@ void Int8GemmKernelVnni::generate() {
   cmp(qword[regArgs_ + offsetof(Int8GemmVnniArgs, last)], 0);
   je(noOutputRows, T_NEAR);
   mov(regOutRowsLeft_, mr_);
-  loadRows(offsetof(Int8GemmVnniArgs, c), offsetof(Int8GemmVnniArgs, ldc),
-           config_.epilogue.output == QuantOutput::F32 ? 4 : 1);
-  if (config_.epilogue.residual) {
-    mov(regOutResidual_, ptr[regArgs_ + offsetof(Int8GemmVnniArgs, residual)]);
-    mov(regOutLdr_, ptr[regArgs_ + offsetof(Int8GemmVnniArgs, ldr)]);
-    shl(regOutLdr_, 2);
-  }
+  loadRows(offsetof(Int8GemmVnniArgs, c), offsetof(Int8GemmVnniArgs, ldc), outputBytes());
+  if (config_.epilogue.residual)
+    loadRows(offsetof(Int8GemmVnniArgs, residual), offsetof(Int8GemmVnniArgs, ldr), sizeof(float),
+             regOutResidual_, regOutLdr_);
   L(noOutputRows);
   // K loop over 4-byte groups, then the masked K tail group.
   kLoop();
@@ -214,8 +211,7 @@ void Int8GemmKernelVnni::generate() {
       },
       /*sumsHoldComp=*/true);
   emitU8S8Store([&] {
-    loadRows(offsetof(Int8GemmVnniArgs, c), offsetof(Int8GemmVnniArgs, ldc),
-             config_.epilogue.output == QuantOutput::F32 ? 4 : 1);
+    loadRows(offsetof(Int8GemmVnniArgs, c), offsetof(Int8GemmVnniArgs, ldc), outputBytes());
   });
   L(done);
   postamble();

@@ -87,6 +87,8 @@ private:
   /// One K group; `tailGroup`: the masked last group of kTailBytes.
   void dotGroup(int step, bool tailGroup);
   static size_t argsOffset(ColumnArray array);
+  /// Bytes of one C element: 4 (f32) or 1 (u8 / s8).
+  int outputBytes() const { return config_.epilogue.output == QuantOutput::F32 ? 4 : 1; }
 
   const Xbyak::Reg64 regVec_ = r12;      // comp / scale / bias
   const Xbyak::Reg64 regXs_ = r13;       // per-row x scales
