@@ -1,6 +1,7 @@
 //===- GemmBf16.cpp -------------------------------------------------------===//
 #include "compiler/codegen/x86/GemmBf16.h"
 #include "compiler/codegen/GemmBlocking.h"
+#include "compiler/codegen/StealingSchedule.h"
 
 #include <omp.h>
 
@@ -37,10 +38,9 @@ bool GemmBf16::hostSupported() { return CpuFeatures::host().supports(Isa::Avx512
 
 GemmBf16::GemmBf16(int64_t n, int64_t k, const uint16_t *packedB, GemmF32Epilogue epilogue,
                    const float *bias)
-    : n_(n), k_(k), packedB_(packedB), bias_(bias), epilogue_(epilogue),
-      nr_(gemmF32PanelWidth(n)),
-      mr_(GemmF32Avx512::maxRows(
-          nr_, epilogue.elementwise ? epilogue.elementwise->scratchZmmCount() : 0)),
+    : n_(n), k_(k), packedB_(packedB), bias_(bias), epilogue_(epilogue), nr_(gemmF32PanelWidth(n)),
+      mr_(GemmF32Avx512::maxRows(nr_, epilogue.elementwise ? epilogue.elementwise->scratchZmmCount()
+                                                           : 0)),
       kc_(gemm_blocking::kBlock(k, nr_, 2)), panels_(ceilDiv(n, nr_)), kPairs_(ceilDiv(k, 2)),
       aStride_(bf16Padded(k)) {
   buildPanelKernels(mr_, nr_, n, panels_, bias != nullptr, epilogue, kernels_, kernelFns_);
@@ -70,6 +70,7 @@ void GemmBf16::run(const float *a, int64_t m, int64_t lda, float *c, int64_t ldc
   const int64_t mBlock = gemm_blocking::mBlock(m, k_, mr_, panels_, 2),
                 mBlocks = ceilDiv(m, mBlock);
   const int64_t kBlocks = std::max<int64_t>(1, ceilDiv(k_, kc_));
+  StealingSchedule schedule(mBlocks * panels_, omp_get_max_threads());
 #pragma omp parallel if (mBlocks * panels_ > 1)
   {
     // Every thread converts its share of A's rows; the tiles start once all are done.
@@ -84,32 +85,31 @@ void GemmBf16::run(const float *a, int64_t m, int64_t lda, float *c, int64_t ldc
       convertFn_(&pack);
     }
 #pragma omp barrier
-#pragma omp for collapse(2) schedule(static)
-    for (int64_t mb = 0; mb < mBlocks; ++mb)
-      for (int64_t p = 0; p < panels_; ++p) {
-        const int64_t rowEnd = std::min(m, (mb + 1) * mBlock), col = p * nr_;
-        const bool tailPanel = n_ - col < nr_;
-        const uint16_t *panel = packedB_ + p * kPairs_ * nr_ * 2;
-        for (int64_t kb = 0; kb < kBlocks; ++kb) {
-          const int64_t k0 = kb * kc_; // even: Kc is a multiple of 4
-          for (int64_t row = mb * mBlock; row < rowEnd; row += mr_) {
-            // Pairs are 4 bytes like floats: lda and k count pairs (GemmBf16Avx512.h).
-            GemmF32Args args{reinterpret_cast<const float *>(aBf16.get() + row * aStride_ + k0),
-                             reinterpret_cast<const float *>(panel + k0 * nr_),
-                             c + row * ldc + col,
-                             bias_ ? bias_ + col : nullptr,
-                             epilogue_.residual ? residual + row * ldr + col : nullptr,
-                             aStride_ / 2,
-                             ldc,
-                             ldr,
-                             ceilDiv(std::min(kc_, k_ - k0), 2),
-                             kb > 0,
-                             kb == kBlocks - 1,
-                             columnInputs.empty() ? nullptr : columnInputs.data() + col};
-            kernel(int(std::min<int64_t>(mr_, rowEnd - row)), tailPanel)(&args);
-          }
+    schedule.run(t, [&](int64_t item, bool) {
+      const int64_t mb = item / panels_, p = item % panels_;
+      const int64_t rowEnd = std::min(m, (mb + 1) * mBlock), col = p * nr_;
+      const bool tailPanel = n_ - col < nr_;
+      const uint16_t *panel = packedB_ + p * kPairs_ * nr_ * 2;
+      for (int64_t kb = 0; kb < kBlocks; ++kb) {
+        const int64_t k0 = kb * kc_; // even: Kc is a multiple of 4
+        for (int64_t row = mb * mBlock; row < rowEnd; row += mr_) {
+          // Pairs are 4 bytes like floats: lda and k count pairs (GemmBf16Avx512.h).
+          GemmF32Args args{reinterpret_cast<const float *>(aBf16.get() + row * aStride_ + k0),
+                           reinterpret_cast<const float *>(panel + k0 * nr_),
+                           c + row * ldc + col,
+                           bias_ ? bias_ + col : nullptr,
+                           epilogue_.residual ? residual + row * ldr + col : nullptr,
+                           aStride_ / 2,
+                           ldc,
+                           ldr,
+                           ceilDiv(std::min(kc_, k_ - k0), 2),
+                           kb > 0,
+                           kb == kBlocks - 1,
+                           columnInputs.empty() ? nullptr : columnInputs.data() + col};
+          kernel(int(std::min<int64_t>(mr_, rowEnd - row)), tailPanel)(&args);
         }
       }
+    });
   }
 }
 

@@ -1,6 +1,9 @@
 //===- GemmF32.cpp --------------------------------------------------------===//
 #include "compiler/codegen/x86/GemmF32.h"
 #include "compiler/codegen/GemmBlocking.h"
+#include "compiler/codegen/StealingSchedule.h"
+
+#include <omp.h>
 
 #include <algorithm>
 #include <cassert>
@@ -41,8 +44,7 @@ PackedWeights padColumnInputs(const EpilogueEmitter *elementwise, int64_t n, int
   for (int c = 0; c < count; ++c) {
     if (!columns || !columns[c])
       throw std::invalid_argument("run: the epilogue reads " + std::to_string(count) +
-                                  " per-column inputs: input " + std::to_string(c) +
-                                  " is missing");
+                                  " per-column inputs: input " + std::to_string(c) + " is missing");
     std::copy(columns[c], columns[c] + n, padded.begin() + c * paddedN);
   }
   return padded;
@@ -50,10 +52,9 @@ PackedWeights padColumnInputs(const EpilogueEmitter *elementwise, int64_t n, int
 
 GemmF32::GemmF32(int64_t n, int64_t k, const float *packedB, GemmF32Epilogue epilogue,
                  const float *bias)
-    : n_(n), k_(k), packedB_(packedB), bias_(bias), epilogue_(epilogue),
-      nr_(gemmF32PanelWidth(n)),
-      mr_(GemmF32Avx512::maxRows(
-          nr_, epilogue.elementwise ? epilogue.elementwise->scratchZmmCount() : 0)),
+    : n_(n), k_(k), packedB_(packedB), bias_(bias), epilogue_(epilogue), nr_(gemmF32PanelWidth(n)),
+      mr_(GemmF32Avx512::maxRows(nr_, epilogue.elementwise ? epilogue.elementwise->scratchZmmCount()
+                                                           : 0)),
       kc_(gemm_blocking::kBlock(k, nr_, sizeof(float))), panels_(ceilDiv(n, nr_)) {
   buildPanelKernels(mr_, nr_, n, panels_, bias != nullptr, epilogue, kernels_, kernelFns_);
 }
@@ -71,31 +72,32 @@ void GemmF32::run(const float *a, int64_t m, int64_t lda, float *c, int64_t ldc,
       padColumnInputs(epilogue_.elementwise, n_, panels_ * nr_, columns);
   const int64_t mBlock = mc(m), mBlocks = ceilDiv(m, mBlock);
   const int64_t kBlocks = std::max<int64_t>(1, ceilDiv(k_, kc_));
-#pragma omp parallel for collapse(2) schedule(static) if (mBlocks * panels_ > 1)
-  for (int64_t mb = 0; mb < mBlocks; ++mb)
-    for (int64_t p = 0; p < panels_; ++p) {
-      const int64_t rowEnd = std::min(m, (mb + 1) * mBlock), col = p * nr_;
-      const bool tailPanel = n_ - col < nr_;
-      const float *panel = packedB_ + p * k_ * nr_;
-      for (int64_t kb = 0; kb < kBlocks; ++kb) {
-        const int64_t k0 = kb * kc_;
-        for (int64_t row = mb * mBlock; row < rowEnd; row += mr_) {
-          GemmF32Args args{a + row * lda + k0,
-                           panel + k0 * nr_,
-                           c + row * ldc + col,
-                           bias_ ? bias_ + col : nullptr,
-                           epilogue_.residual ? residual + row * ldr + col : nullptr,
-                           lda,
-                           ldc,
-                           ldr,
-                           std::min(kc_, k_ - k0),
-                           kb > 0,
-                           kb == kBlocks - 1,
-                           columnInputs.empty() ? nullptr : columnInputs.data() + col};
-          kernel(int(std::min<int64_t>(mr_, rowEnd - row)), tailPanel)(&args);
-        }
+  StealingSchedule schedule(mBlocks * panels_, omp_get_max_threads());
+#pragma omp parallel if (mBlocks * panels_ > 1)
+  schedule.run(omp_get_thread_num(), [&](int64_t item, bool) {
+    const int64_t mb = item / panels_, p = item % panels_;
+    const int64_t rowEnd = std::min(m, (mb + 1) * mBlock), col = p * nr_;
+    const bool tailPanel = n_ - col < nr_;
+    const float *panel = packedB_ + p * k_ * nr_;
+    for (int64_t kb = 0; kb < kBlocks; ++kb) {
+      const int64_t k0 = kb * kc_;
+      for (int64_t row = mb * mBlock; row < rowEnd; row += mr_) {
+        GemmF32Args args{a + row * lda + k0,
+                         panel + k0 * nr_,
+                         c + row * ldc + col,
+                         bias_ ? bias_ + col : nullptr,
+                         epilogue_.residual ? residual + row * ldr + col : nullptr,
+                         lda,
+                         ldc,
+                         ldr,
+                         std::min(kc_, k_ - k0),
+                         kb > 0,
+                         kb == kBlocks - 1,
+                         columnInputs.empty() ? nullptr : columnInputs.data() + col};
+        kernel(int(std::min<int64_t>(mr_, rowEnd - row)), tailPanel)(&args);
       }
     }
+  });
 }
 
 } // namespace octet::x86

@@ -1,6 +1,7 @@
 //===- Int8GemmDriver.cpp -------------------------------------------------===//
 #include "compiler/codegen/x86/Int8GemmDriver.h"
 #include "compiler/codegen/GemmBlocking.h"
+#include "compiler/codegen/StealingSchedule.h"
 #include "compiler/codegen/x86/Int8GemmKernelAmx.h"
 #include "compiler/codegen/x86/Int8GemmKernelVnni.h"
 
@@ -339,58 +340,66 @@ Int8GemmRunStats Int8GemmDriver::runRegisterTiles(const Call &r, Invoke invoke) 
   // in multiples of 4, so a RegisterTile family's granule divides 4 (VNNI: 4).
   const int64_t granule = family_.kGranule;
   int64_t calls = 0, fewTilesCalls = 0;
+  // schedule(static)'s ranges of (M block, panel) pairs, row-major, their
+  // tails taken by the threads that finish first.
+  StealingSchedule schedule(mBlocks * panels_, omp_get_max_threads());
 #pragma omp parallel if (mBlocks * panels_ > 1) reduction(+ : calls, fewTilesCalls)
   {
     // s32 sums of one (M block, panel) between K blocks, reused across runs.
     thread_local std::vector<int32_t, CacheLineAllocator<int32_t>> partial;
     if (kBlocks > 1 && int64_t(partial.size()) < mBlock * nr_)
       partial.resize(mBlock * nr_);
-#pragma omp for collapse(2) schedule(static)
-    for (int64_t mb = 0; mb < mBlocks; ++mb)
-      for (int64_t p = 0; p < panels_; ++p) {
-        const int64_t rowBegin = mb * mBlock, rowEnd = std::min(m, rowBegin + mBlock);
-        const int64_t col = p * nr_;
-        const bool tailPanel = n_ - col < nr_;
-        const int8_t *panel = packed_.data + p * panelBytes_;
-        for (int64_t kb = 0; kb < kBlocks; ++kb) {
-          const int64_t k0 = kb * kc_, len = std::min(kc_, k_ - k0);
-          const int8_t *b = panel + (k0 / granule) * nr_ * granule;
-          const int64_t kGroups = len / granule, kTail = len % granule;
-          // The bytes after this slice are what this thread reads next (the
-          // next K block, or the next panel): the row tiles pull them into L2
-          // in turn, each kernel call one line per unrolled K step; once they
-          // are covered (or past the weight's end), a call prefetches its own,
-          // L1-resident slice (L1 hits).
-          const int8_t *next = b + ceilDiv(len, granule) * granule * nr_;
-          const int64_t nextBytes = std::min<int64_t>(ceilDiv(len, granule) * granule * nr_,
-                                                      packed_.data + packed_.bytes - next);
-          // The block's rows in equal tiles (128 rows at MR 9: 8 x 9 + 7 x 8,
-          // not 14 x 9 + 2): a 2-row tile has too few accumulators to hide
-          // vpdpbusd's latency.
-          const int64_t tiles = ceilDiv(rowEnd - rowBegin, mr_);
-          const bool fewTiles = fewTilesPrefetch(tiles, len);
-          const int64_t linesPerCall =
-              kGroups / GemmTileAvx512::kUnroll * (bPrefetchLines_ + fewTiles);
-          int64_t prefetched = 0;
-          const int64_t shortRows = (rowEnd - rowBegin) / tiles;
-          const int64_t tallTiles = (rowEnd - rowBegin) % tiles;
-          int rows = 0;
-          for (int64_t row = rowBegin, tile = 0; row < rowEnd; row += rows, ++tile) {
-            rows = int(shortRows + (tile < tallTiles));
-            Int8GemmVnniArgs args = tileArgs<Int8GemmVnniArgs>(r, row, col);
-            args.a += k0;
-            args.b = b;
-            args.bPrefetch = prefetched < nextBytes ? next + prefetched : b;
-            prefetched += linesPerCall * 64;
-            args.partial = kBlocks > 1 ? partial.data() + (row - rowBegin) * nr_ : nullptr;
-            args.kGroups = kGroups, args.kTail = kTail;
-            args.accumulate = kb > 0, args.last = kb == kBlocks - 1;
-            const size_t at = kernelIndex(rows, tailPanel, fewTiles);
-            invoke(*kernels_[at], entries_[at], args);
-            ++calls, fewTilesCalls += fewTiles;
-          }
+    schedule.run(omp_get_thread_num(), [&](int64_t item, bool stolen) {
+      const int64_t mb = item / panels_, p = item % panels_;
+      const int64_t rowBegin = mb * mBlock, rowEnd = std::min(m, rowBegin + mBlock);
+      const int64_t col = p * nr_;
+      const bool tailPanel = n_ - col < nr_;
+      const int8_t *panel = packed_.data + p * panelBytes_;
+      for (int64_t kb = 0; kb < kBlocks; ++kb) {
+        const int64_t k0 = kb * kc_, len = std::min(kc_, k_ - k0);
+        const int8_t *b = panel + (k0 / granule) * nr_ * granule;
+        const int64_t kGroups = len / granule, kTail = len % granule;
+        const int64_t sliceBytes = ceilDiv(len, granule) * granule * nr_;
+        // What this thread reads next: the bytes after this slice (the next K
+        // block, or the next panel), or, after the last K block of an item
+        // taken from the back of another thread's range, the first block of
+        // the item before it (the next one it would take). The row tiles pull
+        // them into L2 in turn, each kernel call one line per unrolled K
+        // step; once they are covered (or past the weight's end), a call
+        // prefetches its own, L1-resident slice (L1 hits).
+        const bool stealsBefore = stolen && kb == kBlocks - 1 && item > 0;
+        const int8_t *next =
+            stealsBefore ? packed_.data + (item - 1) % panels_ * panelBytes_ : b + sliceBytes;
+        const int64_t nextBytes =
+            stealsBefore ? ceilDiv(std::min(kc_, k_), granule) * granule * nr_
+                         : std::min<int64_t>(sliceBytes, packed_.data + packed_.bytes - next);
+        // The block's rows in equal tiles (128 rows at MR 9: 8 x 9 + 7 x 8,
+        // not 14 x 9 + 2): a 2-row tile has too few accumulators to hide
+        // vpdpbusd's latency.
+        const int64_t tiles = ceilDiv(rowEnd - rowBegin, mr_);
+        const bool fewTiles = fewTilesPrefetch(tiles, len);
+        const int64_t linesPerCall =
+            kGroups / GemmTileAvx512::kUnroll * (bPrefetchLines_ + fewTiles);
+        int64_t prefetched = 0;
+        const int64_t shortRows = (rowEnd - rowBegin) / tiles;
+        const int64_t tallTiles = (rowEnd - rowBegin) % tiles;
+        int rows = 0;
+        for (int64_t row = rowBegin, tile = 0; row < rowEnd; row += rows, ++tile) {
+          rows = int(shortRows + (tile < tallTiles));
+          Int8GemmVnniArgs args = tileArgs<Int8GemmVnniArgs>(r, row, col);
+          args.a += k0;
+          args.b = b;
+          args.bPrefetch = prefetched < nextBytes ? next + prefetched : b;
+          prefetched += linesPerCall * 64;
+          args.partial = kBlocks > 1 ? partial.data() + (row - rowBegin) * nr_ : nullptr;
+          args.kGroups = kGroups, args.kTail = kTail;
+          args.accumulate = kb > 0, args.last = kb == kBlocks - 1;
+          const size_t at = kernelIndex(rows, tailPanel, fewTiles);
+          invoke(*kernels_[at], entries_[at], args);
+          ++calls, fewTilesCalls += fewTiles;
         }
       }
+    });
   }
   Int8GemmRunStats stats;
   stats.calls = calls, stats.fewTilesCalls = fewTilesCalls;
