@@ -84,6 +84,11 @@ const CpuFeatures &CpuFeatures::host() {
   return features;
 }
 
+bool hostIsAmd() {
+  static const bool amd = Xbyak::util::Cpu().has(Xbyak::util::Cpu::tAMD);
+  return amd;
+}
+
 namespace {
 struct Target {
   const char *name;
@@ -230,7 +235,6 @@ bool CpuFeatures::supports(Isa isa) const {
   }
   return false;
 }
-
 
 std::string CpuFeatures::missingOn(const CpuFeatures &cpu) const {
   std::vector<bool> has;

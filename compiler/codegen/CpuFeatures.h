@@ -60,6 +60,12 @@ struct CpuFeatures {
   bool operator!=(const CpuFeatures &o) const { return !(*this == o); }
 };
 
+/// Whether this host's CPU is AMD's (cpuid vendor "AuthenticAMD"). Not a
+/// feature: nothing generated depends on it, only run-time choices that
+/// measured differently on AMD's and Intel's cache topologies (an L3 per core
+/// complex, or one per socket): Int8GemmDriver's row split.
+bool hostIsAmd();
+
 } // namespace octet::x86
 
 #endif

@@ -1,5 +1,6 @@
 //===- Int8GemmDriver.cpp -------------------------------------------------===//
 #include "compiler/codegen/x86/Int8GemmDriver.h"
+#include "compiler/codegen/CpuFeatures.h"
 #include "compiler/codegen/GemmBlocking.h"
 #include "compiler/codegen/StealingSchedule.h"
 #include "compiler/codegen/x86/Int8GemmKernelAmx.h"
@@ -308,23 +309,37 @@ Int8GemmRunStats Int8GemmDriver::runEmulated(const uint8_t *a, int64_t m, int64_
 // ---------------------------------------------------------------------------
 // RegisterTile: (M block, panel) pairs over the team, K blocks inside.
 
-int64_t Int8GemmDriver::registerTileMBlock(int64_t m) const {
+int Int8GemmDriver::rowSplitLines(int64_t m) const {
   const int64_t threads = omp_get_max_threads();
   // Rows over the team (each thread all panels of its own rows) where the
   // kernels prefetch two lines of B per unrolled K step (small weights:
-  // kRowSplitWeightBytes) and each thread's rows make enough row tiles that
-  // this brings the next panel (K x NR bytes, K / 8 lines per call) into L2
-  // while it computes the current one: NR / 8 tiles, 6 at NR 48. Each thread
-  // then reads the A and residual rows and writes the C rows that the
-  // token-wise steps around the GEMM (LayerNorm, quantize: static row
-  // ranges) gave it or take from it, instead of half of every row from the
-  // other core's cache, at the price of streaming all of B.
-  const int64_t minTiles = ceilDiv(nr_, 4 * bPrefetchLines_);
-  if (bPrefetchLines_ < 2 || threads < 2 || ceilDiv(ceilDiv(m, threads), mr_) < minTiles)
+  // kRowSplitWeightBytes; on AMD also the big weights' second set, up to
+  // kRowSplitBigWeightBytesAmd) and each thread's rows make enough row tiles
+  // that this brings the next panel (K x NR bytes, K / 8 lines per call) into
+  // L2 while it computes the current one: NR / 8 tiles, 6 at NR 48. Each
+  // thread then reads the A and residual rows and writes the C rows that the
+  // token-wise steps around the GEMM (LayerNorm, quantize: static row ranges)
+  // gave it or take from it, instead of half of every row from the other
+  // core's cache, at the price of streaming all of B. That price measured
+  // higher than the gain for BERT-base's FFN GEMMs (2.25 MiB) on a Xeon
+  // (session 16: 89 -> 85% and 94 -> 90% of the peak), lower on Zen 4, whose
+  // cores reach each other's lines through the L3 of a core complex or
+  // beyond it (session 21: +2 points each, the LayerNorms after them -20 to
+  // -30%).
+  const bool bigOnAmd = fewTilesKernels_ && k_ * n_ <= kRowSplitBigWeightBytesAmd && hostIsAmd();
+  const int lines = bPrefetchLines_ >= 2 ? bPrefetchLines_ : bigOnAmd ? bPrefetchLines_ + 1 : 0;
+  if (lines < 2 || threads < 2 || ceilDiv(ceilDiv(m, threads), mr_) < ceilDiv(nr_, 4 * lines))
+    return 0;
+  return lines;
+}
+
+int64_t Int8GemmDriver::registerTileMBlock(int64_t m) const {
+  if (!rowSplitLines(m))
     return gemm_blocking::mBlock(m, k_, mr_, panels_, sizeof(uint8_t));
   // A whole number of blocks per thread (the static split of the (block,
   // panel) pairs then gives each thread whole blocks), each within the L2
   // rule's height.
+  const int64_t threads = omp_get_max_threads();
   const int64_t l2Block = gemm_blocking::mBlock(m, k_, mr_, /*panels=*/threads, sizeof(uint8_t));
   const int64_t blocks = gemm_blocking::roundUp(std::max(ceilDiv(m, l2Block), threads), threads);
   return ceilDiv(m, blocks);
@@ -336,6 +351,8 @@ Int8GemmRunStats Int8GemmDriver::runRegisterTiles(const Call &r, Invoke invoke) 
   const int64_t mBlock = registerTileMBlock(m);
   const int64_t mBlocks = ceilDiv(m, mBlock);
   const int64_t kBlocks = ceilDiv(k_, kc_);
+  // Rows split on the second kernel set (a big weight on AMD): its two lines.
+  const bool secondSet = rowSplitLines(m) > bPrefetchLines_;
   // Panels are [K / granule][NR][granule] bytes. gemm_blocking::kBlock cuts K
   // in multiples of 4, so a RegisterTile family's granule divides 4 (VNNI: 4).
   const int64_t granule = family_.kGranule;
@@ -377,7 +394,7 @@ Int8GemmRunStats Int8GemmDriver::runRegisterTiles(const Call &r, Invoke invoke) 
         // not 14 x 9 + 2): a 2-row tile has too few accumulators to hide
         // vpdpbusd's latency.
         const int64_t tiles = ceilDiv(rowEnd - rowBegin, mr_);
-        const bool fewTiles = fewTilesPrefetch(tiles, len);
+        const bool fewTiles = secondSet || fewTilesPrefetch(tiles, len);
         const int64_t linesPerCall =
             kGroups / GemmTileAvx512::kUnroll * (bPrefetchLines_ + fewTiles);
         int64_t prefetched = 0;

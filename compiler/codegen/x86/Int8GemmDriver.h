@@ -127,16 +127,23 @@ std::string checkInt8GemmParams(const Int8GemmParams &params, int64_t n);
 /// tile releases count on the AmxTiles schedule only.
 struct Int8GemmRunStats {
   int64_t calls = 0, configLoads = 0, releases = 0;
-  int64_t fewTilesCalls = 0; ///< RegisterTile: calls of the few-tiles kernels (fewTilesPrefetch)
+  /// RegisterTile: calls of the second, two-line kernel set (blocks of few
+  /// tiles, fewTilesPrefetch; rows split on AMD, kRowSplitBigWeightBytesAmd)
+  int64_t fewTilesCalls = 0;
 };
 
 class Int8GemmDriver final : public Int8Gemm {
 public:
   /// RegisterTile: weights of at most this many bytes (K x N) may have their
-  /// rows split over the team (registerTileMBlock): BERT-base's QKV (1.7 MiB)
-  /// and attention output (0.56 MiB) measured faster so on a 2 MB-L2 Xeon,
-  /// its FFN GEMMs (2.25 MiB) slower.
+  /// rows split over the team (registerTileMBlock), and their kernels
+  /// prefetch two lines of B per K step: BERT-base's QKV (1.7 MiB) and
+  /// attention output (0.56 MiB) measured faster so on a 2 MB-L2 Xeon, its
+  /// FFN GEMMs (2.25 MiB) slower.
   static constexpr int64_t kRowSplitWeightBytes = int64_t(2) << 20;
+  /// On AMD hosts (hostIsAmd) weights up to this size split rows too, on the
+  /// second (two-line) kernel set: on Zen 4 BERT-base's FFN GEMMs ran faster
+  /// so, and the LayerNorm after them read rows its own core wrote.
+  static constexpr int64_t kRowSplitBigWeightBytesAmd = int64_t(4) << 20;
 
   /// Whether this host can run `isa`'s kernels.
   static bool hostSupported(PackIsa isa = PackIsa::Avx512Vnni);
@@ -174,6 +181,11 @@ public:
   /// RegisterTile: the rows of an M block in a run of M rows on the current
   /// OpenMP team (the rule is in its definition).
   int64_t registerTileMBlock(int64_t m) const;
+  /// RegisterTile: the lines of B per unrolled K step the kernels prefetch
+  /// when a run of M rows on the current team splits its rows over the
+  /// threads (2), or 0 where it splits the panels (the rule is in its
+  /// definition).
+  int rowSplitLines(int64_t m) const;
   /// The kernel for calls of `rows` rows on a full or the tail panel; with
   /// `fewTiles`, the one for blocks of few row tiles (fewTilesPrefetch).
   const Int8GemmKernel &kernel(int rows, bool tailPanel, bool fewTiles = false) const;

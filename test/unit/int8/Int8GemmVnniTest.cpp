@@ -14,6 +14,7 @@
 //    where the true value lies within that bound of a rounding boundary.
 //
 //===----------------------------------------------------------------------===//
+#include "compiler/codegen/CpuFeatures.h"
 #include "compiler/codegen/GemmBlocking.h"
 #include "compiler/codegen/x86/Int8GemmDriver.h"
 #include "compiler/codegen/x86/Int8GemmKernelVnni.h"
@@ -183,9 +184,10 @@ INSTANTIATE_TEST_SUITE_P(OddShapes, Int8GemmVnniShapes,
                          octet::test::MnkName());
 
 // Two threads split the rows where each gets at least NR / 8 row tiles (6 at
-// NR 48: its B prefetch keeps up) and the weight is small (2 MiB), the
-// panels otherwise; at a long K each thread takes whole L2-sized blocks. The
-// results match the reference on both sides of the threshold.
+// NR 48: its B prefetch keeps up) and the weight is small (2 MiB; on AMD
+// hosts 4 MiB, on the second kernel set), the panels otherwise; at a long K
+// each thread takes whole L2-sized blocks. The results match the reference on
+// both sides of the threshold.
 TEST(Int8GemmVnni, RowsSplitOverTheTeamOnlyWhereEachThreadHasEnoughTiles) {
   SKIP_WITHOUT_VNNI();
   struct Case {
@@ -196,7 +198,10 @@ TEST(Int8GemmVnni, RowsSplitOverTheTeamOnlyWhereEachThreadHasEnoughTiles) {
                        Case{90, 768, 768, false},                           // 45 rows: 5 tiles
                        Case{129, 100, 770, true}, Case{1024, 100, 3072, true},
                        Case{128, 768, 3072, true}}) { // BERT's FFN-out: 2.25 MiB of weight
-    const bool rowSplit = c.enoughTiles && c.k * c.n <= Int8GemmDriver::kRowSplitWeightBytes;
+    const bool small = c.k * c.n <= Int8GemmDriver::kRowSplitWeightBytes;
+    const bool rowSplit =
+        c.enoughTiles &&
+        (small || (c.k * c.n <= Int8GemmDriver::kRowSplitBigWeightBytesAmd && hostIsAmd()));
     std::vector<int8_t> b(c.k * c.n, 1);
     const PackedInt8 packed =
         packInt8(octet::PackIsa::Avx512Vnni, b.data(), c.k, c.n, WeightLayout::KN);
@@ -205,9 +210,7 @@ TEST(Int8GemmVnni, RowsSplitOverTheTeamOnlyWhereEachThreadHasEnoughTiles) {
     Int8GemmDriver gemm(packed, params);
     const std::string what = std::to_string(c.m) + "x" + std::to_string(c.n) + "x" +
                              std::to_string(c.k) + " MR " + std::to_string(gemm.mr());
-    EXPECT_EQ(gemm.kernel(gemm.mr(), false).config().bPrefetchLines,
-              c.k * c.n <= Int8GemmDriver::kRowSplitWeightBytes ? 2 : 1)
-        << what;
+    EXPECT_EQ(gemm.kernel(gemm.mr(), false).config().bPrefetchLines, small ? 2 : 1) << what;
     const int64_t panels = (c.n + gemm.nr() - 1) / gemm.nr();
     {
       ThreadCount one(1); // the L2 rule alone
@@ -215,6 +218,7 @@ TEST(Int8GemmVnni, RowsSplitOverTheTeamOnlyWhereEachThreadHasEnoughTiles) {
           << what;
     }
     ThreadCount two(2);
+    EXPECT_EQ(gemm.rowSplitLines(c.m), rowSplit ? 2 : 0) << what;
     const int64_t block = gemm.registerTileMBlock(c.m);
     const int64_t blocks = (c.m + block - 1) / block;
     if (rowSplit) {
@@ -263,13 +267,20 @@ TEST(Int8GemmVnni, FewRowTilesPrefetchTwoLinesOfBigWeights) {
   EXPECT_FALSE(smallGemm.fewTilesPrefetch(1, smallGemm.kc()));
   EXPECT_THROW(smallGemm.kernel(1, false, true), std::out_of_range);
   // The runs call the second set exactly for blocks of few tiles (M 32: one
-  // block of 4 tiles; M 128: 15), and both agree with the reference.
+  // block of 4 tiles; M 128: 15) or rows split over two threads on AMD (64
+  // rows each: 8 tiles), and both agree with the reference.
   std::vector<uint8_t> a(128 * 768, 1);
   std::vector<float> c(128 * 3072);
-  for (int64_t m : {32, 128}) {
-    const Int8GemmRunStats stats = gemm.runCounted(a.data(), m, 768, c.data(), 3072);
-    EXPECT_GT(stats.calls, 0) << m;
-    EXPECT_EQ(stats.fewTilesCalls, m == 32 ? stats.calls : 0) << m;
+  for (int threads : {1, 2}) {
+    ThreadCount team(threads);
+    const bool rowsSplit = threads == 2 && hostIsAmd();
+    EXPECT_EQ(gemm.rowSplitLines(128), rowsSplit ? 2 : 0) << threads;
+    for (int64_t m : {32, 128}) {
+      const Int8GemmRunStats stats = gemm.runCounted(a.data(), m, 768, c.data(), 3072);
+      EXPECT_GT(stats.calls, 0) << m;
+      EXPECT_EQ(stats.fewTilesCalls, m == 32 || rowsSplit ? stats.calls : 0)
+          << m << " rows, " << threads << " threads";
+    }
   }
   for (int64_t m : {5, 32, 64, 128}) {
     Problem p(m, 3072, 768, 4);
