@@ -400,17 +400,30 @@ Int8GemmRunStats Int8GemmDriver::runRegisterTiles(const Call &r, Invoke invoke) 
         int64_t prefetched = 0;
         const int64_t shortRows = (rowEnd - rowBegin) / tiles;
         const int64_t tallTiles = (rowEnd - rowBegin) % tiles;
+        // One argument block for the slice's tiles: each call changes only
+        // the row-dependent fields (a few stores, not the whole block).
+        Int8GemmVnniArgs args = tileArgs<Int8GemmVnniArgs>(r, rowBegin, col);
+        args.a += k0;
+        args.b = b;
+        args.partial = kBlocks > 1 ? partial.data() : nullptr;
+        args.kGroups = kGroups, args.kTail = kTail;
+        args.accumulate = kb > 0, args.last = kb == kBlocks - 1;
+        const int64_t cRowBytes = r.ldc * r.elementBytes;
         int rows = 0;
         for (int64_t row = rowBegin, tile = 0; row < rowEnd; row += rows, ++tile) {
+          if (tile > 0) {
+            args.a += rows * r.lda;
+            args.c = static_cast<char *>(args.c) + rows * cRowBytes;
+            if (args.residual)
+              args.residual += rows * r.ldr;
+            if (args.xScale)
+              args.xScale += rows;
+            if (args.partial)
+              args.partial += rows * nr_;
+          }
           rows = int(shortRows + (tile < tallTiles));
-          Int8GemmVnniArgs args = tileArgs<Int8GemmVnniArgs>(r, row, col);
-          args.a += k0;
-          args.b = b;
           args.bPrefetch = prefetched < nextBytes ? next + prefetched : b;
           prefetched += linesPerCall * 64;
-          args.partial = kBlocks > 1 ? partial.data() + (row - rowBegin) * nr_ : nullptr;
-          args.kGroups = kGroups, args.kTail = kTail;
-          args.accumulate = kb > 0, args.last = kb == kBlocks - 1;
           const size_t at = kernelIndex(rows, tailPanel, fewTiles);
           invoke(*kernels_[at], entries_[at], args);
           ++calls, fewTilesCalls += fewTiles;
