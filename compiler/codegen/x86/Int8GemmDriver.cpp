@@ -324,8 +324,8 @@ int Int8GemmDriver::rowSplitLines(int64_t m) const {
   // higher than the gain for BERT-base's FFN GEMMs (2.25 MiB) on a Xeon
   // (session 16: 89 -> 85% and 94 -> 90% of the peak), lower on Zen 4, whose
   // cores reach each other's lines through the L3 of a core complex or
-  // beyond it (session 21: +2 points each, the LayerNorms after them -20 to
-  // -30%).
+  // beyond it (session 21: +0.5-3 points each, the LayerNorms after them -20
+  // to -30%).
   const bool bigOnAmd = fewTilesKernels_ && k_ * n_ <= kRowSplitBigWeightBytesAmd && hostIsAmd();
   const int lines = bPrefetchLines_ >= 2 ? bPrefetchLines_ : bigOnAmd ? bPrefetchLines_ + 1 : 0;
   if (lines < 2 || threads < 2 || ceilDiv(ceilDiv(m, threads), mr_) < ceilDiv(nr_, 4 * lines))

@@ -36,12 +36,14 @@
 //       such that Mc x K bytes of A fit in half of L2, M cut into equal
 //       blocks, each block into row tiles of equal height (at most MR);
 //       threads take (M block, panel) pairs, panels innermost
-//       (gemm_blocking, GemmF32's rule with bytes for floats). For a weight
-//       of at most kRowSplitWeightBytes, where every thread's share of the
-//       rows makes enough row tiles for the B prefetch (two lines per K
-//       step there) to keep up, 6 at NR 48, the blocks are the team's rows
+//       (gemm_blocking, GemmF32's rule with bytes for floats), in static
+//       ranges whose tails idle threads take (StealingSchedule). For a weight
+//       of at most kRowSplitWeightBytes (on AMD hosts
+//       kRowSplitBigWeightBytesAmd), where every thread's share of the rows
+//       makes enough row tiles for the B prefetch (two lines per K step
+//       there) to keep up, 6 at NR 48, the blocks are the team's rows
 //       instead: each thread computes all panels of its own rows
-//       (registerTileMBlock).
+//       (registerTileMBlock, rowSplitLines).
 //     AmxTiles: M blocks of 32 rows x 32-column panels, all of K per call;
 //       threads over a panels x blocks grid (gemm_blocking::threadGrid), each
 //       M block passing over an L2-sized chunk of panels; a thread reloads
