@@ -91,21 +91,24 @@ void GemmBf16::run(const float *a, int64_t m, int64_t lda, float *c, int64_t ldc
       const bool tailPanel = n_ - col < nr_;
       const uint16_t *panel = packedB_ + p * kPairs_ * nr_ * 2;
       for (int64_t kb = 0; kb < kBlocks; ++kb) {
-        const int64_t k0 = kb * kc_; // even: Kc is a multiple of 4
-        for (int64_t row = mb * mBlock; row < rowEnd; row += mr_) {
-          // Pairs are 4 bytes like floats: lda and k count pairs (GemmBf16Avx512.h).
-          GemmF32Args args{reinterpret_cast<const float *>(aBf16.get() + row * aStride_ + k0),
-                           reinterpret_cast<const float *>(panel + k0 * nr_),
-                           c + row * ldc + col,
-                           bias_ ? bias_ + col : nullptr,
-                           epilogue_.residual ? residual + row * ldr + col : nullptr,
-                           aStride_ / 2,
-                           ldc,
-                           ldr,
-                           ceilDiv(std::min(kc_, k_ - k0), 2),
-                           kb > 0,
-                           kb == kBlocks - 1,
-                           columnInputs.empty() ? nullptr : columnInputs.data() + col};
+        const int64_t k0 = kb * kc_, row0 = mb * mBlock; // k0 even: Kc is a multiple of 4
+        // Pairs are 4 bytes like floats: lda and k count pairs (GemmBf16Avx512.h).
+        // One argument block for the slice's tiles (GemmF32::run).
+        GemmF32Args args{reinterpret_cast<const float *>(aBf16.get() + row0 * aStride_ + k0),
+                         reinterpret_cast<const float *>(panel + k0 * nr_),
+                         c + row0 * ldc + col,
+                         bias_ ? bias_ + col : nullptr,
+                         epilogue_.residual ? residual + row0 * ldr + col : nullptr,
+                         aStride_ / 2,
+                         ldc,
+                         ldr,
+                         ceilDiv(std::min(kc_, k_ - k0), 2),
+                         kb > 0,
+                         kb == kBlocks - 1,
+                         columnInputs.empty() ? nullptr : columnInputs.data() + col};
+        for (int64_t row = row0; row < rowEnd; row += mr_) {
+          if (row > row0)
+            advanceRows(args, mr_);
           kernel(int(std::min<int64_t>(mr_, rowEnd - row)), tailPanel)(&args);
         }
       }

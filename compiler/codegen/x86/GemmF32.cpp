@@ -80,20 +80,24 @@ void GemmF32::run(const float *a, int64_t m, int64_t lda, float *c, int64_t ldc,
     const bool tailPanel = n_ - col < nr_;
     const float *panel = packedB_ + p * k_ * nr_;
     for (int64_t kb = 0; kb < kBlocks; ++kb) {
-      const int64_t k0 = kb * kc_;
-      for (int64_t row = mb * mBlock; row < rowEnd; row += mr_) {
-        GemmF32Args args{a + row * lda + k0,
-                         panel + k0 * nr_,
-                         c + row * ldc + col,
-                         bias_ ? bias_ + col : nullptr,
-                         epilogue_.residual ? residual + row * ldr + col : nullptr,
-                         lda,
-                         ldc,
-                         ldr,
-                         std::min(kc_, k_ - k0),
-                         kb > 0,
-                         kb == kBlocks - 1,
-                         columnInputs.empty() ? nullptr : columnInputs.data() + col};
+      const int64_t k0 = kb * kc_, row0 = mb * mBlock;
+      // One argument block for the slice's tiles, as in Int8GemmDriver: each
+      // call moves only the row pointers.
+      GemmF32Args args{a + row0 * lda + k0,
+                       panel + k0 * nr_,
+                       c + row0 * ldc + col,
+                       bias_ ? bias_ + col : nullptr,
+                       epilogue_.residual ? residual + row0 * ldr + col : nullptr,
+                       lda,
+                       ldc,
+                       ldr,
+                       std::min(kc_, k_ - k0),
+                       kb > 0,
+                       kb == kBlocks - 1,
+                       columnInputs.empty() ? nullptr : columnInputs.data() + col};
+      for (int64_t row = row0; row < rowEnd; row += mr_) {
+        if (row > row0)
+          advanceRows(args, mr_);
         kernel(int(std::min<int64_t>(mr_, rowEnd - row)), tailPanel)(&args);
       }
     }

@@ -35,12 +35,21 @@ struct GemmF32Args {
   const float *bias;     ///< panel's first column (epilogue only)
   const float *residual; ///< tile's top-left element (epilogue only)
   int64_t lda, ldc, ldr;
-  int64_t k;          ///< K block length, >= 0
-  int64_t accumulate; ///< nonzero: add the C already stored (K blocks > 0)
-  int64_t last;       ///< nonzero: last K block, apply the epilogue
+  int64_t k;            ///< K block length, >= 0
+  int64_t accumulate;   ///< nonzero: add the C already stored (K blocks > 0)
+  int64_t last;         ///< nonzero: last K block, apply the epilogue
   const float *columns; ///< the program's per-column inputs at the panel's first column
 };
 using GemmF32KernelFn = void (*)(const GemmF32Args *);
+
+/// Moves a tile's arguments `rows` rows down (A, C and, where present, the
+/// residual): the drivers reuse one block per slice.
+inline void advanceRows(GemmF32Args &args, int64_t rows) {
+  args.a += rows * args.lda;
+  args.c += rows * args.ldc;
+  if (args.residual)
+    args.residual += rows * args.ldr;
+}
 
 class GemmF32Avx512 : public GemmTileAvx512 {
 public:
