@@ -95,11 +95,7 @@ void GemmF32::run(const float *a, int64_t m, int64_t lda, float *c, int64_t ldc,
                        kb > 0,
                        kb == kBlocks - 1,
                        columnInputs.empty() ? nullptr : columnInputs.data() + col};
-      for (int64_t row = row0; row < rowEnd; row += mr_) {
-        if (row > row0)
-          advanceRows(args, mr_);
-        kernel(int(std::min<int64_t>(mr_, rowEnd - row)), tailPanel)(&args);
-      }
+      runRowTiles(args, row0, rowEnd, mr_, [&](int rows) { return kernel(rows, tailPanel); });
     }
   });
 }

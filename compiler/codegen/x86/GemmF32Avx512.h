@@ -11,6 +11,7 @@
 
 #include "compiler/codegen/x86/GemmTileAvx512.h"
 
+#include <algorithm>
 #include <cstdint>
 
 namespace octet::x86 {
@@ -42,13 +43,21 @@ struct GemmF32Args {
 };
 using GemmF32KernelFn = void (*)(const GemmF32Args *);
 
-/// Moves a tile's arguments `rows` rows down (A, C and, where present, the
-/// residual): the drivers reuse one block per slice.
-inline void advanceRows(GemmF32Args &args, int64_t rows) {
-  args.a += rows * args.lda;
-  args.c += rows * args.ldc;
-  if (args.residual)
-    args.residual += rows * args.ldr;
+/// Calls kernelFor(rows)(&args) on the row tiles of [row0, rowEnd), `mr` rows
+/// each (the last fewer), `args` set for row0 and moved down between calls
+/// (A, C and, where present, the residual): the drivers reuse one argument
+/// block per slice rather than fill one per call.
+template <typename KernelFor>
+void runRowTiles(GemmF32Args args, int64_t row0, int64_t rowEnd, int mr, KernelFor kernelFor) {
+  for (int64_t row = row0; row < rowEnd; row += mr) {
+    if (row > row0) {
+      args.a += mr * args.lda;
+      args.c += mr * args.ldc;
+      if (args.residual)
+        args.residual += mr * args.ldr;
+    }
+    kernelFor(int(std::min<int64_t>(mr, rowEnd - row)))(&args);
+  }
 }
 
 class GemmF32Avx512 : public GemmTileAvx512 {
