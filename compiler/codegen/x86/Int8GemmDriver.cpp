@@ -356,11 +356,11 @@ Int8GemmRunStats Int8GemmDriver::runRegisterTiles(const Call &r, Invoke invoke) 
   // Panels are [K / granule][NR][granule] bytes. gemm_blocking::kBlock cuts K
   // in multiples of 4, so a RegisterTile family's granule divides 4 (VNNI: 4).
   const int64_t granule = family_.kGranule;
-  int64_t calls = 0, fewTilesCalls = 0;
+  int64_t calls = 0, fewTilesCalls = 0, stolenPairs = 0;
   // schedule(static)'s ranges of (M block, panel) pairs, row-major, their
   // tails taken by the threads that finish first.
   StealingSchedule schedule(mBlocks * panels_, omp_get_max_threads());
-#pragma omp parallel if (mBlocks * panels_ > 1) reduction(+ : calls, fewTilesCalls)
+#pragma omp parallel if (mBlocks * panels_ > 1) reduction(+ : calls, fewTilesCalls, stolenPairs)
   {
     // s32 sums of one (M block, panel) between K blocks, reused across runs.
     thread_local std::vector<int32_t, CacheLineAllocator<int32_t>> partial;
@@ -368,6 +368,7 @@ Int8GemmRunStats Int8GemmDriver::runRegisterTiles(const Call &r, Invoke invoke) 
       partial.resize(mBlock * nr_);
     schedule.run(omp_get_thread_num(), [&](int64_t item, bool stolen) {
       const int64_t mb = item / panels_, p = item % panels_;
+      stolenPairs += stolen;
       const int64_t rowBegin = mb * mBlock, rowEnd = std::min(m, rowBegin + mBlock);
       const int64_t col = p * nr_;
       const bool tailPanel = n_ - col < nr_;
@@ -432,7 +433,7 @@ Int8GemmRunStats Int8GemmDriver::runRegisterTiles(const Call &r, Invoke invoke) 
     });
   }
   Int8GemmRunStats stats;
-  stats.calls = calls, stats.fewTilesCalls = fewTilesCalls;
+  stats.calls = calls, stats.fewTilesCalls = fewTilesCalls, stats.stolenPairs = stolenPairs;
   return stats;
 }
 

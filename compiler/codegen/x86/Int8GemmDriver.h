@@ -132,6 +132,9 @@ struct Int8GemmRunStats {
   /// RegisterTile: calls of the second, two-line kernel set (blocks of few
   /// tiles, fewTilesPrefetch; rows split on AMD, kRowSplitBigWeightBytesAmd)
   int64_t fewTilesCalls = 0;
+  /// RegisterTile: (M block, panel) pairs a thread took from the back of
+  /// another thread's range (StealingSchedule)
+  int64_t stolenPairs = 0;
 };
 
 class Int8GemmDriver final : public Int8Gemm {

@@ -90,13 +90,14 @@ struct Options {
   QuantOutput output = QuantOutput::F32;
   bool unitScales = false; // scales 1: the f32 output is the s32 sum, exactly
   int threads = 2;
+  bool nested = false; // run from one thread of a parallel region (a team of one)
 
   std::string str() const {
     std::ostringstream s;
     s << (layout == WeightLayout::KN ? "B[K,N]" : "B[N,K]") << " a_zp " << aZeroPoint
       << (bias ? " +bias" : "") << (residual ? " +residual" : "") << (gelu ? " +gelu" : "")
       << " out " << quantOutputName(output) << (unitScales ? " unit scales" : "") << " " << threads
-      << " thread(s)";
+      << " thread(s)" << (nested ? " nested" : "");
     return s.str();
   }
 };
@@ -136,7 +137,17 @@ struct Problem : octet::test::Int8GemmProblem {
     check.aZeroPoint = o.aZeroPoint, check.exactSums = o.unitScales;
     check.ldc = n + 5, check.guard = 64, check.what = what;
     std::vector<uint8_t> c((m * check.ldc + check.guard) * bytes, octet::test::kInt8Canary);
-    gemm.run(a.data(), m, lda, c.data(), check.ldc, o.residual ? residual.data() : nullptr, ldr);
+    const float *res = o.residual ? residual.data() : nullptr;
+    if (o.nested) {
+      const int savedLevels = omp_get_max_active_levels();
+      omp_set_max_active_levels(1);
+#pragma omp parallel num_threads(2)
+#pragma omp single
+      gemm.run(a.data(), m, lda, c.data(), check.ldc, res, ldr);
+      omp_set_max_active_levels(savedLevels);
+    } else {
+      gemm.run(a.data(), m, lda, c.data(), check.ldc, res, ldr);
+    }
     octet::test::checkInt8Output(*this, m, c, check, [&](int64_t i, int64_t j, int64_t s32) {
       octet::test::Int8Reference r = octet::test::int8Linear(
           *this, i, j, double(xScale) * wScale[j], s32, o.bias, o.residual, std::ldexp(1.0, -22));
@@ -237,6 +248,44 @@ TEST(Int8GemmVnni, RowsSplitOverTheTeamOnlyWhereEachThreadHasEnoughTiles) {
     o.residual = false, o.gelu = true, o.output = QuantOutput::U8;
     p.run(o);
   }
+}
+
+// A GEMM called from inside a parallel region (nested regions inactive) gets
+// a team of one: the schedule still has a range per thread of the current
+// team size, so that thread runs its own and then takes the other's whole
+// from the back (the stolen pairs' prefetch path). Results match the
+// reference, and the stolen pairs are exactly the second range.
+TEST(Int8GemmVnni, TeamOfOneTakesTheOtherRangeFromTheBack) {
+  SKIP_WITHOUT_VNNI();
+  const int savedLevels = omp_get_max_active_levels();
+  omp_set_max_active_levels(1);
+  ThreadCount two(2);
+  for (int64_t n : {768, 3072}) { // rows split (small weight), panels split (unless AMD)
+    Problem p(113, n, 768, 11);
+    const PackedInt8 packed =
+        packInt8(octet::PackIsa::Avx512Vnni, p.bKN.data(), p.k, p.n, WeightLayout::KN);
+    Int8GemmParams params;
+    params.aZeroPoint = 128, params.xScale = p.xScale, params.wScale = p.wScale;
+    params.bias = p.bias.data();
+    Int8GemmDriver gemm(packed, params);
+    const int64_t pairs = (p.m + gemm.registerTileMBlock(p.m) - 1) / gemm.registerTileMBlock(p.m) *
+                          ((n + gemm.nr() - 1) / gemm.nr());
+    std::vector<float> nested(p.m * n), alone(p.m * n);
+    Int8GemmRunStats stats;
+#pragma omp parallel num_threads(2)
+#pragma omp single
+    stats = gemm.runCounted(p.a.data(), p.m, p.lda, nested.data(), n);
+    EXPECT_EQ(stats.stolenPairs, pairs / 2) << n << ": " << pairs << " pairs";
+    const Int8GemmRunStats team = gemm.runCounted(p.a.data(), p.m, p.lda, alone.data(), n);
+    EXPECT_EQ(team.calls, stats.calls) << n;
+    EXPECT_EQ(nested, alone) << n << ": a pair's result does not depend on its thread";
+  }
+  omp_set_max_active_levels(savedLevels);
+  Options o;
+  o.aZeroPoint = 128, o.bias = true, o.residual = true, o.nested = true;
+  Problem(113, 768, 768, 12).run(o);
+  o.residual = false, o.gelu = true, o.output = QuantOutput::U8;
+  Problem(113, 3072, 768, 13).run(o);
 }
 
 TEST(Int8GemmVnni, FewRowTilesPrefetchTwoLinesOfBigWeights) {
