@@ -5,7 +5,7 @@
 // prefetch of the next panel and its rows (those the token-wise steps around
 // the GEMM gave it) stay its own. On a shared host two cores do not run at
 // the same speed: measured on Zen 4 (2 vCPUs, KVM), the two threads of a
-// BERT-base GEMM at M = 113 finished 5-7% of the call apart, in either order,
+// BERT-base GEMM at M = 113 finished 4-7% of the call apart, in either order,
 // and the early one spun at the barrier. Here a thread that has finished its
 // own range takes the items left at the back of the others' ranges, one at a
 // time, so both end within about one item of each other.

@@ -83,6 +83,17 @@ std::unique_ptr<ProgramEpilogue> geluEpilogue(GeluAccuracy accuracy = GeluAccura
   return e;
 }
 
+/// Calls fn() from one thread of a two-thread parallel region with nested
+/// regions inactive: a parallel region inside fn gets a team of one.
+template <typename Fn> void inTeamOfOne(Fn fn) {
+  const int savedLevels = omp_get_max_active_levels();
+  omp_set_max_active_levels(1);
+#pragma omp parallel num_threads(2)
+#pragma omp single
+  fn();
+  omp_set_max_active_levels(savedLevels);
+}
+
 struct Options {
   WeightLayout layout = WeightLayout::KN;
   int32_t aZeroPoint = 0;
@@ -138,16 +149,11 @@ struct Problem : octet::test::Int8GemmProblem {
     check.ldc = n + 5, check.guard = 64, check.what = what;
     std::vector<uint8_t> c((m * check.ldc + check.guard) * bytes, octet::test::kInt8Canary);
     const float *res = o.residual ? residual.data() : nullptr;
-    if (o.nested) {
-      const int savedLevels = omp_get_max_active_levels();
-      omp_set_max_active_levels(1);
-#pragma omp parallel num_threads(2)
-#pragma omp single
-      gemm.run(a.data(), m, lda, c.data(), check.ldc, res, ldr);
-      omp_set_max_active_levels(savedLevels);
-    } else {
-      gemm.run(a.data(), m, lda, c.data(), check.ldc, res, ldr);
-    }
+    auto run = [&] { gemm.run(a.data(), m, lda, c.data(), check.ldc, res, ldr); };
+    if (o.nested)
+      inTeamOfOne(run);
+    else
+      run();
     octet::test::checkInt8Output(*this, m, c, check, [&](int64_t i, int64_t j, int64_t s32) {
       octet::test::Int8Reference r = octet::test::int8Linear(
           *this, i, j, double(xScale) * wScale[j], s32, o.bias, o.residual, std::ldexp(1.0, -22));
@@ -257,8 +263,6 @@ TEST(Int8GemmVnni, RowsSplitOverTheTeamOnlyWhereEachThreadHasEnoughTiles) {
 // reference, and the stolen pairs are exactly the second range.
 TEST(Int8GemmVnni, TeamOfOneTakesTheOtherRangeFromTheBack) {
   SKIP_WITHOUT_VNNI();
-  const int savedLevels = omp_get_max_active_levels();
-  omp_set_max_active_levels(1);
   ThreadCount two(2);
   for (int64_t n : {768, 3072}) { // rows split (small weight), panels split (unless AMD)
     Problem p(113, n, 768, 11);
@@ -272,15 +276,12 @@ TEST(Int8GemmVnni, TeamOfOneTakesTheOtherRangeFromTheBack) {
                           ((n + gemm.nr() - 1) / gemm.nr());
     std::vector<float> nested(p.m * n), alone(p.m * n);
     Int8GemmRunStats stats;
-#pragma omp parallel num_threads(2)
-#pragma omp single
-    stats = gemm.runCounted(p.a.data(), p.m, p.lda, nested.data(), n);
+    inTeamOfOne([&] { stats = gemm.runCounted(p.a.data(), p.m, p.lda, nested.data(), n); });
     EXPECT_EQ(stats.stolenPairs, pairs / 2) << n << ": " << pairs << " pairs";
     const Int8GemmRunStats team = gemm.runCounted(p.a.data(), p.m, p.lda, alone.data(), n);
     EXPECT_EQ(team.calls, stats.calls) << n;
     EXPECT_EQ(nested, alone) << n << ": a pair's result does not depend on its thread";
   }
-  omp_set_max_active_levels(savedLevels);
   Options o;
   o.aZeroPoint = 128, o.bias = true, o.residual = true, o.nested = true;
   Problem(113, 768, 768, 12).run(o);
