@@ -782,6 +782,9 @@ static LogicalResult convertConstantOfShape(NodeContext &n) {
   return success();
 }
 
+/// The most elements a Range may have (its size is a tensor dim).
+constexpr int64_t kMaxRangeElements = int64_t(1) << 40;
+
 static LogicalResult convertRange(NodeContext &n) {
   auto type = n.inputType(0);
   Type elementType = type.getElementType();
@@ -797,6 +800,11 @@ static LogicalResult convertRange(NodeContext &n) {
     double v = dense.getSplatValue<APFloat>().convertToDouble();
     if (v != std::trunc(v))
       return n.fail("a float Range needs integral start, limit and delta");
+    // Past 2^53 a float no longer counts in steps of 1 (and past 2^63 it has
+    // no int64 value at all).
+    if (std::fabs(v) > 0x1p53)
+      return n.fail("a float Range's start, limit and delta must lie within +-2^53, got " +
+                    std::to_string(v));
     bounds.push_back(n.indexConst(static_cast<int64_t>(v)));
   }
   auto start = getConstantIntValue(bounds[0]), limit = getConstantIntValue(bounds[1]),
@@ -804,8 +812,14 @@ static LogicalResult convertRange(NodeContext &n) {
   if (delta && *delta == 0)
     return n.fail("delta must not be 0");
   int64_t size = ShapedType::kDynamic;
-  if (start && limit && delta)
-    size = std::max<int64_t>(0, (*limit - *start + *delta + (*delta > 0 ? -1 : 1)) / *delta);
+  if (start && limit && delta) {
+    // In 128 bits: int64 bounds far apart would overflow (limit - start).
+    const __int128 count = (__int128(*limit) - *start + *delta + (*delta > 0 ? -1 : 1)) / *delta;
+    if (count > kMaxRangeElements)
+      return n.fail("Range from " + std::to_string(*start) + " to " + std::to_string(*limit) +
+                    " by " + std::to_string(*delta) + " has more than 2^40 elements");
+    size = std::max<int64_t>(0, int64_t(count));
+  }
   auto resultType = RankedTensorType::get({size}, elementType);
   if (!ShapedType::isDynamic(size) && size <= kSmallTensorLimit && isa<IntegerType>(elementType)) {
     ShapeValue entries;
