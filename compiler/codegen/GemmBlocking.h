@@ -6,7 +6,8 @@
 //    rather than 144). 48 loads fewer A broadcasts per multiply.
 //  - Kc (a multiple of 4): a Kc x NR block of a B panel fits in L1d, so it
 //    stays there while the MR-row tiles of an M block pass over it; K is cut
-//    into equal blocks.
+//    into equal blocks. The INT8 driver allows several L1s (its reason is at
+//    Int8GemmDriver::kKBlockL1Slices).
 //  - Mc (a multiple of MR): the Mc x K block of A fits in half of L2, so it is
 //    reused from L2 for every panel a thread computes after it; M is cut into
 //    equal blocks, enough of them that every thread gets a (block, panel) pair
@@ -27,8 +28,11 @@ inline int64_t roundUp(int64_t a, int64_t b) { return ceilDiv(a, b) * b; }
 /// NR for N columns: 32 or 48.
 int panelWidth(int64_t n);
 
-/// Kc for a K of `k` and panels of `nr` elements of `elementBytes` bytes.
-int64_t kBlock(int64_t k, int nr, int elementBytes);
+/// Kc for a K of `k` and panels of `nr` elements of `elementBytes` bytes:
+/// a Kc x NR slice of a panel takes at most `l1Slices` times L1d.
+int64_t kBlock(int64_t k, int nr, int elementBytes, int l1Slices = 1);
+/// K cut into the fewest equal blocks of at most `maxBlock` (a multiple of 4).
+int64_t evenKBlock(int64_t k, int64_t maxBlock);
 
 /// Mc for M rows of A (K elements of `elementBytes` bytes each), tiles of `mr`
 /// rows and `panels` N panels, with the current OpenMP team size.

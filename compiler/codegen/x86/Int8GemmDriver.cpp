@@ -59,6 +59,9 @@ std::string checkInt8GemmParams(const Int8GemmParams &p, int64_t n) {
   for (size_t j = 0; j < p.wScale.size(); ++j)
     if (!std::isfinite(p.wScale[j]))
       return "weight scale " + std::to_string(j) + " is not finite";
+  if (p.maxKBlock < 0)
+    return "the K block bound must be >= 0 (0: the blocking rule's), got " +
+           std::to_string(p.maxKBlock);
   return "";
 }
 
@@ -118,7 +121,9 @@ Int8GemmDriver::Int8GemmDriver(PackedInt8View packed, Int8GemmParams params)
     reject("the elementwise epilogue asks " + std::to_string(scratch) +
            " scratch zmm, leaving no accumulator rows");
   const bool registerTile = family_.schedule == Int8GemmSchedule::RegisterTile;
-  kc_ = registerTile ? gemm_blocking::kBlock(k_, nr_, sizeof(int8_t)) : k_;
+  kc_ = !registerTile           ? k_
+        : params_.maxKBlock > 0 ? gemm_blocking::evenKBlock(k_, params_.maxKBlock)
+                                : gemm_blocking::kBlock(k_, nr_, sizeof(int8_t), kKBlockL1Slices);
 
   Int8GemmKernelConfig config;
   config.nr = nr_;

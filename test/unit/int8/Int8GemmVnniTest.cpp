@@ -101,14 +101,16 @@ struct Options {
   QuantOutput output = QuantOutput::F32;
   bool unitScales = false; // scales 1: the f32 output is the s32 sum, exactly
   int threads = 2;
-  bool nested = false; // run from one thread of a parallel region (a team of one)
+  bool nested = false;   // run from one thread of a parallel region (a team of one)
+  int64_t maxKBlock = 0; // Int8GemmParams::maxKBlock: K blocks on small shapes
 
   std::string str() const {
     std::ostringstream s;
     s << (layout == WeightLayout::KN ? "B[K,N]" : "B[N,K]") << " a_zp " << aZeroPoint
       << (bias ? " +bias" : "") << (residual ? " +residual" : "") << (gelu ? " +gelu" : "")
       << " out " << quantOutputName(output) << (unitScales ? " unit scales" : "") << " " << threads
-      << " thread(s)" << (nested ? " nested" : "");
+      << " thread(s)" << (nested ? " nested" : "")
+      << (maxKBlock ? " K blocks <= " + std::to_string(maxKBlock) : "");
     return s.str();
   }
 };
@@ -136,6 +138,7 @@ struct Problem : octet::test::Int8GemmProblem {
     params.output = o.output;
     params.outScale = 0.015625f * 1.37f; // not a power of two: vdivps
     params.outZeroPoint = o.output == QuantOutput::U8 ? 37 : -5;
+    params.maxKBlock = o.maxKBlock;
     Int8GemmDriver gemm(packed, params);
     ThreadCount scope(o.threads);
     const std::string what = o.str() + ", MR " + std::to_string(gemm.mr()) + " NR " +
@@ -184,6 +187,7 @@ TEST_P(Int8GemmVnniShapes, MatchesIntegerReference) {
       Options exact;
       exact.layout = layout, exact.aZeroPoint = zp, exact.unitScales = true;
       exact.threads = zp == 37 ? 1 : 2;
+      exact.maxKBlock = zp == 128 ? 96 : 0; // K 768: 8 blocks, 770: 9 (the K tail in the last)
       p.run(exact);
       Options o;
       o.layout = layout, o.aZeroPoint = zp;
@@ -340,6 +344,28 @@ TEST(Int8GemmVnni, FewRowTilesPrefetchTwoLinesOfBigWeights) {
   }
 }
 
+// K is cut into the fewest equal blocks (multiples of 4) within the bound: the
+// blocking rule's lets a panel slice take several L1s, so BERT's K = 768 is
+// one block wherever L1d has 32 KiB or more; a set bound wins.
+TEST(Int8GemmVnni, KBlocksWithinTheBound) {
+  std::vector<int8_t> b(3072 * 768, 1);
+  Int8GemmParams params;
+  params.wScale = {1.0f};
+  const PackedInt8 k768 =
+      packInt8(octet::PackIsa::Avx512Vnni, b.data(), 768, 3072, WeightLayout::KN);
+  EXPECT_EQ(Int8GemmDriver(k768, params).kc(), 768);
+  const PackedInt8 k3072 =
+      packInt8(octet::PackIsa::Avx512Vnni, b.data(), 3072, 768, WeightLayout::KN);
+  const int64_t kc = Int8GemmDriver(k3072, params).kc();
+  EXPECT_EQ(kc % 4, 0);
+  EXPECT_EQ(3072 % kc, 0) << kc << ": equal blocks";
+  EXPECT_GE(kc * 48, Int8GemmDriver::kKBlockL1Slices * 32768 / 2) << kc;
+  params.maxKBlock = 100;
+  EXPECT_EQ(Int8GemmDriver(k768, params).kc(), 96); // 8 blocks of 96
+  params.maxKBlock = 1;
+  EXPECT_EQ(Int8GemmDriver(k768, params).kc(), 4);
+}
+
 // Every epilogue combination on one shape with a K tail, K blocks and an N tail.
 TEST(Int8GemmVnni, AllEpilogueCombinations) {
   SKIP_WITHOUT_VNNI();
@@ -347,6 +373,7 @@ TEST(Int8GemmVnni, AllEpilogueCombinations) {
   for (int c = 0; c < 24; ++c)
     for (int32_t zp : {0, 128, 37}) {
       Options o;
+      o.maxKBlock = 256; // 4 blocks of 196 bytes (the last 182, K tail 2)
       o.layout = c % 2 ? WeightLayout::NK : WeightLayout::KN;
       o.aZeroPoint = zp;
       o.bias = c & 1, o.residual = c & 2, o.gelu = c & 4;
@@ -604,6 +631,8 @@ TEST(Int8GemmVnni, RejectsBadShapesAndParameters) {
               p.output = QuantOutput::S8;
               p.outScale = 0;
             }).find("scale"),
+            std::string::npos);
+  EXPECT_NE(make([](Int8GemmParams &p) { p.maxKBlock = -4; }).find("K block bound"),
             std::string::npos);
   EXPECT_EQ(make([](Int8GemmParams &) {}), "");
 
