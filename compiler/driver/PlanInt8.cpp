@@ -39,6 +39,16 @@ LogicalResult PlanWalker::foldOutputQuantize(octet::AttentionOp attention,
   FailureOr<TensorId> out = shapedResultTensor(quantize, quantize.getResult());
   if (failed(out))
     return failure();
+  // The step writes the quantized output while it reads Q, K, V and the mask:
+  // octet-plan-memory keeps them apart (their buffers live until the quantize).
+  for (TensorId in : {spec.q, spec.k, spec.v, spec.mask})
+    if (in >= 0 && sharesArenaSlot(in, *out))
+      return attention.emitError()
+                 << "the quantized attention output shares arena slot "
+                 << plan_->tensors[*out].index
+                 << " with an input it reads: the slots were planned without the fold "
+                    "(octet-plan-memory keeps an attention's inputs live until its quantize)",
+             failure();
   spec.output = *out;
   spec.outputType = u8 ? rt::DType::U8 : rt::DType::I8;
   spec.outputScale = s;

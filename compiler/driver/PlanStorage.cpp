@@ -42,6 +42,15 @@ void PlanWalker::assignSlot(TensorId t, int64_t slot) {
   size = size < 0 ? bytes : arith(Scalar::Kind::MaxS, size, bytes);
 }
 
+bool PlanWalker::sharesArenaSlot(TensorId a, TensorId b) const {
+  auto base = [&](TensorId t) -> const rt::TensorInfo & {
+    const rt::TensorInfo &info = plan_->tensors[t];
+    return info.storage == Storage::View ? plan_->tensors[info.index] : info;
+  };
+  const rt::TensorInfo &x = base(a), &y = base(b);
+  return x.storage == Storage::Arena && y.storage == Storage::Arena && x.index == y.index;
+}
+
 TensorId PlanWalker::newArenaTensor(std::string name, DType dtype, std::vector<ScalarId> shape) {
   TensorId t = newTensor(std::move(name), dtype, std::move(shape), Storage::Arena, -1);
   assignSlot(t, int64_t(plan_->arenaSlots.size()));

@@ -161,6 +161,8 @@ private:
   /// itself (AttentionSpec::outputType) and the quantize is skipped: one pass
   /// over the output instead of two (docs/attention-int8.md).
   LogicalResult foldOutputQuantize(octet::AttentionOp attention, rt::AttentionSpec &spec);
+  /// Whether `a` and `b` (or the tensors they view) are in the same arena slot.
+  bool sharesArenaSlot(TensorId a, TensorId b) const;
   /// Builds the step with rt::buildStep (so it keeps its recipe, for AOT).
   LogicalResult addStep(Operation *op, const rt::StepRecipe::Call &call, const std::string &kind);
   LogicalResult finishOutputs();

@@ -160,9 +160,16 @@ struct OctetPlanMemoryPass : octet::impl::OctetPlanMemoryBase<OctetPlanMemoryPas
 
     // A buffer lives from its op to the last op that reads it or one of its
     // views (uses inside regions count for the op that holds the region).
-    DenseMap<Operation *, int64_t> position;
+    // An attention whose only user is an octet.quantize may be one step with
+    // it (the plan builder's foldOutputQuantize writes the quantized output
+    // while it reads Q, K and V), so its operands live until the quantize.
+    DenseMap<Operation *, int64_t> position, readsUntil;
     for (auto [i, op] : llvm::enumerate(block))
-      position[&op] = i;
+      position[&op] = readsUntil[&op] = i;
+    for (Operation &op : block)
+      if (auto attention = dyn_cast<AttentionOp>(op); attention && attention->hasOneUse())
+        if (Operation *user = *attention->getUsers().begin(); isa<QuantizeOp>(user))
+          readsUntil[&op] = position[block.findAncestorOpInBlock(*user)];
     DenseMap<Value, int64_t> lastUse;
     for (Value v : tensors) {
       Value r = root(v);
@@ -170,7 +177,7 @@ struct OctetPlanMemoryPass : octet::impl::OctetPlanMemoryBase<OctetPlanMemoryPas
         continue;
       int64_t &end = lastUse.try_emplace(r, position[r.getDefiningOp()]).first->second;
       for (Operation *user : v.getUsers())
-        end = std::max(end, position[block.findAncestorOpInBlock(*user)]);
+        end = std::max(end, readsUntil[block.findAncestorOpInBlock(*user)]);
     }
 
     // Greedy, in program order: an op's results take slots before the
@@ -211,8 +218,8 @@ struct OctetPlanMemoryPass : octet::impl::OctetPlanMemoryBase<OctetPlanMemoryPas
     for (Operation &op : block) {
       op.removeAttr(octet::attr::kSlot);
       op.removeAttr(octet::attr::kSlots);
-      auto slotsOf = llvm::map_to_vector(
-          op.getResults(), [&](Value v) { return slotOf.lookup_or(v, -1); });
+      auto slotsOf =
+          llvm::map_to_vector(op.getResults(), [&](Value v) { return slotOf.lookup_or(v, -1); });
       if (llvm::all_of(slotsOf, [](int64_t s) { return s < 0; }))
         continue;
       if (slotsOf.size() == 1)

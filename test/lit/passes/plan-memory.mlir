@@ -239,3 +239,28 @@ func.func @bert_layer(%x: tensor<?x?x768xf32> {octet.dim_params = ["batch", "seq
   %y = octet.add_layer_norm %g, %h, %gamma, %b768 axis = 2 epsilon = 1.0e-12 : tensor<?x?x768xf32>, tensor<768xf32>, tensor<768xf32>
   return %y : tensor<?x?x768xf32>
 }
+
+// -----
+
+// An attention whose only user is a quantize may be one step with it (the
+// plan builder folds the quantize into the attention's copy-out), so Q, K
+// and V stay live until the quantize: its result must not take %qkv's slot
+// 0, free by the attention's own position and the smallest that fits.
+// CHECK-LABEL: func.func @attention_then_quantize(
+//  CHECK-SAME:     octet.arena = ["768*batch*sequence", "256*batch*sequence", "64*batch*sequence"]
+//       CHECK:   %[[QKV:.*]] = octet.relu %arg0 {octet.slot = 0 : i64}
+//       CHECK:   %[[A:.*]] = octet.attention %{{.*}}, %{{.*}}, %{{.*}} num_heads = 2 scale = {{.*}} {octet.slot = 1 : i64}
+//  CHECK-NEXT:   octet.quantize %[[A]], %{{.*}}, %{{.*}} {octet.slot = 2 : i64}
+func.func @attention_then_quantize(%x: tensor<?x?x192xf32> {octet.dim_params = ["batch", "sequence", ""]})
+    -> tensor<?x?x64xf32> {
+  %s = octet.constant dense<0.5> : tensor<f32>
+  %zp = octet.constant dense<128> : tensor<ui8>
+  %qkv = octet.relu %x : tensor<?x?x192xf32>
+  %q = octet.slice %qkv axes = [2] starts = [0] ends = [64] steps = [1] : tensor<?x?x192xf32> -> tensor<?x?x64xf32>
+  %k = octet.slice %qkv axes = [2] starts = [64] ends = [128] steps = [1] : tensor<?x?x192xf32> -> tensor<?x?x64xf32>
+  %v = octet.slice %qkv axes = [2] starts = [128] ends = [192] steps = [1] : tensor<?x?x192xf32> -> tensor<?x?x64xf32>
+  %a = octet.attention %q, %k, %v num_heads = 2 scale = 0.125 : tensor<?x?x64xf32>
+  %aq = octet.quantize %a, %s, %zp : tensor<?x?x64xf32>, tensor<f32>, tensor<ui8> -> tensor<?x?x64xui8>
+  %d = octet.dequantize %aq, %s, %zp : tensor<?x?x64xui8>, tensor<f32>, tensor<ui8> -> tensor<?x?x64xf32>
+  return %d : tensor<?x?x64xf32>
+}
