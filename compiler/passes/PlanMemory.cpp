@@ -108,6 +108,30 @@ bool isRowWindow(SliceOp slice) {
          start < end && end <= width;
 }
 
+/// The operands whose buffer `op`'s result `index` may take in place, in order
+/// of preference: the LayerNorm ops' y over x (or the residual). Their kernels
+/// (LayerNormKernel, the C++ loop) read each element of a row before writing
+/// it and read the sources in no later pass. Why it pays: x comes from the GEMM
+/// before it, whose rows are in the cache of the core that computed them (the
+/// LayerNorm splits rows as the GEMM does), while a slot last written or read
+/// by another split (attention's heads) costs every line of y a fetch from
+/// the other core's cache (bench/RESULTS.md, session 22).
+SmallVector<Value, 2> inPlaceCandidates(Operation *op, unsigned index) {
+  if (index != 0)
+    return {};
+  if (auto ln = dyn_cast<LayerNormOp>(op))
+    return {ln.getInput()};
+  if (auto aln = dyn_cast<AddLayerNormOp>(op))
+    return {aln.getInput(), aln.getResidual()};
+  if (auto lnq = dyn_cast<LayerNormQuantizeOp>(op)) {
+    SmallVector<Value, 2> candidates = {lnq.getInput()};
+    if (Value residual = lnq.getResidual())
+      candidates.push_back(residual);
+    return candidates;
+  }
+  return {};
+}
+
 struct OctetPlanMemoryPass : octet::impl::OctetPlanMemoryBase<OctetPlanMemoryPass> {
   void runOnOperation() override {
     func::FuncOp func = getOperation();
@@ -182,17 +206,40 @@ struct OctetPlanMemoryPass : octet::impl::OctetPlanMemoryBase<OctetPlanMemoryPas
 
     // Greedy, in program order: an op's results take slots before the
     // buffers it reads for the last time are freed, so a result never shares
-    // a slot with an operand (kernels do not work in place). An unknown size
-    // gets a slot of its own that is never freed.
+    // a slot with an operand (kernels do not work in place), except where
+    // inPlaceCandidates allows it: then the result takes over the slot of an
+    // operand read for the last time (contiguous, at least the result's size).
+    // An unknown size gets a slot of its own that is never freed.
     SmallVector<SizeExpr> slots;
     SmallVector<bool> free;
     DenseMap<Value, int64_t> slotOf;
     SmallVector<SmallVector<int64_t>> freedAfter(position.size());
+    auto takeOver = [&](Operation &op, int64_t i, Value v, const SizeExpr &size) {
+      if (!size.known)
+        return false;
+      for (Value operand : inPlaceCandidates(&op, cast<OpResult>(v).getResultNumber())) {
+        Value r = root(operand);
+        auto slot = slotOf.find(r);
+        if (strided.contains(operand) || slot == slotOf.end() || lastUse.lookup(r) != i ||
+            !slots[slot->second].covers(size))
+          continue;
+        auto freed = llvm::find(freedAfter[i], slot->second);
+        if (freed == freedAfter[i].end())
+          continue;
+        freedAfter[i].erase(freed);
+        slotOf[v] = slot->second;
+        freedAfter[lastUse[v]].push_back(slot->second);
+        return true;
+      }
+      return false;
+    };
     for (auto [i, op] : llvm::enumerate(block)) {
       for (Value v : op.getResults()) {
         if (!lastUse.count(v))
           continue;
         SizeExpr size = sizeOf(v);
+        if (takeOver(op, int64_t(i), v, size))
+          continue;
         // The smallest free slot that covers the size (the same size if
         // there is one), the lowest such.
         int64_t best = -1;

@@ -31,10 +31,9 @@ using octet::test::Guarded;
 
 namespace {
 
-#define REQUIRE_AVX512()                                                                       \
-  if (!CpuFeatures::host().supports(Isa::Avx512))                                              \
+#define REQUIRE_AVX512()                                                                           \
+  if (!CpuFeatures::host().supports(Isa::Avx512))                                                  \
   GTEST_SKIP() << "host lacks AVX-512 F/BW/VL/DQ: JIT code cannot run here"
-
 
 using Mode = LayerNormQuantize::Mode;
 
@@ -48,7 +47,8 @@ struct Case {
 std::string describe(const Case &c) {
   return "n=" + std::to_string(c.n) + " m=" + std::to_string(c.m) +
          " sources=" + std::to_string(c.sources) + " writeY=" + std::to_string(c.writeY) +
-         " mode=" + std::to_string(int(c.quant.mode)) + " s8=" + std::to_string(c.quant.signedOutput);
+         " mode=" + std::to_string(int(c.quant.mode)) +
+         " s8=" + std::to_string(c.quant.signedOutput);
 }
 
 void check(const Case &c, std::mt19937 &rng) {
@@ -64,7 +64,7 @@ void check(const Case &c, std::mt19937 &rng) {
   if (m > 2) {
     for (int64_t j = 0; j < n; ++j)
       x[n + j] = 1.0f, res[n + j] = 2.0f; // a constant row: y = beta
-    x[2 * n + n / 2] = NAN;                // a NaN row: every y is NaN, q is the zero point
+    x[2 * n + n / 2] = NAN;               // a NaN row: every y is NaN, q is the zero point
   }
   std::vector<RowSource> sources(c.sources, RowSource::Dense);
 
@@ -107,7 +107,8 @@ void check(const Case &c, std::mt19937 &rng) {
     std::vector<double> row(n);
     double mean = 0, var = 0;
     for (int64_t j = 0; j < n; ++j)
-      row[j] = double(float(x[r * n + j] + (c.sources > 1 ? res[r * n + j] : 0.0f))), mean += row[j];
+      row[j] = double(float(x[r * n + j] + (c.sources > 1 ? res[r * n + j] : 0.0f))),
+      mean += row[j];
     mean /= n;
     for (int64_t j = 0; j < n; ++j)
       var += (row[j] - mean) * (row[j] - mean);
@@ -117,7 +118,8 @@ void check(const Case &c, std::mt19937 &rng) {
     for (int64_t j = 0; j < n; ++j) {
       double ref = (row[j] - mean) / std::sqrt(var + 1e-5) * gamma[j] + beta[j];
       int32_t v = quant.signedOutput ? int32_t(int8_t(q[r * n + j])) : int32_t(q[r * n + j]);
-      double lowest = quant.mode == Mode::PerRow ? -127 : lo, highest = quant.mode == Mode::PerRow ? 127 : lo + 255;
+      double lowest = quant.mode == Mode::PerRow ? -127 : lo,
+             highest = quant.mode == Mode::PerRow ? 127 : lo + 255;
       double clamped = std::clamp(ref / scale + zp, lowest + (quant.mode == Mode::PerRow ? 128 : 0),
                                   highest + (quant.mode == Mode::PerRow ? 128 : 0));
       ASSERT_NEAR(v, clamped, 0.51) << "row " << r << " col " << j;
@@ -151,6 +153,54 @@ TEST(LayerNormQuantize, MatchesUnfusedKernels) {
             check(Case{n, m, sources, writeY, quant}, rng);
 }
 
+// octet-plan-memory lets y take the buffer of x or of the residual when the
+// LayerNorm reads it for the last time: the kernel reads each element before it
+// writes it and no later pass reads the sources, so y in place of either
+// source is bit for bit y elsewhere, with and without a quantized output.
+TEST(LayerNormQuantize, YInPlaceOfEitherSourceIsTheSame) {
+  REQUIRE_AVX512();
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> d(-3, 5);
+  LayerNormQuantize u8;
+  u8.mode = Mode::PerTensor, u8.scale = 0.03f, u8.zeroPoint = 120, u8.writeY = true;
+  LayerNormQuantize perRow;
+  perRow.mode = Mode::PerRow, perRow.writeY = true;
+  for (int64_t n : {7, 17, 768, 777})
+    for (int sources : {1, 2})
+      for (const LayerNormQuantize &quant : {LayerNormQuantize(), u8, perRow}) {
+        const int64_t m = 5;
+        std::vector<float> x(m * n), res(m * n), gamma(n, 1.25f), beta(n, -0.5f), y(m * n);
+        std::vector<float> scales(m), scalesInPlace(m);
+        std::vector<uint8_t> q(m * n), qInPlace(m * n);
+        for (int64_t i = 0; i < m * n; ++i)
+          x[i] = d(rng), res[i] = d(rng) + 10;
+        const std::vector<RowSource> rowSources(sources, RowSource::Dense);
+        LayerNormKernel kernel(n, rowSources, false, 1e-5f, quant);
+        const bool quantized = quant.mode != Mode::None;
+        LayerNormArgs a;
+        a.src[0] = x.data(), a.src[1] = sources > 1 ? res.data() : nullptr;
+        a.gamma = gamma.data(), a.beta = beta.data(), a.rows = m, a.y = y.data();
+        a.q = quantized ? q.data() : nullptr;
+        a.rowScale = quant.mode == Mode::PerRow ? scales.data() : nullptr;
+        kernel.run(a);
+        for (int over = 0; over < sources; ++over) {
+          SCOPED_TRACE("n " + std::to_string(n) + " sources " + std::to_string(sources) + " mode " +
+                       std::to_string(int(quant.mode)) + " y over source " + std::to_string(over));
+          std::vector<float> x2 = x, res2 = res;
+          LayerNormArgs b = a;
+          b.src[0] = x2.data(), b.src[1] = sources > 1 ? res2.data() : nullptr;
+          b.y = over == 0 ? x2.data() : res2.data();
+          b.q = quantized ? qInPlace.data() : nullptr;
+          b.rowScale = quant.mode == Mode::PerRow ? scalesInPlace.data() : nullptr;
+          kernel.run(b);
+          EXPECT_EQ(std::memcmp(b.y, y.data(), y.size() * sizeof(float)), 0);
+          if (quantized)
+            EXPECT_EQ(qInPlace, q);
+          EXPECT_EQ(scalesInPlace, scales);
+        }
+      }
+}
+
 // ownAffine (octet.layer_norm_quantize's quant_affine, the SmoothQuant copy
 // merged into the original): y bit for bit the plain LayerNorm's with gamma /
 // beta, q bit for bit the separate quantizing LayerNorm's with its own affine
@@ -164,9 +214,9 @@ TEST(LayerNormQuantize, OwnAffineEqualsTheTwoKernelsItMerges) {
       for (int sources : {1, 2})
         for (bool writeY : {true, false})
           for (bool s8 : {false, true}) {
-            SCOPED_TRACE("n=" + std::to_string(n) + " m=" + std::to_string(m) + " sources=" +
-                         std::to_string(sources) + " writeY=" + std::to_string(writeY) +
-                         " s8=" + std::to_string(s8));
+            SCOPED_TRACE("n=" + std::to_string(n) + " m=" + std::to_string(m) +
+                         " sources=" + std::to_string(sources) +
+                         " writeY=" + std::to_string(writeY) + " s8=" + std::to_string(s8));
             Guarded<float> x(m * n), res(m * n), y(m * n), yRef(m * n);
             Guarded<float> gamma(n), beta(n), gamma2(n), beta2(n);
             Guarded<uint8_t> q(m * n), qRef(m * n);
@@ -216,8 +266,7 @@ TEST(LayerNormQuantize, RejectsBadConfigurations) {
   EXPECT_THROW(LayerNormKernel(8, {RowSource::Gathered}, false, 1e-5f, perRow),
                std::invalid_argument);
   perRow.signedOutput = true;
-  EXPECT_THROW(LayerNormKernel(8, {RowSource::Dense}, false, 1e-5f, perRow),
-               std::invalid_argument);
+  EXPECT_THROW(LayerNormKernel(8, {RowSource::Dense}, false, 1e-5f, perRow), std::invalid_argument);
   LayerNormQuantize perRowAffine;
   perRowAffine.mode = Mode::PerRow, perRowAffine.ownAffine = true;
   EXPECT_THROW(LayerNormKernel(8, {RowSource::Dense}, false, 1e-5f, perRowAffine),

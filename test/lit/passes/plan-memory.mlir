@@ -188,9 +188,10 @@ func.func @slices(%x: tensor<?x8xf32> {octet.dim_params = ["batch", ""]}, %w: te
 // A BERT-base layer as octet-recognize and octet-fuse-gemm-epilogue leave it.
 // q, k and v are views of the QKV buffer (slot 0, 9216 bytes a token), which
 // the attention output projection reuses once attention has read it; the
-// LayerNorm output %h is read again by the last add_layer_norm, so the FFN's
-// 3072-wide GELU output needs a slot of its own, and the layer output is the
-// caller's.
+// add_layer_norm writes %h in place of %o (its x, read for the last time),
+// %h is read again by the last add_layer_norm, so the FFN's 3072-wide GELU
+// output needs a slot of its own, the FFN output takes the attention's, and
+// the layer output is the caller's.
 // CHECK-LABEL: func.func @bert_layer(
 //  CHECK-SAME:     octet.arena = ["9216*batch*sequence", "3072*batch*sequence", "12288*batch*sequence"]
 //       CHECK:   %[[QKV:.*]] = octet.linear %arg0, {{.*}} {octet.slot = 0 : i64}
@@ -199,10 +200,10 @@ func.func @slices(%x: tensor<?x8xf32> {octet.dim_params = ["batch", ""]}, %w: te
 //  CHECK-NEXT:   octet.slice %[[QKV]] {{.*}} : tensor<?x?x2304xf32> -> tensor<?x?x768xf32>
 //  CHECK-NEXT:   %[[A:.*]] = octet.attention {{.*}} {octet.slot = 1 : i64}
 //  CHECK-NEXT:   %[[O:.*]] = octet.linear %[[A]], {{.*}} {octet.slot = 0 : i64}
-//  CHECK-NEXT:   %[[H:.*]] = octet.add_layer_norm %[[O]], %arg0, {{.*}} {octet.slot = 1 : i64}
+//  CHECK-NEXT:   %[[H:.*]] = octet.add_layer_norm %[[O]], %arg0, {{.*}} {octet.slot = 0 : i64}
 //  CHECK-NEXT:   %[[F:.*]] = octet.fused_linear %[[H]], {{.*}} {
 //       CHECK:   } {octet.slot = 2 : i64} : tensor<?x?x768xf32>, tensor<768x3072xf32>, tensor<3072xf32> -> tensor<?x?x3072xf32>
-//  CHECK-NEXT:   %[[G:.*]] = octet.linear %[[F]], {{.*}} {octet.slot = 0 : i64}
+//  CHECK-NEXT:   %[[G:.*]] = octet.linear %[[F]], {{.*}} {octet.slot = 1 : i64}
 //  CHECK-NEXT:   %[[Y:.*]] = octet.add_layer_norm %[[G]], %[[H]], {{.*}} : tensor<?x?x768xf32>
 //  CHECK-NEXT:   return %[[Y]]
 func.func @bert_layer(%x: tensor<?x?x768xf32> {octet.dim_params = ["batch", "sequence", ""]},
@@ -263,4 +264,38 @@ func.func @attention_then_quantize(%x: tensor<?x?x192xf32> {octet.dim_params = [
   %aq = octet.quantize %a, %s, %zp : tensor<?x?x64xf32>, tensor<f32>, tensor<ui8> -> tensor<?x?x64xui8>
   %d = octet.dequantize %aq, %s, %zp : tensor<?x?x64xui8>, tensor<f32>, tensor<ui8> -> tensor<?x?x64xf32>
   return %d : tensor<?x?x64xf32>
+}
+
+// -----
+
+// The LayerNorm ops write y in place of an operand they read for the last
+// time (x first, else the residual): %n over %a; %m over %n, since its x %a is
+// read again by the last add; never over a row window of another buffer (%l
+// reads %w, a view of %c), nor over the caller's bytes (%b is an output).
+// CHECK-LABEL: func.func @layer_norm_in_place(
+//  CHECK-SAME:     octet.arena = ["256*batch*sequence", "256*batch*sequence", "512*batch*sequence", "256*batch*sequence"]
+//       CHECK:   %[[A:.*]] = octet.relu %arg0 {octet.slot = 0 : i64}
+//  CHECK-NEXT:   %[[K:.*]] = octet.relu %arg0 {octet.slot = 1 : i64}
+//  CHECK-NEXT:   %[[B:.*]] = octet.relu %arg0 :
+//  CHECK-NEXT:   %[[N:.*]] = octet.add_layer_norm %[[K]], %[[B]], {{.*}} {octet.slot = 1 : i64}
+//  CHECK-NEXT:   %[[M:.*]] = octet.add_layer_norm %[[A]], %[[N]], {{.*}} {octet.slot = 1 : i64}
+//  CHECK-NEXT:   %[[C:.*]] = octet.linear %arg0, {{.*}} {octet.slot = 2 : i64}
+//  CHECK-NEXT:   %[[W:.*]] = octet.slice %[[C]]
+//  CHECK-NEXT:   octet.layer_norm %[[W]], {{.*}} {octet.slot = 3 : i64}
+func.func @layer_norm_in_place(%x: tensor<?x?x64xf32> {octet.dim_params = ["batch", "sequence", ""]})
+    -> (tensor<?x?x64xf32>, tensor<?x?x64xf32>) {
+  %g = octet.constant dense<1.0> : tensor<64xf32>
+  %z = octet.constant dense<0.0> : tensor<64xf32>
+  %w128 = octet.constant dense<0.5> : tensor<64x128xf32>
+  %a = octet.relu %x : tensor<?x?x64xf32>
+  %k = octet.relu %x : tensor<?x?x64xf32>
+  %b = octet.relu %x : tensor<?x?x64xf32>
+  %n = octet.add_layer_norm %k, %b, %g, %z axis = 2 epsilon = 1.0e-12 : tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32>
+  %m = octet.add_layer_norm %a, %n, %g, %z axis = 2 epsilon = 1.0e-12 : tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32>
+  %c = octet.linear %x, %w128 : tensor<?x?x64xf32>, tensor<64x128xf32>
+  %w = octet.slice %c axes = [2] starts = [0] ends = [64] steps = [1] : tensor<?x?x128xf32> -> tensor<?x?x64xf32>
+  %l = octet.layer_norm %w, %g, %z axis = 2 epsilon = 1.0e-12 : tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32>
+  %r = octet.add %m, %l : tensor<?x?x64xf32>, tensor<?x?x64xf32>
+  %s = octet.add %r, %a : tensor<?x?x64xf32>, tensor<?x?x64xf32>
+  return %s, %b : tensor<?x?x64xf32>, tensor<?x?x64xf32>
 }
