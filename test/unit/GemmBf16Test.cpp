@@ -27,8 +27,8 @@ using namespace octet::x86;
 
 namespace {
 
-#define SKIP_WITHOUT_AVX512_BF16()                                                           \
-  if (!GemmBf16::hostSupported())                                                            \
+#define SKIP_WITHOUT_AVX512_BF16()                                                                 \
+  if (!GemmBf16::hostSupported())                                                                  \
   GTEST_SKIP() << "host lacks AVX512-BF16 (has: " << CpuFeatures::host().describe() << ")"
 
 const uint32_t kCanary = 0x7fc0dead;
@@ -46,9 +46,8 @@ struct Problem {
 
   Problem(int64_t m, int64_t n, int64_t k)
       : m(m), n(n), k(k), lda(k + 3), ldc(n + 5), ldr(n + 2), a(m * lda),
-        bKN(octet::test::randomFloats(k * n, 2)), bNK(k * n),
-        bias(octet::test::randomFloats(n, 3)), residual(m * ldr), product(m * n),
-        absProduct(m * n) {
+        bKN(octet::test::randomFloats(k * n, 2)), bNK(k * n), bias(octet::test::randomFloats(n, 3)),
+        residual(m * ldr), product(m * n), absProduct(m * n) {
     // Padding past K in A's rows is NaN: reading it would poison the sums.
     std::vector<float> dense = octet::test::randomFloats(m * k, 1);
     std::vector<float> res = octet::test::randomFloats(m * n, 4);
@@ -112,8 +111,8 @@ double identity(double x) { return x; }
 class GemmBf16Shapes : public ::testing::TestWithParam<std::tuple<int64_t, int64_t, int64_t>> {};
 
 // Tails in M (rows past a multiple of MR), N (past a multiple of NR = 32/48)
-// and K (odd: the last pair half zero; 769 also has three K blocks, the last
-// of odd length), both weight orders, every epilogue, 1 and 2 threads.
+// and K (odd: the last pair half zero; 769 also in four K blocks of at most 196,
+// the last of odd length), both weight orders, every epilogue, 1 and 2 threads.
 TEST_P(GemmBf16Shapes, MatchesBf16Reference) {
   SKIP_WITHOUT_AVX512_BF16();
   auto [m, n, k] = GetParam();
@@ -125,15 +124,20 @@ TEST_P(GemmBf16Shapes, MatchesBf16Reference) {
       for (bool withResidual : {false, true}) {
         GemmF32Epilogue epilogue;
         epilogue.residual = withResidual;
-        GemmBf16 gemm(n, k, packed.data(), epilogue, withBias ? p.bias.data() : nullptr);
-        for (int threads : {1, 2}) {
-          octet::test::ThreadCount scope(threads);
-          std::ostringstream what;
-          what << (layout == WeightLayout::KN ? "B[K,N]" : "B[N,K]")
-               << (withBias ? " +bias" : "") << (withResidual ? " +residual" : "") << " "
-               << threads << " thread(s), MR " << gemm.mr() << " NR " << gemm.nr() << " Kc "
-               << gemm.kc();
-          p.check(gemm, withBias, withResidual, identity, what.str());
+        // K blocks: the blocking rule's (one up to K = 1365 on a 32 KiB L1d), and 256 at most.
+        for (int64_t maxKBlock : {int64_t(0), int64_t(256)}) {
+          if (maxKBlock && k <= maxKBlock)
+            continue;
+          GemmBf16 gemm(n, k, packed.data(), epilogue, withBias ? p.bias.data() : nullptr,
+                        maxKBlock);
+          for (int threads : {1, 2}) {
+            octet::test::ThreadCount scope(threads);
+            std::ostringstream what;
+            what << (layout == WeightLayout::KN ? "B[K,N]" : "B[N,K]") << (withBias ? " +bias" : "")
+                 << (withResidual ? " +residual" : "") << " " << threads << " thread(s), MR "
+                 << gemm.mr() << " NR " << gemm.nr() << " Kc " << gemm.kc();
+            p.check(gemm, withBias, withResidual, identity, what.str());
+          }
         }
       }
   }
@@ -196,8 +200,11 @@ TEST(GemmBf16, ProgramEpilogueWithColumnInputs) {
   using Op = octet::rt::ElementwiseProgram::Op;
   octet::rt::ElementwiseProgram program;
   program.numInputs = 3;
-  program.instrs = {{Op::Input, 0, -1, 0}, {Op::Input, 1, -1, 0}, {Op::Mul, 0, 1, 0},
-                    {Op::Input, 2, -1, 0}, {Op::Add, 2, 3, 0}};
+  program.instrs = {{Op::Input, 0, -1, 0},
+                    {Op::Input, 1, -1, 0},
+                    {Op::Mul, 0, 1, 0},
+                    {Op::Input, 2, -1, 0},
+                    {Op::Add, 2, 3, 0}};
   std::string error;
   auto epilogue = ProgramEpilogue::create(program, error, {false, true, true});
   ASSERT_TRUE(epilogue) << error;
@@ -214,8 +221,9 @@ TEST(GemmBf16, ProgramEpilogueWithColumnInputs) {
     GemmBf16 gemm(n, k, packed.data(), e, p.bias.data());
     EXPECT_EQ(gemm.mr(), GemmF32Avx512::maxRows(gemm.nr(), epilogue->scratchZmmCount()));
     octet::test::ThreadCount scope(2);
-    p.check(gemm, true, true, [&](double x, int64_t j) { return x * in1[j] + in2[j]; },
-            "columns M " + std::to_string(m) + " N " + std::to_string(n), columns);
+    p.check(
+        gemm, true, true, [&](double x, int64_t j) { return x * in1[j] + in2[j]; },
+        "columns M " + std::to_string(m) + " N " + std::to_string(n), columns);
     EXPECT_THROW(p.check(gemm, true, true, identity, "no columns"), std::invalid_argument);
   }
 }

@@ -37,12 +37,13 @@ PackedBf16Weights packBf16(const float *b, int64_t k, int64_t n, WeightLayout la
 bool GemmBf16::hostSupported() { return CpuFeatures::host().supports(Isa::Avx512Bf16); }
 
 GemmBf16::GemmBf16(int64_t n, int64_t k, const uint16_t *packedB, GemmF32Epilogue epilogue,
-                   const float *bias)
+                   const float *bias, int64_t maxKBlock)
     : n_(n), k_(k), packedB_(packedB), bias_(bias), epilogue_(epilogue), nr_(gemmF32PanelWidth(n)),
       mr_(GemmF32Avx512::maxRows(nr_, epilogue.elementwise ? epilogue.elementwise->scratchZmmCount()
                                                            : 0)),
-      kc_(gemm_blocking::kBlock(k, nr_, 2)), panels_(ceilDiv(n, nr_)), kPairs_(ceilDiv(k, 2)),
-      aStride_(bf16Padded(k)) {
+      kc_(maxKBlock > 0 ? gemm_blocking::evenKBlock(k, maxKBlock)
+                        : gemm_blocking::kBlock(k, nr_, 2, gemm_blocking::kDotSliceL1s)),
+      panels_(ceilDiv(n, nr_)), kPairs_(ceilDiv(k, 2)), aStride_(bf16Padded(k)) {
   buildPanelKernels(mr_, nr_, n, panels_, bias != nullptr, epilogue, kernels_, kernelFns_);
   convert_ = std::make_unique<AttentionBf16PackKernel>(Bf16Pack::Rows);
   convertFn_ = convert_->entry<AttentionBf16PackKernel::Fn>();

@@ -119,7 +119,7 @@ struct Int8GemmParams {
   float outScale = 1.0f;    ///< u8/s8 output
   int32_t outZeroPoint = 0; ///< u8/s8 output
   /// RegisterTile: at most this many K bytes per kernel call (0: the blocking
-  /// rule's, kKBlockL1Slices). Tests set it to run K blocks on small shapes.
+  /// rule's, gemm_blocking::kDotSliceL1s). Tests set it to run K blocks on small shapes.
   int64_t maxKBlock = 0;
 };
 
@@ -152,14 +152,6 @@ public:
   /// second (two-line) kernel set: on Zen 4 BERT-base's FFN GEMMs ran faster
   /// so, and the LayerNorm after them read rows its own core wrote.
   static constexpr int64_t kRowSplitBigWeightBytesAmd = int64_t(4) << 20;
-  /// RegisterTile: a K block's slice of a B panel (Kc x NR bytes) may take
-  /// this many times L1d. The row tiles after the first read it from L2,
-  /// which feeds one zmm of B per MR vpdpbusd easily; every K block past the
-  /// first costs each row tile a round trip of its sums through `partial` and
-  /// a kernel call. On Zen 4 (32 KiB L1d) BERT-base's K = 768 GEMMs in one
-  /// block instead of two and its K = 3072 one in two instead of five ran 2-4
-  /// points of the vpdpbusd peak faster (bench/RESULTS.md, session 22).
-  static constexpr int kKBlockL1Slices = 4;
 
   /// Whether this host can run `isa`'s kernels.
   static bool hostSupported(PackIsa isa = PackIsa::Avx512Vnni);
