@@ -6,8 +6,7 @@
 //    rather than 144). 48 loads fewer A broadcasts per multiply.
 //  - Kc (a multiple of 4): a Kc x NR block of a B panel fits in L1d, so it
 //    stays there while the MR-row tiles of an M block pass over it; K is cut
-//    into equal blocks. The INT8 and bf16 drivers allow several L1s
-//    (kDotSliceL1s).
+//    into equal blocks, several L1s of it (kPanelSliceL1s).
 //  - Mc (a multiple of MR): the Mc x K block of A fits in half of L2, so it is
 //    reused from L2 for every panel a thread computes after it; M is cut into
 //    equal blocks, enough of them that every thread gets a (block, panel) pair
@@ -24,16 +23,16 @@ namespace octet::x86::gemm_blocking {
 
 inline int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-/// The INT8 (vpdpbusd) and bf16 (vdpbf16ps) drivers: a K block's slice of a B
-/// panel (Kc x NR elements) may take this many times L1d. The row tiles after
-/// the first read it from L2, which feeds one zmm of B per MR dot instructions
-/// with room to spare, while every K block past the first costs each row tile
-/// a round trip of its sums through memory and a kernel call. On Zen 4 (32 KiB
-/// L1d) BERT-base's INT8 GEMMs ran 1-3 points of the vpdpbusd peak faster (K =
-/// 768 one block instead of two, 3072 two instead of five), its bf16 GEMMs 2-3
-/// points (K = 768 one block instead of three; bench/RESULTS.md, session 22).
-/// GemmF32 keeps one L1 (not measured).
-inline constexpr int kDotSliceL1s = 4;
+/// The packed GEMMs (INT8, bf16, f32): a K block's slice of a B panel (Kc x NR
+/// elements) may take this many times L1d. The row tiles after the first read
+/// it from L2, which feeds one zmm of B per MR multiply instructions with room
+/// to spare, while every K block past the first costs each row tile a round
+/// trip of its sums through memory and a kernel call. On Zen 4 (32 KiB L1d)
+/// BERT-base's INT8 GEMMs ran 1-3 points of the vpdpbusd peak faster (K = 768
+/// one block instead of two, 3072 two instead of five), its bf16 GEMMs 2-3
+/// points (K = 768 one block instead of three), its f32 ones 3 points (two
+/// instead of five; bench/RESULTS.md, session 22).
+inline constexpr int kPanelSliceL1s = 4;
 inline int64_t roundUp(int64_t a, int64_t b) { return ceilDiv(a, b) * b; }
 
 /// NR for N columns: 32 or 48.

@@ -49,7 +49,7 @@ public:
   /// `packedB` (from packBf16, packedBf16Elements(k, n) elements) and `bias`
   /// ([N] or null) are referenced, not copied: they must outlive this object.
   /// `maxKBlock` > 0 bounds the K elements per kernel call below the blocking
-  /// rule's (gemm_blocking::kDotSliceL1s): tests run K blocks on small shapes.
+  /// rule's (gemm_blocking::kPanelSliceL1s): tests run K blocks on small shapes.
   GemmBf16(int64_t n, int64_t k, const uint16_t *packedB, GemmF32Epilogue epilogue = {},
            const float *bias = nullptr, int64_t maxKBlock = 0);
 

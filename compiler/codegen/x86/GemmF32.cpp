@@ -51,11 +51,14 @@ PackedWeights padColumnInputs(const EpilogueEmitter *elementwise, int64_t n, int
 }
 
 GemmF32::GemmF32(int64_t n, int64_t k, const float *packedB, GemmF32Epilogue epilogue,
-                 const float *bias)
+                 const float *bias, int64_t maxKBlock)
     : n_(n), k_(k), packedB_(packedB), bias_(bias), epilogue_(epilogue), nr_(gemmF32PanelWidth(n)),
       mr_(GemmF32Avx512::maxRows(nr_, epilogue.elementwise ? epilogue.elementwise->scratchZmmCount()
                                                            : 0)),
-      kc_(gemm_blocking::kBlock(k, nr_, sizeof(float))), panels_(ceilDiv(n, nr_)) {
+      kc_(maxKBlock > 0
+              ? gemm_blocking::evenKBlock(k, maxKBlock)
+              : gemm_blocking::kBlock(k, nr_, sizeof(float), gemm_blocking::kPanelSliceL1s)),
+      panels_(ceilDiv(n, nr_)) {
   buildPanelKernels(mr_, nr_, n, panels_, bias != nullptr, epilogue, kernels_, kernelFns_);
 }
 

@@ -60,7 +60,7 @@ PackedWeights padColumnInputs(const EpilogueEmitter *elementwise, int64_t n, int
                               const float *const *columns);
 
 struct GemmF32Epilogue {
-  bool residual = false; ///< run() gets a residual [M, N] to add
+  bool residual = false;                        ///< run() gets a residual [M, N] to add
   const EpilogueEmitter *elementwise = nullptr; ///< must outlive the GemmF32
 };
 
@@ -92,8 +92,10 @@ class GemmF32 {
 public:
   /// `packedB` (from packB) and `bias` ([N], or null) are referenced, not
   /// copied: they must outlive this object (in AOT they live in .rodata).
+  /// `maxKBlock` > 0 bounds the K elements per kernel call below the blocking
+  /// rule's (gemm_blocking::kPanelSliceL1s): tests run K blocks on small shapes.
   GemmF32(int64_t n, int64_t k, const float *packedB, GemmF32Epilogue epilogue = {},
-          const float *bias = nullptr);
+          const float *bias = nullptr, int64_t maxKBlock = 0);
 
   /// Strides are in floats. `residual` (stride ldr) is read only when the
   /// epilogue asked for it; `columns`: one [N] pointer per per-column input

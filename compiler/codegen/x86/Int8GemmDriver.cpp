@@ -124,7 +124,7 @@ Int8GemmDriver::Int8GemmDriver(PackedInt8View packed, Int8GemmParams params)
   kc_ = !registerTile ? k_
         : params_.maxKBlock > 0
             ? gemm_blocking::evenKBlock(k_, params_.maxKBlock)
-            : gemm_blocking::kBlock(k_, nr_, sizeof(int8_t), gemm_blocking::kDotSliceL1s);
+            : gemm_blocking::kBlock(k_, nr_, sizeof(int8_t), gemm_blocking::kPanelSliceL1s);
 
   Int8GemmKernelConfig config;
   config.nr = nr_;

@@ -119,7 +119,7 @@ struct Int8GemmParams {
   float outScale = 1.0f;    ///< u8/s8 output
   int32_t outZeroPoint = 0; ///< u8/s8 output
   /// RegisterTile: at most this many K bytes per kernel call (0: the blocking
-  /// rule's, gemm_blocking::kDotSliceL1s). Tests set it to run K blocks on small shapes.
+  /// rule's, gemm_blocking::kPanelSliceL1s). Tests set it to run K blocks on small shapes.
   int64_t maxKBlock = 0;
 };
 

@@ -359,7 +359,7 @@ TEST(Int8GemmVnni, KBlocksWithinTheBound) {
   const int64_t kc = Int8GemmDriver(k3072, params).kc();
   EXPECT_EQ(kc % 4, 0);
   EXPECT_EQ(3072 % kc, 0) << kc << ": equal blocks";
-  EXPECT_GE(kc * 48, octet::x86::gemm_blocking::kDotSliceL1s * 32768 / 2) << kc;
+  EXPECT_GE(kc * 48, octet::x86::gemm_blocking::kPanelSliceL1s * 32768 / 2) << kc;
   params.maxKBlock = 100;
   EXPECT_EQ(Int8GemmDriver(k768, params).kc(), 96); // 8 blocks of 96
   params.maxKBlock = 1;
