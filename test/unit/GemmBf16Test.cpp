@@ -11,6 +11,7 @@
 #include "compiler/codegen/x86/GemmBf16.h"
 #include "compiler/codegen/x86/ProgramEpilogue.h"
 
+#include "test/unit/GemmVariants.h"
 #include "test/unit/TestData.h"
 #include "test/unit/ThreadCount.h"
 
@@ -117,30 +118,20 @@ TEST_P(GemmBf16Shapes, MatchesBf16Reference) {
   SKIP_WITHOUT_AVX512_BF16();
   auto [m, n, k] = GetParam();
   Problem p(m, n, k);
-  for (WeightLayout layout : {WeightLayout::KN, WeightLayout::NK}) {
-    PackedBf16Weights packed =
-        packBf16(layout == WeightLayout::KN ? p.bKN.data() : p.bNK.data(), k, n, layout);
-    for (bool withBias : {false, true})
-      for (bool withResidual : {false, true}) {
-        GemmF32Epilogue epilogue;
-        epilogue.residual = withResidual;
-        // K blocks: the blocking rule's (one up to K = 1365 on a 32 KiB L1d), and 256 at most.
-        for (int64_t maxKBlock : {int64_t(0), int64_t(256)}) {
-          if (maxKBlock && k <= maxKBlock)
-            continue;
-          GemmBf16 gemm(n, k, packed.data(), epilogue, withBias ? p.bias.data() : nullptr,
+  // K blocks: the blocking rule's (one up to K = 1365 on a 32 KiB L1d), and 256 at most.
+  octet::test::forEachGemmVariant(
+      k, 256,
+      [&](WeightLayout layout) {
+        return packBf16(layout == WeightLayout::KN ? p.bKN.data() : p.bNK.data(), k, n, layout);
+      },
+      [&](const PackedBf16Weights &packed, GemmF32Epilogue epilogue, bool withBias,
+          int64_t maxKBlock) {
+        return GemmBf16(n, k, packed.data(), epilogue, withBias ? p.bias.data() : nullptr,
                         maxKBlock);
-          for (int threads : {1, 2}) {
-            octet::test::ThreadCount scope(threads);
-            std::ostringstream what;
-            what << (layout == WeightLayout::KN ? "B[K,N]" : "B[N,K]") << (withBias ? " +bias" : "")
-                 << (withResidual ? " +residual" : "") << " " << threads << " thread(s), MR "
-                 << gemm.mr() << " NR " << gemm.nr() << " Kc " << gemm.kc();
-            p.check(gemm, withBias, withResidual, identity, what.str());
-          }
-        }
-      }
-  }
+      },
+      [&](const GemmBf16 &gemm, bool withBias, bool withResidual, const std::string &what) {
+        p.check(gemm, withBias, withResidual, identity, what);
+      });
 }
 
 INSTANTIATE_TEST_SUITE_P(OddShapes, GemmBf16Shapes,

@@ -9,6 +9,7 @@
 #include "compiler/codegen/x86/GemmF32.h"
 #include "compiler/codegen/x86/ProgramEpilogue.h"
 
+#include "test/unit/GemmVariants.h"
 #include "test/unit/TestData.h"
 #include "test/unit/ThreadCount.h"
 
@@ -118,30 +119,19 @@ TEST_P(GemmF32Shapes, MatchesReference) {
   SKIP_WITHOUT_AVX512();
   auto [m, n, k] = GetParam();
   Problem p(m, n, k);
-  for (WeightLayout layout : {WeightLayout::KN, WeightLayout::NK}) {
-    PackedWeights packed =
-        packB(layout == WeightLayout::KN ? p.bKN.data() : p.bNK.data(), k, n, layout);
-    for (bool withBias : {false, true})
-      for (bool withResidual : {false, true}) {
-        GemmF32Epilogue epilogue;
-        epilogue.residual = withResidual;
-        // K blocks: the blocking rule's (768 in two on a 32 KiB L1d), and 64 at most.
-        for (int64_t maxKBlock : {int64_t(0), int64_t(64)}) {
-          if (maxKBlock && k <= maxKBlock)
-            continue;
-          GemmF32 gemm(n, k, packed.data(), epilogue, withBias ? p.bias.data() : nullptr,
+  // K blocks: the blocking rule's (768 in two on a 32 KiB L1d), and 64 at most.
+  octet::test::forEachGemmVariant(
+      k, 64,
+      [&](WeightLayout layout) {
+        return packB(layout == WeightLayout::KN ? p.bKN.data() : p.bNK.data(), k, n, layout);
+      },
+      [&](const PackedWeights &packed, GemmF32Epilogue epilogue, bool withBias, int64_t maxKBlock) {
+        return GemmF32(n, k, packed.data(), epilogue, withBias ? p.bias.data() : nullptr,
                        maxKBlock);
-          for (int threads : {1, 2}) {
-            ThreadCount scope(threads);
-            std::ostringstream what;
-            what << (layout == WeightLayout::KN ? "B[K,N]" : "B[N,K]") << (withBias ? " +bias" : "")
-                 << (withResidual ? " +residual" : "") << " " << threads << " thread(s), MR "
-                 << gemm.mr() << " NR " << gemm.nr() << " Kc " << gemm.kc();
-            p.check(gemm, withBias, withResidual, identity, what.str());
-          }
-        }
-      }
-  }
+      },
+      [&](const GemmF32 &gemm, bool withBias, bool withResidual, const std::string &what) {
+        p.check(gemm, withBias, withResidual, identity, what);
+      });
 }
 
 INSTANTIATE_TEST_SUITE_P(OddShapes, GemmF32Shapes,
