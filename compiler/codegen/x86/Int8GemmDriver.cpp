@@ -150,21 +150,24 @@ Int8GemmDriver::Int8GemmDriver(PackedInt8View packed, Int8GemmParams params)
   // lists the kernels in generation order. The RegisterTile schedule has
   // always generated both widths, even when equal or unused; its images list
   // them so.
-  // Where the kernels prefetch one line per K step, a second set at two
-  // lines for panels of few row tiles (fewTilesPrefetch), after the first.
+  // Faster sets for blocks of few row tiles (prefetchSet), after the first:
+  // two and four lines where the kernels prefetch one, four where two.
   const int tailColumns = n_ % nr_ ? int(n_ % nr_) : nr_;
-  fewTilesKernels_ = registerTile && bPrefetchLines_ == 1;
-  kernels_.resize(4 * size_t(mr_));
-  entries_.resize(4 * size_t(mr_));
-  for (int pace = 0; pace <= int(fewTilesKernels_); ++pace) {
-    config.bPrefetchLines = bPrefetchLines_ + pace;
+  paces_ = {bPrefetchLines_};
+  if (registerTile)
+    for (int pace = bPrefetchLines_ * 2; pace <= kMaxPrefetchLines; pace *= 2)
+      paces_.push_back(pace);
+  kernels_.resize(2 * paces_.size() * size_t(mr_));
+  entries_.resize(kernels_.size());
+  for (int set = 0; set < int(paces_.size()); ++set) {
+    config.bPrefetchLines = paces_[set];
     for (int rows = 1; rows <= mr_; ++rows)
       for (bool tail : {false, true}) {
         if (!registerTile && ((tail && tailColumns == nr_) || (!tail && n_ < nr_)))
           continue;
         config.rows = rows;
         config.columns = tail ? tailColumns : nr_;
-        const size_t at = kernelIndex(rows, tail, pace != 0);
+        const size_t at = kernelIndex(rows, tail, set);
         kernels_[at] = family_.generate(config);
         entries_[at] = kernels_[at]->entry<AnyKernelFn>();
       }
@@ -173,26 +176,31 @@ Int8GemmDriver::Int8GemmDriver(PackedInt8View packed, Int8GemmParams params)
 
 Int8GemmDriver::~Int8GemmDriver() = default;
 
-const Int8GemmKernel &Int8GemmDriver::kernel(int rows, bool tailPanel, bool fewTiles) const {
-  if (rows < 1 || rows > mr_ || !kernels_[kernelIndex(rows, tailPanel, fewTiles)])
+const Int8GemmKernel &Int8GemmDriver::kernel(int rows, bool tailPanel, int set) const {
+  if (rows < 1 || rows > mr_ || set < 0 || set >= int(paces_.size()) ||
+      !kernels_[kernelIndex(rows, tailPanel, set)])
     throw std::out_of_range(std::string("Int8GemmDriver (") + family_.name + "): no kernel for " +
                             std::to_string(rows) + " rows on the " + (tailPanel ? "tail" : "full") +
-                            " panel" + (fewTiles ? " at the few-tiles prefetch pace" : ""));
-  return *kernels_[kernelIndex(rows, tailPanel, fewTiles)];
+                            " panel in kernel set " + std::to_string(set));
+  return *kernels_[kernelIndex(rows, tailPanel, set)];
 }
 
-bool Int8GemmDriver::fewTilesPrefetch(int64_t tiles, int64_t kBytes) const {
-  // One line per unrolled K step: the block's tiles bring in tiles x steps
-  // lines of the next slice (K x NR bytes); where that falls short of it,
-  // two. At K = 768, NR = 48: 576 lines, 48 per call, so under 12 tiles (M <
-  // 100 in one block at MR 9): BERT-base's FFN GEMMs at 1 x 32 ran 19-21%
-  // faster so, at 1 x 128 (15 tiles) two lines cost them 1-2% (RESULTS.md,
-  // sessions 16 and 18).
-  if (!fewTilesKernels_)
-    return false;
+int Int8GemmDriver::prefetchSet(int64_t tiles, int64_t kBytes, int minLines) const {
+  // A block's tiles bring in tiles x steps x pace lines of the next slice
+  // (K x NR bytes): the slowest pace that covers it, since repeated
+  // prefetches are not free. At K = 768, NR = 48: 576 lines, 48 steps a
+  // call: one line under 12 tiles (M < 100 in one block at MR 9) fell short,
+  // and BERT-base's FFN GEMMs at 1 x 32 ran 19-21% faster on two, at 1 x 128
+  // (15 tiles) 1-2% slower (RESULTS.md, sessions 16 and 18); two under 6
+  // tiles, and four put M = 32 cold 4-7 points higher (session 22).
   const int64_t granule = family_.kGranule;
   const int64_t steps = kBytes / granule / GemmTileAvx512::kUnroll;
-  return tiles * steps * 64 < ceilDiv(kBytes, granule) * granule * nr_;
+  const int64_t sliceLines = ceilDiv(kBytes, granule) * granule * nr_ / 64;
+  int set = 0;
+  while (set + 1 < int(paces_.size()) &&
+         (paces_[set] < minLines || tiles * steps * paces_[set] < sliceLines))
+    ++set;
+  return set;
 }
 
 /// One run's arguments after the checks.
@@ -319,7 +327,7 @@ int Int8GemmDriver::rowSplitLines(int64_t m) const {
   const int64_t threads = omp_get_max_threads();
   // Rows over the team (each thread all panels of its own rows) where the
   // kernels prefetch two lines of B per unrolled K step (small weights:
-  // kRowSplitWeightBytes; on AMD also the big weights' second set, up to
+  // kRowSplitWeightBytes; on AMD also the big weights' two-line set, up to
   // kRowSplitBigWeightBytesAmd) and each thread's rows make enough row tiles
   // that this brings the next panel (K x NR bytes, K / 8 lines per call) into
   // L2 while it computes the current one: NR / 8 tiles, 6 at NR 48. Each
@@ -332,8 +340,9 @@ int Int8GemmDriver::rowSplitLines(int64_t m) const {
   // cores reach each other's lines through the L3 of a core complex or
   // beyond it (session 21: +0.5-3 points each, the LayerNorms after them -20
   // to -30%).
-  const bool bigOnAmd = fewTilesKernels_ && k_ * n_ <= kRowSplitBigWeightBytesAmd && hostIsAmd();
-  const int lines = bPrefetchLines_ >= 2 ? bPrefetchLines_ : bigOnAmd ? bPrefetchLines_ + 1 : 0;
+  const bool bigOnAmd = bPrefetchLines_ == 1 && paces_.size() > 1 &&
+                        k_ * n_ <= kRowSplitBigWeightBytesAmd && hostIsAmd();
+  const int lines = bPrefetchLines_ >= 2 ? bPrefetchLines_ : bigOnAmd ? paces_[1] : 0;
   if (lines < 2 || threads < 2 || ceilDiv(ceilDiv(m, threads), mr_) < ceilDiv(nr_, 4 * lines))
     return 0;
   return lines;
@@ -357,8 +366,8 @@ Int8GemmRunStats Int8GemmDriver::runRegisterTiles(const Call &r, Invoke invoke) 
   const int64_t mBlock = registerTileMBlock(m);
   const int64_t mBlocks = ceilDiv(m, mBlock);
   const int64_t kBlocks = ceilDiv(k_, kc_);
-  // Rows split on the second kernel set (a big weight on AMD): its two lines.
-  const bool secondSet = rowSplitLines(m) > bPrefetchLines_;
+  // Rows split on AMD (a big weight): at least its lines per step.
+  const int minLines = rowSplitLines(m);
   // Panels are [K / granule][NR][granule] bytes. gemm_blocking::kBlock cuts K
   // in multiples of 4, so a RegisterTile family's granule divides 4 (VNNI: 4).
   const int64_t granule = family_.kGranule;
@@ -401,9 +410,8 @@ Int8GemmRunStats Int8GemmDriver::runRegisterTiles(const Call &r, Invoke invoke) 
         // not 14 x 9 + 2): a 2-row tile has too few accumulators to hide
         // vpdpbusd's latency.
         const int64_t tiles = ceilDiv(rowEnd - rowBegin, mr_);
-        const bool fewTiles = secondSet || fewTilesPrefetch(tiles, len);
-        const int64_t linesPerCall =
-            kGroups / GemmTileAvx512::kUnroll * (bPrefetchLines_ + fewTiles);
+        const int set = prefetchSet(tiles, len, minLines);
+        const int64_t linesPerCall = kGroups / GemmTileAvx512::kUnroll * paces_[set];
         int64_t prefetched = 0;
         const int64_t shortRows = (rowEnd - rowBegin) / tiles;
         const int64_t tallTiles = (rowEnd - rowBegin) % tiles;
@@ -431,9 +439,9 @@ Int8GemmRunStats Int8GemmDriver::runRegisterTiles(const Call &r, Invoke invoke) 
           rows = int(shortRows + (tile < tallTiles));
           args.bPrefetch = prefetched < nextBytes ? next + prefetched : b;
           prefetched += linesPerCall * 64;
-          const size_t at = kernelIndex(rows, tailPanel, fewTiles);
+          const size_t at = kernelIndex(rows, tailPanel, set);
           invoke(*kernels_[at], entries_[at], args);
-          ++calls, fewTilesCalls += fewTiles;
+          ++calls, fewTilesCalls += set > 0;
         }
       }
     });
@@ -494,7 +502,7 @@ Int8GemmRunStats Int8GemmDriver::runAmxTiles(const Call &r, Invoke invoke) const
             args.bNext = prefetchB && p + 1 < pEnd ? packed_.data + (p + 1) * panelBytes_ : nullptr;
             loadedRows = rows;
             mine.calls += 1, mine.configLoads += args.configure != 0, mine.releases += args.release;
-            const size_t at = kernelIndex(rows, tailPanel, false);
+            const size_t at = kernelIndex(rows, tailPanel, 0);
             invoke(*kernels_[at], entries_[at], args);
           }
     } catch (...) {

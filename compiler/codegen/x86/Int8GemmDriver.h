@@ -132,8 +132,8 @@ std::string checkInt8GemmParams(const Int8GemmParams &params, int64_t n);
 /// tile releases count on the AmxTiles schedule only.
 struct Int8GemmRunStats {
   int64_t calls = 0, configLoads = 0, releases = 0;
-  /// RegisterTile: calls of the second, two-line kernel set (blocks of few
-  /// tiles, fewTilesPrefetch; rows split on AMD, kRowSplitBigWeightBytesAmd)
+  /// RegisterTile: calls of a kernel set faster than the driver's own (blocks
+  /// of few tiles, prefetchSet; rows split on AMD, kRowSplitBigWeightBytesAmd)
   int64_t fewTilesCalls = 0;
   /// RegisterTile: (M block, panel) pairs a thread took from the back of
   /// another thread's range (StealingSchedule)
@@ -152,6 +152,8 @@ public:
   /// second (two-line) kernel set: on Zen 4 BERT-base's FFN GEMMs ran faster
   /// so, and the LayerNorm after them read rows its own core wrote.
   static constexpr int64_t kRowSplitBigWeightBytesAmd = int64_t(4) << 20;
+  /// The fastest B prefetch pace generated (lines per unrolled K step).
+  static constexpr int kMaxPrefetchLines = 4;
 
   /// Whether this host can run `isa`'s kernels.
   static bool hostSupported(PackIsa isa = PackIsa::Avx512Vnni);
@@ -194,15 +196,18 @@ public:
   /// threads (2), or 0 where it splits the panels (the rule is in its
   /// definition).
   int rowSplitLines(int64_t m) const;
-  /// The kernel for calls of `rows` rows on a full or the tail panel; with
-  /// `fewTiles`, the one for blocks of few row tiles (fewTilesPrefetch).
-  const Int8GemmKernel &kernel(int rows, bool tailPanel, bool fewTiles = false) const;
-  /// RegisterTile: whether a block of `tiles` row tiles over `kBytes` of K
-  /// runs the kernels that prefetch two lines of B per unrolled K step
-  /// instead of this driver's one, so that its tiles bring in the whole next
-  /// panel slice (the rule is in its definition). False where the kernels
-  /// already prefetch two.
-  bool fewTilesPrefetch(int64_t tiles, int64_t kBytes) const;
+  /// The paces (lines of B prefetched per unrolled K step) of the kernel
+  /// sets generated, ascending: this driver's own first, then faster ones
+  /// for blocks of few row tiles (RegisterTile; AMX: its one set).
+  const std::vector<int> &prefetchPaces() const { return paces_; }
+  /// The kernel for calls of `rows` rows on a full or the tail panel, of
+  /// kernel set `set` (an index into prefetchPaces()).
+  const Int8GemmKernel &kernel(int rows, bool tailPanel, int set = 0) const;
+  /// RegisterTile: the kernel set a block of `tiles` row tiles over `kBytes`
+  /// of K runs: the slowest pace whose tiles bring in the whole next panel
+  /// slice, or the fastest where none does, and at least `minLines` lines
+  /// (rowSplitLines) (the rule is in its definition).
+  int prefetchSet(int64_t tiles, int64_t kBytes, int minLines = 0) const;
 
 private:
   struct Call; // one kernel call's arguments, as the schedule fills them
@@ -218,8 +223,8 @@ private:
   /// A kernel's entry point as stored; each schedule casts it back to its own
   /// signature (Int8GemmVnniFn, Int8GemmAmxFn).
   using AnyKernelFn = void (*)();
-  size_t kernelIndex(int rows, bool tailPanel, bool fewTiles) const {
-    return (size_t(fewTiles) * mr_ + size_t(rows - 1)) * 2 + tailPanel;
+  size_t kernelIndex(int rows, bool tailPanel, int set) const {
+    return (size_t(set) * mr_ + size_t(rows - 1)) * 2 + tailPanel;
   }
 
   const Int8GemmKernelFamily &family_;
@@ -227,8 +232,8 @@ private:
   PackedInt8View packed_;
   Int8GemmParams params_;
   int nr_, mr_;
-  int bPrefetchLines_ = 1;       // RegisterTile kernels' B prefetch per K step
-  bool fewTilesKernels_ = false; // a second set at bPrefetchLines_ + 1 (fewTilesPrefetch)
+  int bPrefetchLines_ = 1; // RegisterTile kernels' B prefetch per K step
+  std::vector<int> paces_; // the kernel sets' B prefetch lines per K step (prefetchSet)
   int64_t kc_, panels_, panelBytes_;
   // Per column, padded to whole panels (kernels read whole vectors).
   std::vector<int32_t, CacheLineAllocator<int32_t>> comp_;

@@ -70,7 +70,7 @@ struct Int8GemmKernelConfig {
   int columns = 48;   ///< valid columns of the panel (< nr only for the last one)
   int kTailBytes = 0; ///< K % the family's kGranule: the masked / staged last K group (0: none)
   /// RegisterTile: lines of the next B slice prefetched per unrolled K step
-  /// (1 or 2; Int8GemmDriver::registerTileMBlock says when 2).
+  /// (1, 2 or 4; Int8GemmDriver::prefetchSet says which a block runs).
   int bPrefetchLines = 1;
   Int8EpilogueConfig epilogue;
 };

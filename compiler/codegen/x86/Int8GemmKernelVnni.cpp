@@ -79,8 +79,8 @@ Int8GemmKernelVnni::Int8GemmKernelVnni(const Int8GemmKernelConfig &config)
            " for this panel width and " + std::to_string(scratch) + " epilogue scratch zmm");
   if (config.kTailBytes < 0 || config.kTailBytes > 3)
     reject("K tail bytes must be K % 4");
-  if (config.bPrefetchLines != 1 && config.bPrefetchLines != 2)
-    reject("B prefetch lines per K step must be 1 or 2, got " +
+  if (config.bPrefetchLines != 1 && config.bPrefetchLines != 2 && config.bPrefetchLines != 4)
+    reject("B prefetch lines per K step must be 1, 2 or 4, got " +
            std::to_string(config.bPrefetchLines));
   if (std::string why = checkInt8Epilogue(config.epilogue); !why.empty())
     reject(why);

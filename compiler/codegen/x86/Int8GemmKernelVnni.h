@@ -69,7 +69,7 @@ struct Int8GemmVnniArgs {
 using Int8GemmVnniFn = void (*)(const Int8GemmVnniArgs *);
 
 /// Config: rows 1..maxRows(nr, scratch), nr 16, 32, 48 or 64, kTailBytes K % 4,
-/// bPrefetchLines 1 or 2.
+/// bPrefetchLines 1, 2 or 4.
 class Int8GemmKernelVnni : public Int8GemmKernel {
 public:
   /// Throws std::invalid_argument for a configuration it cannot generate.

@@ -293,36 +293,47 @@ TEST(Int8GemmVnni, TeamOfOneTakesTheOtherRangeFromTheBack) {
   Problem(113, 3072, 768, 13).run(o);
 }
 
-TEST(Int8GemmVnni, FewRowTilesPrefetchTwoLinesOfBigWeights) {
+TEST(Int8GemmVnni, FewRowTilesPrefetchFaster) {
   SKIP_WITHOUT_VNNI();
   // BERT's FFN-in (2.25 MiB of weight): its kernels prefetch one line of B
-  // per K step, which 12 row tiles need to bring in a whole 768 x 48 slice.
+  // per K step, which 12 row tiles need to bring in a whole 768 x 48 slice;
+  // faster sets at two and four lines for fewer tiles.
   std::vector<int8_t> big(768 * 3072, 1), small(768 * 768, 1);
   Int8GemmParams params;
   params.wScale = {1.0f};
   const PackedInt8 bigPacked =
       packInt8(octet::PackIsa::Avx512Vnni, big.data(), 768, 3072, WeightLayout::KN);
   Int8GemmDriver gemm(bigPacked, params);
-  ASSERT_EQ(gemm.kernel(gemm.mr(), false).config().bPrefetchLines, 1);
-  for (int rows = 1; rows <= gemm.mr(); ++rows)
-    for (bool tail : {false, true})
-      EXPECT_EQ(gemm.kernel(rows, tail, true).config().bPrefetchLines, 2) << rows << " " << tail;
+  ASSERT_EQ(gemm.prefetchPaces(), (std::vector<int>{1, 2, 4}));
+  for (int set = 0; set < 3; ++set)
+    for (int rows = 1; rows <= gemm.mr(); ++rows)
+      for (bool tail : {false, true})
+        EXPECT_EQ(gemm.kernel(rows, tail, set).config().bPrefetchLines, 1 << set)
+            << rows << " " << tail;
+  EXPECT_THROW(gemm.kernel(1, false, 3), std::out_of_range);
   // A slice of kc x 48 bytes is 3/4 kc lines, a call prefetches kc / 16 (4
-  // K groups per unrolled step): 12 tiles cover it, whatever kc this L1 gives.
+  // K groups per unrolled step) per line: 12 tiles cover it at one line, 6
+  // at two, 3 at four, whatever kc this L1 gives; fewer still take four.
   const int64_t kc = gemm.kc();
-  EXPECT_TRUE(gemm.fewTilesPrefetch(1, kc));
-  EXPECT_TRUE(gemm.fewTilesPrefetch(11, kc));
-  EXPECT_FALSE(gemm.fewTilesPrefetch(12, kc));
-  EXPECT_FALSE(gemm.fewTilesPrefetch(15, kc)); // 128 rows at MR 9
-  // A small weight's kernels prefetch two lines already: no second set.
+  EXPECT_EQ(gemm.prefetchSet(15, kc), 0); // 128 rows at MR 9
+  EXPECT_EQ(gemm.prefetchSet(12, kc), 0);
+  EXPECT_EQ(gemm.prefetchSet(11, kc), 1);
+  EXPECT_EQ(gemm.prefetchSet(6, kc), 1);
+  EXPECT_EQ(gemm.prefetchSet(5, kc), 2);
+  EXPECT_EQ(gemm.prefetchSet(1, kc), 2);
+  EXPECT_EQ(gemm.prefetchSet(15, kc, 2), 1); // rows split on AMD: two lines at least
+  // A small weight's kernels prefetch two lines already: one faster set.
   const PackedInt8 smallPacked =
       packInt8(octet::PackIsa::Avx512Vnni, small.data(), 768, 768, WeightLayout::KN);
   Int8GemmDriver smallGemm(smallPacked, params);
-  EXPECT_FALSE(smallGemm.fewTilesPrefetch(1, smallGemm.kc()));
-  EXPECT_THROW(smallGemm.kernel(1, false, true), std::out_of_range);
-  // The runs call the second set exactly for blocks of few tiles (M 32: one
-  // block of 4 tiles; M 128: 15) or rows split over two threads on AMD (64
-  // rows each: 8 tiles), and both agree with the reference.
+  EXPECT_EQ(smallGemm.prefetchPaces(), (std::vector<int>{2, 4}));
+  EXPECT_EQ(smallGemm.prefetchSet(6, smallGemm.kc()), 0);
+  EXPECT_EQ(smallGemm.prefetchSet(5, smallGemm.kc()), 1);
+  EXPECT_THROW(smallGemm.kernel(1, false, 2), std::out_of_range);
+  // The runs call a faster set exactly for blocks of few tiles (M 32: one
+  // block of 4 tiles, four lines; M 128: 15) or rows split over two threads
+  // on AMD (64 rows each: 8 tiles, two lines), and all agree with the
+  // reference.
   std::vector<uint8_t> a(128 * 768, 1);
   std::vector<float> c(128 * 3072);
   for (int threads : {1, 2}) {
