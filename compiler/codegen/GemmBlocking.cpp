@@ -27,11 +27,10 @@ int64_t evenBlock(int64_t total, int64_t maxBlock, int64_t multiple, int64_t min
 
 int panelWidth(int64_t n) { return roundUp(n, 32) < roundUp(n, 48) ? 32 : 48; }
 
-int64_t kBlock(int64_t k, int nr, int elementBytes, int l1Slices) {
-  return evenKBlock(k, l1Slices * l1Bytes() / (nr * elementBytes));
+int64_t kBlock(int64_t k, int nr, int elementBytes, int64_t maxBlock) {
+  const int64_t rule = kPanelSliceL1s * l1Bytes() / (nr * elementBytes);
+  return evenBlock(k, maxBlock > 0 ? std::min(rule, maxBlock) : rule, 4);
 }
-
-int64_t evenKBlock(int64_t k, int64_t maxBlock) { return evenBlock(k, maxBlock, 4); }
 
 int64_t mBlock(int64_t m, int64_t k, int mr, int64_t panels, int elementBytes) {
   int64_t wanted = std::min(ceilDiv(m, mr), ceilDiv(omp_get_max_threads(), panels));

@@ -1,12 +1,13 @@
 //===- GemmBlocking.h - cache blocking shared by the packed GEMMs -*- C++ -*-===//
 //
-// The blocking rule of GemmF32 and the INT8 driver (Inductor's cpp_gemm_template with
-// our kernels' registers), for a B element of `elementBytes` bytes:
+// The blocking rule of GemmF32, GemmBf16 and the INT8 driver (Inductor's
+// cpp_gemm_template with our kernels' registers), for a B element of
+// `elementBytes` bytes:
 //  - NR (panel width) is 48 unless 32 pads N to fewer columns (N = 100: 128
 //    rather than 144). 48 loads fewer A broadcasts per multiply.
-//  - Kc (a multiple of 4): a Kc x NR block of a B panel fits in L1d, so it
-//    stays there while the MR-row tiles of an M block pass over it; K is cut
-//    into equal blocks, several L1s of it (kPanelSliceL1s).
+//  - Kc (a multiple of 4): a Kc x NR block of a B panel takes at most
+//    kPanelSliceL1s times L1d (the first row tile of an M block brings it
+//    in, the others read it from L1 and L2); K is cut into equal blocks.
 //  - Mc (a multiple of MR): the Mc x K block of A fits in half of L2, so it is
 //    reused from L2 for every panel a thread computes after it; M is cut into
 //    equal blocks, enough of them that every thread gets a (block, panel) pair
@@ -22,6 +23,7 @@
 namespace octet::x86::gemm_blocking {
 
 inline int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+inline int64_t roundUp(int64_t a, int64_t b) { return ceilDiv(a, b) * b; }
 
 /// The packed GEMMs (INT8, bf16, f32): a K block's slice of a B panel (Kc x NR
 /// elements) may take this many times L1d. The row tiles after the first read
@@ -33,16 +35,16 @@ inline int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 /// points (K = 768 one block instead of three), its f32 ones 3 points (two
 /// instead of five; bench/RESULTS.md, session 22).
 inline constexpr int kPanelSliceL1s = 4;
-inline int64_t roundUp(int64_t a, int64_t b) { return ceilDiv(a, b) * b; }
 
 /// NR for N columns: 32 or 48.
 int panelWidth(int64_t n);
 
-/// Kc for a K of `k` and panels of `nr` elements of `elementBytes` bytes:
-/// a Kc x NR slice of a panel takes at most `l1Slices` times L1d.
-int64_t kBlock(int64_t k, int nr, int elementBytes, int l1Slices = 1);
-/// K cut into the fewest equal blocks of at most `maxBlock` (a multiple of 4).
-int64_t evenKBlock(int64_t k, int64_t maxBlock);
+/// Kc for a K of `k` and panels of `nr` elements of `elementBytes` bytes: K
+/// cut into the fewest equal blocks (multiples of 4) whose Kc x NR slice of a
+/// panel takes at most kPanelSliceL1s times L1d, and of at most `maxBlock`
+/// elements where that is > 0 (the drivers' maxKBlock: tests run K blocks on
+/// small shapes).
+int64_t kBlock(int64_t k, int nr, int elementBytes, int64_t maxBlock = 0);
 
 /// Mc for M rows of A (K elements of `elementBytes` bytes each), tiles of `mr`
 /// rows and `panels` N panels, with the current OpenMP team size.

@@ -265,8 +265,8 @@ struct OctetPlanMemoryPass : octet::impl::OctetPlanMemoryBase<OctetPlanMemoryPas
     for (Operation &op : block) {
       op.removeAttr(octet::attr::kSlot);
       op.removeAttr(octet::attr::kSlots);
-      auto slotsOf =
-          llvm::map_to_vector(op.getResults(), [&](Value v) { return slotOf.lookup_or(v, -1); });
+      auto slotsOf = llvm::map_to_vector(
+          op.getResults(), [&](Value v) { return slotOf.lookup_or(v, -1); });
       if (llvm::all_of(slotsOf, [](int64_t s) { return s < 0; }))
         continue;
       if (slotsOf.size() == 1)

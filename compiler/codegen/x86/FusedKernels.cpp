@@ -125,8 +125,8 @@ std::string layerNormName(const LayerNormQuantize &q) {
   if (q.mode == Mode::None)
     return "layernorm";
   std::string name = q.mode == Mode::PerRow ? "layernorm_quantize_per_row"
-                     : q.signedOutput       ? "layernorm_quantize_s8"
-                                            : "layernorm_quantize_u8";
+                                            : q.signedOutput ? "layernorm_quantize_s8"
+                                                             : "layernorm_quantize_u8";
   if (q.ownAffine)
     name += "_affine";
   return q.writeY ? name + "_y" : name;
@@ -295,7 +295,8 @@ void LayerNormKernel::generate() {
         // + eps s^2) with s = 1/max|d|. An infinite d (the f32 mean or
         // deviation overflowed) gives s = 0 and NaN, as ONNX Runtime.
         Xbyak::Label finite, rstdDone;
-        vcmpps(kOverflow, zRstd, constants_.f32(std::numeric_limits<float>::infinity()), kCmpEqOq);
+        vcmpps(kOverflow, zRstd, constants_.f32(std::numeric_limits<float>::infinity()),
+               kCmpEqOq);
         kortestw(kOverflow, kOverflow);
         jz(finite, T_NEAR);
         zeroAccumulators();
@@ -379,10 +380,11 @@ void LayerNormKernel::generate() {
 
 void LayerNormKernel::run(const LayerNormArgs &args) {
   auto fn = entry<void (*)(const LayerNormArgs *)>();
-  // One range of ceil(rows / threads) rows per thread: the rows the INT8 GEMM
-  // before it computed on that thread where it splits rows
-  // (Int8GemmDriver::registerTileMBlock), so x is in this core's cache, and
-  // the GEMM after it reads the q rows this core wrote.
+  // One range of ceil(rows / threads) rows per thread: where the INT8 GEMMs
+  // around it split rows (Int8GemmDriver::registerTileMBlock) into one block
+  // per thread, as BERT-base's do at 113 and 786 rows, the rows that GEMM
+  // computed on that thread (else up to a block's rounding apart), so x is in
+  // this core's cache and the GEMM after it reads q rows this core wrote.
   const int64_t threads = omp_get_max_threads();
   const int64_t block = std::max<int64_t>(1, (args.rows + threads - 1) / threads);
   const int64_t tasks = (args.rows + block - 1) / block;

@@ -41,9 +41,8 @@ GemmBf16::GemmBf16(int64_t n, int64_t k, const uint16_t *packedB, GemmF32Epilogu
     : n_(n), k_(k), packedB_(packedB), bias_(bias), epilogue_(epilogue), nr_(gemmF32PanelWidth(n)),
       mr_(GemmF32Avx512::maxRows(nr_, epilogue.elementwise ? epilogue.elementwise->scratchZmmCount()
                                                            : 0)),
-      kc_(maxKBlock > 0 ? gemm_blocking::evenKBlock(k, maxKBlock)
-                        : gemm_blocking::kBlock(k, nr_, 2, gemm_blocking::kPanelSliceL1s)),
-      panels_(ceilDiv(n, nr_)), kPairs_(ceilDiv(k, 2)), aStride_(bf16Padded(k)) {
+      kc_(gemm_blocking::kBlock(k, nr_, 2, maxKBlock)), panels_(ceilDiv(n, nr_)),
+      kPairs_(ceilDiv(k, 2)), aStride_(bf16Padded(k)) {
   buildPanelKernels(mr_, nr_, n, panels_, bias != nullptr, epilogue, kernels_, kernelFns_);
   convert_ = std::make_unique<AttentionBf16PackKernel>(Bf16Pack::Rows);
   convertFn_ = convert_->entry<AttentionBf16PackKernel::Fn>();

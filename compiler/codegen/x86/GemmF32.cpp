@@ -55,10 +55,7 @@ GemmF32::GemmF32(int64_t n, int64_t k, const float *packedB, GemmF32Epilogue epi
     : n_(n), k_(k), packedB_(packedB), bias_(bias), epilogue_(epilogue), nr_(gemmF32PanelWidth(n)),
       mr_(GemmF32Avx512::maxRows(nr_, epilogue.elementwise ? epilogue.elementwise->scratchZmmCount()
                                                            : 0)),
-      kc_(maxKBlock > 0
-              ? gemm_blocking::evenKBlock(k, maxKBlock)
-              : gemm_blocking::kBlock(k, nr_, sizeof(float), gemm_blocking::kPanelSliceL1s)),
-      panels_(ceilDiv(n, nr_)) {
+      kc_(gemm_blocking::kBlock(k, nr_, sizeof(float), maxKBlock)), panels_(ceilDiv(n, nr_)) {
   buildPanelKernels(mr_, nr_, n, panels_, bias != nullptr, epilogue, kernels_, kernelFns_);
 }
 

@@ -60,7 +60,7 @@ PackedWeights padColumnInputs(const EpilogueEmitter *elementwise, int64_t n, int
                               const float *const *columns);
 
 struct GemmF32Epilogue {
-  bool residual = false;                        ///< run() gets a residual [M, N] to add
+  bool residual = false; ///< run() gets a residual [M, N] to add
   const EpilogueEmitter *elementwise = nullptr; ///< must outlive the GemmF32
 };
 

@@ -121,10 +121,7 @@ Int8GemmDriver::Int8GemmDriver(PackedInt8View packed, Int8GemmParams params)
     reject("the elementwise epilogue asks " + std::to_string(scratch) +
            " scratch zmm, leaving no accumulator rows");
   const bool registerTile = family_.schedule == Int8GemmSchedule::RegisterTile;
-  kc_ = !registerTile ? k_
-        : params_.maxKBlock > 0
-            ? gemm_blocking::evenKBlock(k_, params_.maxKBlock)
-            : gemm_blocking::kBlock(k_, nr_, sizeof(int8_t), gemm_blocking::kPanelSliceL1s);
+  kc_ = registerTile ? gemm_blocking::kBlock(k_, nr_, sizeof(int8_t), params_.maxKBlock) : k_;
 
   Int8GemmKernelConfig config;
   config.nr = nr_;
