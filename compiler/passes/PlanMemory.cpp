@@ -113,9 +113,11 @@ bool isRowWindow(SliceOp slice) {
 /// (LayerNormKernel, the C++ loop) read each element of a row before writing
 /// it and read the sources in no later pass. Why it pays: x comes from the GEMM
 /// before it, whose rows are in the cache of the core that computed them (the
-/// LayerNorm splits rows as the GEMM does), while a slot last written or read
-/// by another split (attention's heads) costs every line of y a fetch from
-/// the other core's cache (bench/RESULTS.md, session 22).
+/// LayerNorm splits rows as the GEMM does), while writing a slot last written
+/// or read by another split (attention's heads) waits for the other core to
+/// give each line up: a cause inferred from timings on Zen 4, where the
+/// LayerNorms ran 7% faster so on one core complex, 15-30% on two
+/// (bench/RESULTS.md, session 22).
 SmallVector<Value, 2> inPlaceCandidates(Operation *op, unsigned index) {
   if (index != 0)
     return {};

@@ -189,7 +189,7 @@ int Int8GemmDriver::prefetchSet(int64_t tiles, int64_t kBytes, int minLines) con
   // call: one line under 12 tiles (M < 100 in one block at MR 9) fell short,
   // and BERT-base's FFN GEMMs at 1 x 32 ran 19-21% faster on two, at 1 x 128
   // (15 tiles) 1-2% slower (RESULTS.md, sessions 16 and 18); two under 6
-  // tiles, and four put M = 32 cold 4-7 points higher (session 22).
+  // tiles, and four put M = 32 cold 3-7 points higher on Zen 4 (session 22).
   const int64_t granule = family_.kGranule;
   const int64_t steps = kBytes / granule / GemmTileAvx512::kUnroll;
   const int64_t sliceLines = ceilDiv(kBytes, granule) * granule * nr_ / 64;
