@@ -1,18 +1,21 @@
 #!/usr/bin/env python3
 """Opening an AOT model.so of BERT-base INT8 (docs/aot.md): how long octet_model_open takes
-(target <= 50 ms: the weights are mapped from the file, not copied), and that two processes
-serving the same model.so share its weight pages.
+with each placement of the weights (option "constants": "mapped", read from the file's pages,
+target <= 50 ms; "huge_pages", the default, copied onto 2 MiB pages), and what two processes
+serving the same model.so share (mapped: its weight pages; huge_pages: a copy each).
 
   python3 bench/aot_open.py [--build build] [--int8 static|dynamic] [--opens 10]
 
 Compiles BERT-base (test/models/make_bert_base.py, generated once into the temp directory)
 with `octetc compile --int8=...`, then
-  - opens it in --opens fresh processes through liboctet.so's octet_model_open (the file is
-    in the page cache after the first), printing median / min / max of the open alone;
-  - starts two processes that open it and run one batch, and sums the /proc/PID/smaps
-    entries of the model.so's mappings in each: Rss, Pss, Shared_Clean / _Dirty,
-    Private_Clean / _Dirty. Pages both map count half in each process's Pss; the process's
-    anonymous memory (activations, Python) shows that the weights are not copied.
+  - per placement, opens it in --opens fresh processes through liboctet.so's
+    octet_model_open (the file is in the page cache after the first), printing median / min /
+    max of the open alone;
+  - per placement, starts two processes that open it and run two batches, and sums the
+    /proc/PID/smaps entries of the model.so's mappings in each: Rss, Pss, Shared_Clean /
+    _Dirty, Private_Clean / _Dirty. Pages both map count half in each process's Pss; the
+    process's anonymous memory (activations, Python; with huge_pages the weights' copy) and
+    AnonHugePages show where the weights are.
 """
 import argparse
 import ctypes
@@ -32,15 +35,20 @@ import octet  # noqa: E402  (the package of this checkout)
 SMAPS_FIELDS = ("Rss", "Pss", "Shared_Clean", "Shared_Dirty", "Private_Clean", "Private_Dirty")
 
 
-def child_open(lib_path, so_path):
+def child_open(lib_path, so_path, placement):
     """Times octet_model_open alone in this fresh process; prints milliseconds."""
     lib = ctypes.CDLL(lib_path)
     lib.octet_model_open.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p)]
     lib.octet_model_destroy.argtypes = [ctypes.c_void_p]
+    lib.octet_options_create.restype = ctypes.c_void_p
+    lib.octet_options_set.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p]
     lib.octet_last_error.restype = ctypes.c_char_p
+    options = lib.octet_options_create()
+    if lib.octet_options_set(options, b"constants", placement.encode()) != 0:
+        sys.exit(f"octet_options_set: {lib.octet_last_error().decode()}")
     model = ctypes.c_void_p()
     start = time.perf_counter()
-    status = lib.octet_model_open(so_path.encode(), None, ctypes.byref(model))
+    status = lib.octet_model_open(so_path.encode(), options, ctypes.byref(model))
     ms = 1e3 * (time.perf_counter() - start)
     if status != 0:
         sys.exit(f"octet_model_open: {lib.octet_last_error().decode()}")
@@ -48,11 +56,11 @@ def child_open(lib_path, so_path):
     lib.octet_model_destroy(model)
 
 
-def child_serve(lib_path, so_path):
+def child_serve(lib_path, so_path, placement):
     """Opens the model (octet.load: the model.so serves itself), runs two 1 x 128 batches,
     says 'ready' with the milliseconds of the runs (the first also checks the weights'
     checksum), and waits for stdin to close."""
-    model = octet.load(so_path)
+    model = octet.load(so_path, constants=placement)
     times = []
     rng = np.random.default_rng(0)
     arrays = []
@@ -86,11 +94,11 @@ def smaps_of(pid, so_path):
     return totals
 
 
-def anonymous_of(pid):
-    """The process's anonymous memory (kB): a copy of the weights would show here."""
+def rollup_of(pid, field):
+    """A field of the process's smaps_rollup (kB): Anonymous, AnonHugePages."""
     with open(f"/proc/{pid}/smaps_rollup") as rollup:
         for line in rollup:
-            if line.startswith("Anonymous:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1])
     return 0
 
@@ -103,8 +111,8 @@ def main():
     p.add_argument("--calib", default="generate:4x2x128", help="--int8=static samples")
     p.add_argument("--opens", type=int, default=10, help="fresh processes that time the open")
     p.add_argument("--reuse", action="store_true", help="use the model.so of a previous run as it is")
-    p.add_argument("--child-open", nargs=2, metavar=("LIB", "SO"), help=argparse.SUPPRESS)
-    p.add_argument("--child-serve", nargs=2, metavar=("LIB", "SO"), help=argparse.SUPPRESS)
+    p.add_argument("--child-open", nargs=3, metavar=("LIB", "SO", "PLACEMENT"), help=argparse.SUPPRESS)
+    p.add_argument("--child-serve", nargs=3, metavar=("LIB", "SO", "PLACEMENT"), help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.child_open:
         return child_open(*args.child_open)
@@ -131,19 +139,25 @@ def main():
         # Written back, the page cache's pages of the file are clean (else smaps says Dirty).
         os.sync()
 
-    times = []
-    for _ in range(args.opens):
-        result = subprocess.run([sys.executable, __file__, "--child-open", lib, so],
-                                check=True, capture_output=True, text=True)
-        times.append(float(result.stdout))
-    print(f"\noctet_model_open of {os.path.getsize(so) / 2**20:.1f} MiB, {args.opens} fresh processes: "
-          f"median {statistics.median(times):.1f} ms, min {min(times):.1f} ms, max {max(times):.1f} ms "
-          f"(target <= 50 ms)")
+    for placement in ("mapped", "huge_pages"):
+        times = []
+        for _ in range(args.opens):
+            result = subprocess.run([sys.executable, __file__, "--child-open", lib, so, placement],
+                                    check=True, capture_output=True, text=True)
+            times.append(float(result.stdout))
+        print(f"\nconstants={placement}: octet_model_open of {os.path.getsize(so) / 2**20:.1f} MiB, "
+              f"{args.opens} fresh processes: median {statistics.median(times):.1f} ms, "
+              f"min {min(times):.1f} ms, max {max(times):.1f} ms"
+              + (" (target <= 50 ms)" if placement == "mapped" else ""))
+        serve_two(lib, so, placement)
 
+
+def serve_two(lib, so, placement):
+    """Two processes serving the model.so with `placement`: their runs and memory."""
     servers = []
     try:
         for i in range(2):  # one after the other, so their runs do not share the cores
-            server = subprocess.Popen([sys.executable, __file__, "--child-serve", lib, so],
+            server = subprocess.Popen([sys.executable, __file__, "--child-serve", lib, so, placement],
                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
             servers.append(server)
             words = server.stdout.readline().split()
@@ -151,18 +165,19 @@ def main():
                 sys.exit("a serving process failed")
             print(f"serving process {i + 1}: first run 1x128 (with the weights' checksum) {words[1]} ms, "
                   f"second run {words[2]} ms")
-        print("\nmodel.so mappings of two processes serving it (kB, /proc/PID/smaps):")
-        print("| process | " + " | ".join(SMAPS_FIELDS) + " | whole process: Anonymous |")
-        print("|---|" + "---:|" * (len(SMAPS_FIELDS) + 1))
+        print(f"\nconstants={placement}: model.so mappings of two processes serving it "
+              "(kB, /proc/PID/smaps):")
+        print("| process | " + " | ".join(SMAPS_FIELDS) +
+              " | whole process: Anonymous | AnonHugePages |")
+        print("|---|" + "---:|" * (len(SMAPS_FIELDS) + 2))
         for i, server in enumerate(servers):
             totals = smaps_of(server.pid, so)
             print(f"| {i + 1} | " + " | ".join(str(totals[f]) for f in SMAPS_FIELDS) +
-                  f" | {anonymous_of(server.pid)} |")
+                  f" | {rollup_of(server.pid, 'Anonymous')} | {rollup_of(server.pid, 'AnonHugePages')} |")
     finally:
         for server in servers:
             server.stdin.close()
             server.wait()
-
 
 if __name__ == "__main__":
     main()

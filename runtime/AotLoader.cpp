@@ -1,5 +1,6 @@
 //===- AotLoader.cpp - open a compiled model.so ---------------------------===//
 #include "runtime/AotLoader.h"
+#include "compiler/codegen/HugePages.h"
 
 #include <dlfcn.h>
 #include <elf.h>
@@ -216,19 +217,53 @@ Status mapAotModel(const std::string &path, std::shared_ptr<const void> &handle,
   return Status();
 }
 
+namespace {
+/// What a Plan opened from a model.so keeps alive: the library, and the copy
+/// of its constants where one was made.
+struct OpenedModel {
+  std::shared_ptr<const void> library;
+  std::shared_ptr<uint8_t> constants;
+};
+} // namespace
+
+// Copies with memcpy through the mapping, then drops the mapping's pages: a
+// clean private file mapping, read again from the page cache if ever touched.
+void placeConstants(PlanImageView &view, std::shared_ptr<const void> &owner) {
+  if (view.constantsBytes < kHugePageBytes || !hugePagesAvailable())
+    return;
+  std::shared_ptr<uint8_t> copy = hugePageBuffer(view.constantsBytes);
+  if (!copy)
+    return;
+  std::memcpy(copy.get(), view.constants, view.constantsBytes);
+  const uintptr_t page = uintptr_t(::sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(view.constants) + page - 1) / page * page,
+                  end = (reinterpret_cast<uintptr_t>(view.constants) + view.constantsBytes) /
+                        page * page;
+  if (end > begin)
+    ::madvise(reinterpret_cast<void *>(begin), end - begin, MADV_DONTNEED);
+  view.constants = copy.get();
+  owner = std::make_shared<OpenedModel>(OpenedModel{std::move(owner), std::move(copy)});
+}
+
 Status openAotImage(const AotImageDescriptor &descriptor, std::shared_ptr<const void> owner,
-                    std::unique_ptr<Plan> &plan, KernelOptions *options) {
+                    std::unique_ptr<Plan> &plan, KernelOptions *options,
+                    ConstantPlacement placement) {
   PlanImageView view;
   if (Status status = viewOfDescriptor(descriptor, view); !status.ok())
     return status;
+  if (placement == ConstantPlacement::HugePages)
+    placeConstants(view, owner);
   return readPlanImage(view, std::move(owner), plan, options);
 }
 
-Status openAotModel(const std::string &path, std::unique_ptr<Plan> &plan, KernelOptions *options) {
+Status openAotModel(const std::string &path, std::unique_ptr<Plan> &plan, KernelOptions *options,
+                    ConstantPlacement placement) {
   std::shared_ptr<const void> handle;
   PlanImageView view;
   if (Status status = mapAotModel(path, handle, view); !status.ok())
     return status;
+  if (placement == ConstantPlacement::HugePages)
+    placeConstants(view, handle);
   if (Status status = readPlanImage(view, std::move(handle), plan, options); !status.ok())
     return Status::error("'" + path + "': " + status.message());
   return Status();

@@ -5,8 +5,10 @@
 // three PlanImage sections lie inside the mapped file: the plan and the
 // constants in .rodata, the kernel code in .text. Opening one checks the file
 // (so a truncated or foreign file is an error, not a crash in the dynamic
-// loader), dlopens it and rebuilds the Plan in place (readPlanImage): the
-// weights and the code are used where they are mapped, nothing is copied.
+// loader), dlopens it and rebuilds the Plan (readPlanImage): the code and the
+// plan are used where they are mapped; the constants are copied onto huge
+// pages where the host gives them, or read where they are mapped
+// (ConstantPlacement: option "constants").
 //
 //===----------------------------------------------------------------------===//
 #ifndef OCTET_RUNTIME_AOTLOADER_H
@@ -70,17 +72,37 @@ Status checkSharedObjectFile(const std::string &path, int *fd = nullptr);
 /// The sections a descriptor points at; an error for a foreign magic or layout.
 Status viewOfDescriptor(const AotImageDescriptor &descriptor, PlanImageView &view);
 
+/// Copies the constants of a mapped model.so (`view`, from mapAotModel or a
+/// descriptor) into a buffer on huge pages (compiler/codegen/HugePages.h),
+/// points `view` at the copy and makes `owner` keep both alive; the file's
+/// pages are dropped from this process. Every run streams the weights, and on
+/// the file's 4 KiB pages each page cost the GEMMs a page walk (BERT-base INT8
+/// 1 x 128 on Zen 4: the GEMMs 1-2 points of the peak faster, docs/aot.md).
+/// Nothing changes where the host gives no huge pages, the section is under
+/// 2 MiB, or memory is short (advice, not an error). openAotModel and
+/// openAotImage call it unless told ConstantPlacement::Mapped.
+void placeConstants(PlanImageView &view, std::shared_ptr<const void> &owner);
+
+/// Where an opened model reads its constants (option "constants"): from a
+/// private copy on huge pages (placeConstants), or from the file's pages where
+/// they are mapped, which every process that opens the same model.so shares.
+enum class ConstantPlacement { HugePages, Mapped };
+
 /// checkSharedObjectFile, dlopen (RTLD_NOW | RTLD_LOCAL) of the very file
 /// checked (through /proc/self/fd where it is mounted), the descriptor, and
 /// readPlanImage with the dlopen handle as its owner: the library is closed
-/// when the Plan dies. `options` (optional) receives the image's KernelOptions.
+/// when the Plan dies. `placement`: where the constants are read from.
+/// `options` (optional) receives the image's KernelOptions.
 Status openAotModel(const std::string &path, std::unique_ptr<Plan> &plan,
-                    KernelOptions *options = nullptr);
+                    KernelOptions *options = nullptr,
+                    ConstantPlacement placement = ConstantPlacement::HugePages);
 
 /// The same on a model.so that is already mapped (dlopen'ed, or this very
-/// library): `owner` keeps it mapped while the Plan lives.
+/// library): `owner` keeps it mapped while the Plan lives. The constants are
+/// placed as openAotModel places them.
 Status openAotImage(const AotImageDescriptor &descriptor, std::shared_ptr<const void> owner,
-                    std::unique_ptr<Plan> &plan, KernelOptions *options = nullptr);
+                    std::unique_ptr<Plan> &plan, KernelOptions *options = nullptr,
+                    ConstantPlacement placement = ConstantPlacement::HugePages);
 
 /// Just the dlopen and the descriptor, for `octetc inspect` (no Plan is
 /// rebuilt, so this works for a model.so of another CPU target). `handle`

@@ -166,7 +166,7 @@ octet_status octet_options_set(octet_options *options, const char *key, const ch
       return fail(OCTET_ERROR_INVALID_ARGUMENT, "option '" + k + "': invalid value '" + v +
                                                     "' (expected " + error.expected + ")");
     }
-    if (k != "profile")
+    if (k != "profile" && k != "constants") // what opening a model.so reads too
       options->compileKeys.push_back(k);
     return OCTET_OK;
   });
@@ -184,11 +184,14 @@ octet_status octet_model_open(const char *so_path, const octet_options *options,
       return fail(OCTET_ERROR_INVALID_ARGUMENT,
                   "octet_model_open: option '" + options->compileKeys.front() +
                       "' is a compile option; a model.so was compiled with its own "
-                      "(octetc compile); only 'profile' applies when opening");
+                      "(octetc compile); only 'profile' and 'constants' apply when opening");
     std::unique_ptr<Plan> plan;
     octet::rt::Status status;
+    const auto placement = !options || options->constantsOnHugePages
+                               ? octet::rt::ConstantPlacement::HugePages
+                               : octet::rt::ConstantPlacement::Mapped;
     if (so_path) {
-      status = octet::rt::openAotModel(so_path, plan);
+      status = octet::rt::openAotModel(so_path, plan, nullptr, placement);
     } else {
       const octet::rt::AotImageDescriptor *embedded = octet::capi::embeddedAotImage();
       if (!embedded)
@@ -196,7 +199,7 @@ octet_status octet_model_open(const char *so_path, const octet_options *options,
                     "octet_model_open: so_path is null, which opens the model embedded in a "
                     "model.so this program links; this is liboctet.so, which embeds none");
       // The image is part of this very library: nothing to keep open.
-      status = octet::rt::openAotImage(*embedded, nullptr, plan);
+      status = octet::rt::openAotImage(*embedded, nullptr, plan, nullptr, placement);
       if (!status.ok())
         status = octet::rt::Status::error("the embedded model: " + status.message());
     }

@@ -1,5 +1,6 @@
 //===- Executor.cpp - one run of a Plan ------------------------------------===//
 #include "runtime/Executor.h"
+#include "compiler/codegen/HugePages.h"
 #include "runtime/TokenLayout.h"
 
 #include <algorithm>
@@ -10,8 +11,6 @@
 #include <limits>
 #include <new>
 #include <string>
-
-#include <sys/mman.h>
 
 namespace octet::rt {
 
@@ -355,20 +354,11 @@ void *alignedAllocate(size_t bytes) {
 }
 
 /// An arena of 2 MiB or more lies on 2 MiB pages where the kernel gives them
-/// (transparent huge pages, `madvise` or `always`): a packed batch's attention
-/// reads each head's K and V rows a QKV row apart, a 4 KiB page each, and on
-/// 4 KiB pages its packing kernels waited on page walks (docs/decisions.md).
+/// (compiler/codegen/HugePages.h): a packed batch's attention reads each
+/// head's K and V rows a QKV row apart, a 4 KiB page each, and on 4 KiB pages
+/// its packing kernels waited on page walks (docs/decisions.md).
 void *arenaAllocate(size_t bytes) {
-  constexpr size_t kHugePage = size_t(2) << 20;
-  if (bytes < kHugePage)
-    return alignedAllocate(bytes);
-  const size_t rounded = (bytes + kHugePage - 1) / kHugePage * kHugePage;
-  void *data = std::aligned_alloc(kHugePage, rounded);
-#ifdef MADV_HUGEPAGE
-  if (data)
-    ::madvise(data, rounded, MADV_HUGEPAGE); // advice only: 4 KiB pages when refused
-#endif
-  return data;
+  return bytes < kHugePageBytes ? alignedAllocate(bytes) : hugePageAllocate(bytes);
 }
 
 /// The arena buffer a thread reuses across runs (and across Plans).

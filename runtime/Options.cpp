@@ -52,6 +52,8 @@ const Switch kSwitches[] = {
     {"smoothquant", "off", "on", "on or off", &OptionSettings::smoothquant},
     {"pack_tokens", "off", "on", "on or off", &OptionSettings::packTokens},
     {"calibration_progress", "0", "1", "0 or 1", &OptionSettings::calibrationProgress},
+    {"constants", "mapped", "huge_pages", "huge_pages or mapped",
+     &OptionSettings::constantsOnHugePages},
 };
 
 } // namespace
@@ -59,7 +61,7 @@ const Switch kSwitches[] = {
 const char *const kOptionKeys =
     "gemm, isa, target, autotune, attention, precision, print_ir_after_all, profile, int8, "
     "calibration_samples, calibration_percentile, calibration_progress, smoothquant, "
-    "smoothquant_alpha, pack_tokens, external_data_dir, memory_budget";
+    "smoothquant_alpha, pack_tokens, external_data_dir, memory_budget, constants";
 
 bool setOption(OptionSettings &settings, const std::string &key, const std::string &value,
                OptionError &error) {

@@ -1,11 +1,12 @@
 //===- Options.h - the compile option vocabulary, parsed once ---*- C++ -*-===//
 //
 // The settings a user gives a compile (GEMM provider, ISA, target, INT8 mode,
-// attention and linear precision, SmoothQuant, padding-free batches, ...) as
-// the C API's octet_options_set keys. octetc's flags of the same meaning go
-// through the same parser (tools/octetc), so both accept the same values and
-// say the same thing about a bad one; compiler/driver/CompileSettings.h turns
-// the settings into CompileOptions. No MLIR: liboctet and every model.so link it.
+// attention and linear precision, SmoothQuant, padding-free batches, ...) or
+// an open (profile, constants) as the C API's octet_options_set keys. octetc's
+// flags of the same meaning go through the same parser (tools/octetc), so
+// both accept the same values and say the same thing about a bad one;
+// compiler/driver/CompileSettings.h turns the settings into CompileOptions.
+// No MLIR: liboctet and every model.so link it.
 //
 //===----------------------------------------------------------------------===//
 #ifndef OCTET_RUNTIME_OPTIONS_H
@@ -41,6 +42,9 @@ struct OptionSettings {
   bool calibrationProgress = false;
   std::string externalDataDir; ///< empty: the model's folder; bytes: external data refused
   uint64_t memoryBudget = 0;   ///< bytes the model's constants may claim; 0: host memory
+  /// Opening a model.so: its constants copied onto huge pages (else read where
+  /// the file is mapped, shared between processes; rt::ConstantPlacement).
+  bool constantsOnHugePages = true;
 };
 
 /// Why setOption refused a key or value.

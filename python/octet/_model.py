@@ -557,19 +557,27 @@ def compile_to_so(model: ModelSource, path: PathLike, *, int8: Optional[str] = N
     return path
 
 
-def load(path: PathLike, *, profile: bool = False) -> Model:
+def load(path: PathLike, *, profile: bool = False, constants: str = "huge_pages") -> Model:
     """Opens a model.so written by octet.compile_to_so, Model.save or `octetc compile`.
 
     Needs nothing but the file: the model.so serves Octet's C API itself, so neither
     liboctet.so nor MLIR is loaded. The file is checked before it is loaded (an ELF64
     x86-64 shared object, not truncated; then its plan and code checksums, Octet version
-    and CPU target); each failure is InvalidModel naming the file and the reason. The
-    weights stay where the file is mapped (processes share them).
+    and CPU target); each failure is InvalidModel naming the file and the reason.
     profile: time every step of each run (Model.profile()).
+    constants: "huge_pages" (default) copies the weights onto 2 MiB pages, where the GEMMs
+    stream them faster (a private copy: BERT-base INT8 adds ~180 MB and ~20 ms to the
+    open); "mapped" reads them where the file is mapped, shared by every process that opens
+    the same model.so (many replicas on one node; docs/aot.md).
     """
     path = os.fspath(path)
+    if constants not in ("huge_pages", "mapped"):
+        raise ValueError(f"constants must be 'huge_pages' or 'mapped', not {constants!r}")
     lib = _capi.open_model_library(path)
-    opts = _capi.Options(lib, {"profile": "1"} if profile else {})
+    settings = {"constants": constants}
+    if profile:
+        settings["profile"] = "1"
+    opts = _capi.Options(lib, settings)
     handle = ctypes.c_void_p()
     # NULL path: the model embedded in this very library.
     lib.check(lib.cdll.octet_model_open(None, opts.handle, ctypes.byref(handle)), f"'{path}'")

@@ -32,6 +32,16 @@ def test_aot_is_bit_identical_to_jit(small_onnx, int8_so):
                               jit.run(feeds)["last_hidden_state"])
 
 
+def test_constants_mapped_or_on_huge_pages_compute_the_same(int8_so):
+    feeds = token_feeds(2, 9, seed=3)
+    placed = octet.load(int8_so)  # the default: a copy on huge pages (where it pays)
+    mapped = octet.load(int8_so, constants="mapped")
+    assert np.array_equal(placed.run(feeds)["last_hidden_state"],
+                          mapped.run(feeds)["last_hidden_state"])
+    with pytest.raises(ValueError, match="'huge_pages' or 'mapped'"):
+        octet.load(int8_so, constants="shared")
+
+
 def test_save_of_a_jit_model_reproduces_it(small_onnx, tmp_path):
     calibration = [token_feeds(2, 16, seed=s) for s in range(3)]
     feeds = token_feeds(2, 12, seed=1)

@@ -177,6 +177,12 @@ cl::opt<bool> runExplainFusion(
              "nodes and why (without it, one warning line says how many stayed unfused)"),
     runAndCompile);
 cl::opt<bool> runPrintPlan("print-plan", cl::desc("Print the execution plan"), runOnly);
+cl::opt<std::string> runConstants(
+    "constants",
+    cl::desc("Opening a model.so: huge_pages (default: its weights copied onto 2 MiB pages, "
+             "faster GEMMs) or mapped (read where the file is mapped, shared between the "
+             "processes that open it; docs/aot.md)"),
+    cl::value_desc("huge_pages|mapped"), runOnly);
 cl::opt<bool> runProfile(
     "profile",
     cl::desc("Time every step of the plan over the repeats and print a table (median per step, "

@@ -40,7 +40,7 @@ extern cl::SubCommand importCommand, opsCommand, compileCommand, inspectCommand,
 extern cl::opt<std::string> importModel, importOutput, compileOutput, inspectModel, inspectCode,
     runModel, runInputSets, runOutput, runGemm, runIsa, runTarget, runAttention, runPrecision,
     runPasses, runInt8, runCalib, runProfileJson, calibrateModel, calibrateSamples, calibrateOutput,
-    calibrateGemm, memoryBudgetFlag;
+    calibrateGemm, memoryBudgetFlag, runConstants;
 extern cl::opt<bool> elideWeights, emitBytecode, runAutotune, runPrintKernelChoices, runNoSmooth,
     runPrintIr, runNoPackTokens, runExplainFusion, runPrintPlan, runProfile, calibratePrintIr,
     ceilingsRefresh, ceilingsJson;

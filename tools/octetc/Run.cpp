@@ -409,12 +409,24 @@ int runRun() {
                      << "' is compiled already\n";
         return 1;
       }
-    if (rt::Status status = rt::openAotModel(runModel, plan); !status.ok()) {
+    rt::OptionSettings settings;
+    if (!setOptionFromFlag(settings, "constants", runConstants))
+      return 1;
+    if (rt::Status status =
+            rt::openAotModel(runModel, plan, nullptr,
+                             settings.constantsOnHugePages ? rt::ConstantPlacement::HugePages
+                                                           : rt::ConstantPlacement::Mapped);
+        !status.ok()) {
       llvm::errs() << "error: " << status.message() << "\n";
       return 1;
     }
     llvm::outs() << "opened '" << runModel << "' in " << llvm::format("%.1f", elapsedMs()) << " ms";
   } else {
+    if (runConstants.getNumOccurrences()) {
+      llvm::errs() << "error: --constants applies when opening a model.so; a compile from ONNX "
+                      "packs the weights onto huge pages in memory of its own\n";
+      return 1;
+    }
     octet::CompileOptions options;
     if (!compileOptionsFromFlags(options))
       return 1;

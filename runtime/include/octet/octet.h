@@ -78,6 +78,10 @@ const char *octet_dtype_name(octet_dtype dtype);
  *        "memory_budget"      bytes the model's constants may claim, checked
  *                             before any is read ("0", default: this host's
  *                             physical memory)
+ *        "constants"          opening a model.so: "huge_pages" (default: the
+ *                             weights copied onto 2 MiB pages, faster GEMMs)
+ *                             | "mapped" (read where the file is mapped,
+ *                             shared by the processes that open it)
  * See docs/calibration.md.
  */
 octet_options *octet_options_create(void);
@@ -94,15 +98,17 @@ void octet_model_destroy(octet_model *model); /* NULL is ignored */
 
 /* ---- Models (AOT: compiled by `octetc compile` into a model.so) ------------
  * Opens the model.so at so_path: the file is checked (an ELF64 x86-64 shared
- * object, not truncated), loaded, and its Plan rebuilt in place (the weights
- * and kernel code stay where the file is mapped). A corrupt file, one from
+ * object, not truncated), loaded, and its Plan rebuilt in place (the kernel
+ * code stays where the file is mapped; the weights are copied onto huge pages
+ * unless the option "constants" is "mapped"). A corrupt file, one from
  * another Octet version, or one compiled for a CPU target this CPU cannot run
  * (it names the missing features) is OCTET_ERROR_INVALID_MODEL, never a crash;
  * corrupt weights are found before the first octet_run (it fails so).
  * so_path NULL: the model embedded in the model.so this program is linked
  * against (a program that links model.so directly; from liboctet.so it is
- * OCTET_ERROR_INVALID_ARGUMENT). options may be NULL; only "profile" applies,
- * a compile option ("int8", "gemm", ...) is OCTET_ERROR_INVALID_ARGUMENT.
+ * OCTET_ERROR_INVALID_ARGUMENT). options may be NULL; only "profile" and
+ * "constants" apply, a compile option ("int8", "gemm", ...) is
+ * OCTET_ERROR_INVALID_ARGUMENT.
  * A model.so exports this same API; there the compiler's entry points
  * (octet_model_create_from_*, octet_calibrate) return OCTET_ERROR_UNSUPPORTED.
  * See docs/aot.md. */

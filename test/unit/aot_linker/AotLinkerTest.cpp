@@ -1,6 +1,8 @@
 //===- AotLinkerTest.cpp - model.so linking and loading on hand-made images ===//
 #include "compiler/codegen/aot/AotLinker.h"
+#include "compiler/codegen/HugePages.h"
 #include "runtime/AotLoader.h"
+#include "test/unit/HugePageProbe.h"
 
 #include <gtest/gtest.h>
 
@@ -90,6 +92,43 @@ TEST_F(AotLinkerTest, SectionsComeBackWhereTheDescriptorSays) {
   EXPECT_EQ(permissionsOf(view.constants), "r--p");
   auto fortyTwo = reinterpret_cast<int (*)()>(const_cast<uint8_t *>(view.code));
   EXPECT_EQ(fortyTwo(), 42);
+}
+
+TEST_F(AotLinkerTest, PlacedConstantsAreAHugePageCopy) {
+  // 3 MiB of constants: copied onto huge pages, the file's pages dropped from
+  // this process, the library kept open by the new owner.
+  rt::PlanImage image = handMadeImage();
+  image.constants.resize(size_t(3) << 20);
+  for (size_t i = 0; i < image.constants.size(); ++i)
+    image.constants[i] = uint8_t(i * 131 + (i >> 12));
+  ASSERT_TRUE(aot::linkSharedObject(image, path("model.so"), {}).ok());
+  std::shared_ptr<const void> owner;
+  rt::PlanImageView view;
+  ASSERT_TRUE(rt::mapAotModel(path("model.so"), owner, view).ok());
+  const uint8_t *mapped = view.constants;
+  std::weak_ptr<const void> library = owner;
+  rt::placeConstants(view, owner);
+  ASSERT_TRUE(std::equal(image.constants.begin(), image.constants.end(), view.constants));
+  if (!octet::hugePagesAvailable()) {
+    EXPECT_EQ(view.constants, mapped) << "copied without huge pages to gain";
+    GTEST_SKIP() << "no transparent huge pages on this host";
+  }
+  const auto placed = reinterpret_cast<uintptr_t>(view.constants);
+  EXPECT_NE(view.constants, mapped);
+  EXPECT_EQ(placed % octet::kHugePageBytes, 0u);
+  EXPECT_EQ(octet::test::hugePageEligible(placed), 1);
+  EXPECT_LT(octet::test::smapsField(reinterpret_cast<uintptr_t>(mapped) + (1 << 20), "Rss"), 512)
+      << "kB of the file's pages still mapped in";
+  EXPECT_FALSE(library.expired());
+  owner.reset();
+  EXPECT_TRUE(library.expired()) << "the copy's owner did not release the library";
+
+  // A section under 2 MiB stays where it is mapped.
+  ASSERT_TRUE(aot::linkSharedObject(handMadeImage(), path("small.so"), {}).ok());
+  ASSERT_TRUE(rt::mapAotModel(path("small.so"), owner, view).ok());
+  mapped = view.constants;
+  rt::placeConstants(view, owner);
+  EXPECT_EQ(view.constants, mapped);
 }
 
 TEST_F(AotLinkerTest, LinkingIsReproducible) {

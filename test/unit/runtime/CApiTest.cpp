@@ -282,10 +282,11 @@ TEST(CApi, OpenArguments) {
   EXPECT_EQ(octet_model_open("/nonexistent/m.so", nullptr, &model), OCTET_ERROR_INVALID_MODEL);
   EXPECT_THAT(octet_last_error(), HasSubstr("cannot open '/nonexistent/m.so'"));
 
-  // Only "profile" applies to a compiled model: a compile option is refused
-  // before the file is looked at.
+  // Only "profile" and "constants" apply to a compiled model: a compile
+  // option is refused before the file is looked at.
   octet_options *options = octet_options_create();
   ASSERT_EQ(octet_options_set(options, "profile", "1"), OCTET_OK);
+  ASSERT_EQ(octet_options_set(options, "constants", "mapped"), OCTET_OK);
   EXPECT_EQ(octet_model_open("/nonexistent/m.so", options, &model), OCTET_ERROR_INVALID_MODEL);
   ASSERT_EQ(octet_options_set(options, "gemm", "jit"), OCTET_OK);
   EXPECT_EQ(octet_model_open("/nonexistent/m.so", options, &model), OCTET_ERROR_INVALID_ARGUMENT);

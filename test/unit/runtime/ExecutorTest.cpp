@@ -1,5 +1,7 @@
 //===- ExecutorTest.cpp - Plan, scalars, arena, views, validation, outputs ===//
 #include "TestPlans.h"
+#include "compiler/codegen/HugePages.h"
+#include "test/unit/HugePageProbe.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -332,36 +334,6 @@ TEST(Arena, TwoTensorsShareASlotAndSizesVaryPerRun) {
   }
 }
 
-/// The kernel's transparent-huge-page mode ("always", "madvise" or "never"),
-/// or "" where the file is missing.
-std::string hugePageMode() {
-  std::ifstream in("/sys/kernel/mm/transparent_hugepage/enabled");
-  std::string line;
-  std::getline(in, line);
-  const size_t open = line.find('['), close = line.find(']');
-  return open == std::string::npos || close == std::string::npos
-             ? ""
-             : line.substr(open + 1, close - open - 1);
-}
-
-/// /proc/self/smaps' THPeligible of the mapping holding `address`: 1 where
-/// the kernel may back it with huge pages (madvised, or mode "always").
-int hugePageEligible(uintptr_t address) {
-  std::ifstream in("/proc/self/smaps");
-  std::string line;
-  bool inside = false;
-  while (std::getline(in, line)) {
-    unsigned long lo = 0, hi = 0;
-    if (std::sscanf(line.c_str(), "%lx-%lx ", &lo, &hi) == 2 && line.find(':') > line.find(' ')) {
-      inside = address >= lo && address < hi;
-      continue;
-    }
-    if (inside && line.rfind("THPeligible:", 0) == 0)
-      return std::atoi(line.c_str() + 12);
-  }
-  return -1;
-}
-
 TEST(Arena, LargeArenaIsHugePageAlignedAndAdvised) {
   // A 3 MiB slot: the arena starts on a 2 MiB boundary and is madvised for
   // huge pages (a packed batch's attention reads rows a page apart).
@@ -384,12 +356,12 @@ TEST(Arena, LargeArenaIsHugePageAlignedAndAdvised) {
   ASSERT_TRUE(status.ok()) << status.message();
   EXPECT_EQ(y[size - 1], x[size - 1] + 2);
   const uintptr_t address = reinterpret_cast<uintptr_t>(addresses[big]);
-  EXPECT_EQ(address % (uintptr_t(2) << 20), 0u);
-  const std::string mode = hugePageMode();
-  if (mode == "madvise" || mode == "always")
-    EXPECT_EQ(hugePageEligible(address), 1) << "transparent huge pages: " << mode;
-  else
-    std::printf("transparent huge pages '%s': eligibility not checked\n", mode.c_str());
+  EXPECT_EQ(address % octet::kHugePageBytes, 0u);
+  if (octet::hugePagesAvailable()) {
+    EXPECT_EQ(octet::test::hugePageEligible(address), 1);
+  } else {
+    std::printf("no transparent huge pages on this host: eligibility not checked\n");
+  }
 }
 
 TEST(Views, TransposeSliceAndViewOutputs) {

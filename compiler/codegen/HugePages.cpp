@@ -1,0 +1,55 @@
+//===- HugePages.cpp - buffers on 2 MiB pages where the kernel gives them ---===//
+#include "compiler/codegen/HugePages.h"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+namespace octet {
+
+HugePageMode hugePageMode() {
+  static const HugePageMode mode = [] {
+    std::ifstream in("/sys/kernel/mm/transparent_hugepage/enabled");
+    std::string line;
+    std::getline(in, line); // "always [madvise] never": the bracketed one is in force
+    if (line.find("[always]") != std::string::npos)
+      return HugePageMode::Always;
+    if (line.find("[madvise]") != std::string::npos)
+      return HugePageMode::Madvise;
+    if (line.find("[never]") != std::string::npos)
+      return HugePageMode::Never;
+    return HugePageMode::Unknown;
+  }();
+  return mode;
+}
+
+bool hugePagesAvailable() {
+  const HugePageMode mode = hugePageMode();
+  return mode == HugePageMode::Madvise || mode == HugePageMode::Always;
+}
+
+void *hugePageAllocate(size_t bytes) {
+  constexpr size_t kLine = 64;
+  bytes = std::max<size_t>(bytes, 1);
+  if (bytes < kHugePageBytes)
+    return std::aligned_alloc(kLine, (bytes + kLine - 1) / kLine * kLine);
+  const size_t rounded = (bytes + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
+  void *data = std::aligned_alloc(kHugePageBytes, rounded);
+#ifdef MADV_HUGEPAGE
+  if (data)
+    ::madvise(data, rounded, MADV_HUGEPAGE); // advice only: 4 KiB pages when refused
+#endif
+  return data;
+}
+
+std::shared_ptr<uint8_t> hugePageBuffer(size_t bytes) {
+  auto *data = static_cast<uint8_t *>(hugePageAllocate(bytes));
+  if (!data)
+    return nullptr;
+  return std::shared_ptr<uint8_t>(data, [](uint8_t *p) { std::free(p); });
+}
+
+} // namespace octet
