@@ -2,6 +2,7 @@
 
     octet serve model.so [--tokenizer DIR] [--replicas N] [--threads T] [--port P]
                          [--host H] [--max-batch-size B] [--batch-wait-ms W] [--address RAY]
+                         [--constants huge_pages|mapped]
 
 serve: deploys the model.so on Ray Serve (docs/serving.md) and serves it until interrupted.
 It joins the Ray cluster at --address (default: $RAY_ADDRESS, else a local one is started).
@@ -25,6 +26,9 @@ def main(argv=None) -> int:
     s.add_argument("--batch-wait-ms", type=float, default=5.0)
     s.add_argument("--max-length", type=int, default=512)
     s.add_argument("--address", help="the Ray cluster (default: $RAY_ADDRESS or a local one)")
+    s.add_argument("--constants", choices=("huge_pages", "mapped"), default="huge_pages",
+                   help="each replica's copy of the weights on 2 MiB pages (default), or the "
+                        "file's pages shared by the replicas of a node")
     args = parser.parse_args(argv)
 
     import os
@@ -36,7 +40,8 @@ def main(argv=None) -> int:
     ray.init(address=args.address, include_dashboard=False)
     app = serve.build_app(args.model, tokenizer=args.tokenizer, replicas=args.replicas,
                           threads=args.threads, max_batch_size=args.max_batch_size,
-                          batch_wait_timeout_s=args.batch_wait_ms / 1e3, max_length=args.max_length)
+                          batch_wait_timeout_s=args.batch_wait_ms / 1e3, max_length=args.max_length,
+                          constants=args.constants)
     serve.run(app, host=args.host, port=args.port)
     print(f"octet serve: {args.model} on http://{args.host}:{args.port}/ ({args.replicas} "
           f"replica(s) x {args.threads} thread(s)); Ctrl-C stops", flush=True)

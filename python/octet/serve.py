@@ -135,12 +135,13 @@ class OctetServer:
 
     def __init__(self, model_path: str, tokenizer: Optional[str] = None, threads: int = 1,
                  max_batch_size: int = 16, batch_wait_timeout_s: float = 0.005,
-                 max_length: int = 512, pin: bool = True, engine: str = "octet"):
+                 max_length: int = 512, pin: bool = True, engine: str = "octet",
+                 constants: str = "huge_pages"):
         from ray.serve.metrics import Counter, Histogram
         os.environ.setdefault("OMP_NUM_THREADS", str(threads))  # before libgomp starts
         self.cores = _claim_core_group(threads) if pin else None
         if engine == "octet":
-            self.model = load(model_path)
+            self.model = load(model_path, constants=constants)
         elif engine == "onnxruntime":
             self.model = OnnxRuntimeModel(model_path, threads)
         else:
@@ -303,19 +304,24 @@ class OctetServer:
 def build_app(model_path: str, *, tokenizer: Optional[str] = None, replicas: int = 1,
               threads: int = 1, max_batch_size: int = 16, batch_wait_timeout_s: float = 0.005,
               max_length: int = 512, pin: bool = True, name: str = "octet",
-              engine: str = "octet"):
+              engine: str = "octet", constants: str = "huge_pages"):
     """The Ray Serve application: `replicas` replicas of the model.so at `model_path` (the
     path must exist on every node that runs one; docs/serving.md), each with `threads`
     OpenMP threads pinned to cores of its own and dynamic batches of up to
     `max_batch_size` requests gathered for at most `batch_wait_timeout_s`. engine
-    "onnxruntime" serves an ONNX file the same way instead (a baseline for comparisons)."""
+    "onnxruntime" serves an ONNX file the same way instead (a baseline for comparisons).
+    constants: octet.load's — "huge_pages" (default: each replica copies the weights onto
+    2 MiB pages, faster GEMMs) or "mapped" (the replicas on a node share the file's pages:
+    less memory with many replicas)."""
+    if constants not in ("huge_pages", "mapped"):
+        raise ValueError(f"constants must be 'huge_pages' or 'mapped', not {constants!r}")
     deployment = serve.deployment(OctetServer, name=name).options(
         num_replicas=replicas,
         ray_actor_options={"num_cpus": threads,
                            "runtime_env": {"env_vars": {"OMP_NUM_THREADS": str(threads)}}},
         health_check_period_s=2, health_check_timeout_s=30)
     return deployment.bind(os.path.abspath(model_path), tokenizer, threads, max_batch_size,
-                           batch_wait_timeout_s, max_length, pin, engine)
+                           batch_wait_timeout_s, max_length, pin, engine, constants)
 
 
 def run(app, *, host: str = "127.0.0.1", port: int = 8000, route_prefix: str = "/",

@@ -85,10 +85,17 @@ def model_so(small_onnx, tmp_path_factory):
 @pytest.fixture(scope="module")
 def served(cluster, model_so):
     url, port = cluster
+    # The replicas share the file's weight pages; the tests compare with octet.load's
+    # default (a copy on huge pages where the host has them): bit for bit the same.
     app = octet.serve.build_app(model_so, replicas=2, threads=1, max_batch_size=8,
-                                max_length=64, pin=False)
+                                max_length=64, pin=False, constants="mapped")
     octet.serve.run(app, port=port)
     return url
+
+
+def test_build_app_refuses_an_unknown_constants_placement(model_so):
+    with pytest.raises(ValueError, match="'huge_pages' or 'mapped'"):
+        octet.serve.build_app(model_so, constants="shared")
 
 
 def post(url, body, content_type="application/json", timeout=60):
