@@ -14,6 +14,7 @@
 #include "compiler/codegen/x86/QuantizeKernels.h"
 
 #include "GuardedBuffer.h"
+#include "test/unit/ThreadCount.h"
 
 #include <gtest/gtest.h>
 
@@ -199,6 +200,45 @@ TEST(LayerNormQuantize, YInPlaceOfEitherSourceIsTheSame) {
           EXPECT_EQ(scalesInPlace, scales);
         }
       }
+}
+
+// The rows are split over the team in chunks that an idle thread steals
+// (LayerNormKernel::run): at any team size and row count each row is
+// normalized exactly once — y over x, so a row done twice would come out
+// normalized twice — and q equals the one-thread run's.
+TEST(LayerNormQuantize, EveryRowOnceAtAnyTeamSize) {
+  REQUIRE_AVX512();
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> d(-3, 5);
+  LayerNormQuantize u8;
+  u8.mode = Mode::PerTensor, u8.scale = 0.03f, u8.zeroPoint = 120, u8.writeY = true;
+  const int64_t n = 96;
+  LayerNormKernel kernel(n, {RowSource::Dense, RowSource::Dense}, false, 1e-5f, u8);
+  for (int64_t m : {1, 7, 8, 9, 17, 57, 113, 250}) {
+    std::vector<float> x(m * n), res(m * n), gamma(n, 1.25f), beta(n, -0.5f);
+    for (int64_t i = 0; i < m * n; ++i)
+      x[i] = d(rng), res[i] = d(rng);
+    auto run = [&](int threads, std::vector<float> &y, std::vector<uint8_t> &q) {
+      octet::test::ThreadCount team(threads);
+      y = x;
+      q.assign(size_t(m * n), 0);
+      LayerNormArgs a;
+      a.src[0] = y.data(), a.src[1] = res.data(), a.y = y.data(), a.q = q.data();
+      a.gamma = gamma.data(), a.beta = beta.data(), a.rows = m;
+      kernel.run(a);
+    };
+    std::vector<float> yOne, y;
+    std::vector<uint8_t> qOne, q;
+    run(1, yOne, qOne);
+    for (int threads : {2, 3, 4, 7}) {
+      SCOPED_TRACE("rows " + std::to_string(m) + " threads " + std::to_string(threads));
+      for (int repeat = 0; repeat < 5; ++repeat) { // stealing differs from run to run
+        run(threads, y, q);
+        ASSERT_EQ(std::memcmp(y.data(), yOne.data(), y.size() * sizeof(float)), 0);
+        ASSERT_EQ(q, qOne);
+      }
+    }
+  }
 }
 
 // ownAffine (octet.layer_norm_quantize's quant_affine, the SmoothQuant copy
