@@ -55,6 +55,7 @@
 #include <cstring>
 #include <memory>
 #include <new>
+#include <type_traits>
 
 namespace octet::rt {
 
@@ -571,6 +572,29 @@ private:
 
   bool quantized() const { return spec_.outputType != DType::F32; }
 
+  /// `rows` rows of `cols` bytes. A head's row is 64 bytes in BERT-family
+  /// models (32 or 128 in others): copied inline at those widths, since a call
+  /// of memcpy per 64 bytes took ~2% of the int8 attention step (BERT-base
+  /// 1 x 128, 1356 rows a layer).
+  static void copyByteRows(uint8_t *dst, int64_t ldd, const uint8_t *src, int64_t lds,
+                           int64_t rows, int64_t cols) {
+    auto copy = [&](auto width) {
+      for (int64_t r = 0; r < rows; ++r)
+        __builtin_memcpy(dst + r * ldd, src + r * lds, decltype(width)::value);
+    };
+    switch (cols) {
+    case 32:
+      return copy(std::integral_constant<size_t, 32>());
+    case 64:
+      return copy(std::integral_constant<size_t, 64>());
+    case 128:
+      return copy(std::integral_constant<size_t, 128>());
+    default:
+      for (int64_t r = 0; r < rows; ++r)
+        std::memcpy(dst + r * ldd, src + r * lds, size_t(cols));
+    }
+  }
+
   /// `n` rows of `cols` floats from a block (row stride ld) into the output at
   /// element `at` (row stride ldOut): copied, or quantized per tensor as
   /// makeQuantize does (the JIT kernel over the whole block into the thread's
@@ -581,8 +605,7 @@ private:
     if (quantized() && quantizeKernel_) {
       auto *bytes = reinterpret_cast<uint8_t *>(s.quantized.get());
       quantizeKernel_->run(block, bytes, n * ld, spec_.outputScale, spec_.outputZeroPoint);
-      for (int64_t r = 0; r < n; ++r)
-        std::memcpy(static_cast<uint8_t *>(out) + at + r * ldOut, bytes + r * ld, size_t(cols));
+      copyByteRows(static_cast<uint8_t *>(out) + at, ldOut, bytes, ld, n, cols);
       return;
     }
     for (int64_t r = 0; r < n; ++r) {

@@ -478,54 +478,58 @@ void mergedOperands(PlanBuilder &pb, std::vector<float> &qkv, int64_t B, int64_t
 }
 
 // (The int8 path's quantize multiplies by the reciprocal; the others divide.)
+// Head dims 32, 64 and 128 take the copy-out's inline row copies, 40 memcpy.
 TEST(Attention, QuantizedOutputIsTheQuantizedF32Output) {
-  const int64_t B = 2, S = 45, H = 3, D = 40, W = H * D;
-  std::vector<float> qkv = randomQkv(B, S, W, 11), mask(size_t(B * S), 0.0f);
-  for (int64_t t = S - 7; t < S; ++t)
-    mask[size_t(S + t)] = -INFINITY; // the second sequence's last keys masked
-  for (const auto &[allowAvx512, precision] : hostPaths())
-    for (DType type : {DType::U8, DType::I8}) {
-      SCOPED_TRACE(std::string(allowAvx512 ? "jit " : "cpp ") + attentionPrecisionName(precision) +
-                   " " + dtypeName(type));
-      const float scale = 0.013f;
-      const int32_t zp = type == DType::U8 ? 131 : -3;
-      std::vector<float> f32(size_t(B * S * W));
-      std::vector<uint8_t> got(size_t(B * S * W), 0xee);
-      auto run = [&](DType outputType, void *out) {
-        PlanBuilder pb;
-        AttentionSpec spec;
-        mergedOperands(pb, qkv, B, S, W, spec);
-        spec.mask = pb.tensor("mask", {B, 1, 1, S}, mask.data());
-        spec.output = pb.tensor("out", {B, S, W}, out, Storage::Output, outputType);
-        spec.numHeads = H, spec.scale = 0.2f, spec.precision = precision;
-        spec.outputType = outputType, spec.outputScale = scale, spec.outputZeroPoint = zp;
-        KernelOptions options;
-        options.allowAvx512 = allowAvx512;
-        std::string error;
-        StepPtr step = makeAttention(spec, options, error);
-        ASSERT_TRUE(step) << error;
-        if (outputType != DType::F32) {
-          EXPECT_NE(step->kind().find("+quantize"), std::string::npos) << step->kind();
+  for (const int64_t D : {40, 32, 64, 128}) {
+    const int64_t B = 2, S = 45, H = 3, W = H * D;
+    std::vector<float> qkv = randomQkv(B, S, W, 11), mask(size_t(B * S), 0.0f);
+    for (int64_t t = S - 7; t < S; ++t)
+      mask[size_t(S + t)] = -INFINITY; // the second sequence's last keys masked
+    for (const auto &[allowAvx512, precision] : hostPaths())
+      for (DType type : {DType::U8, DType::I8}) {
+        SCOPED_TRACE(std::string(allowAvx512 ? "jit " : "cpp ") +
+                     attentionPrecisionName(precision) + " " + dtypeName(type) + " D " +
+                     std::to_string(D));
+        const float scale = 0.013f;
+        const int32_t zp = type == DType::U8 ? 131 : -3;
+        std::vector<float> f32(size_t(B * S * W));
+        std::vector<uint8_t> got(size_t(B * S * W), 0xee);
+        auto run = [&](DType outputType, void *out) {
+          PlanBuilder pb;
+          AttentionSpec spec;
+          mergedOperands(pb, qkv, B, S, W, spec);
+          spec.mask = pb.tensor("mask", {B, 1, 1, S}, mask.data());
+          spec.output = pb.tensor("out", {B, S, W}, out, Storage::Output, outputType);
+          spec.numHeads = H, spec.scale = 0.2f, spec.precision = precision;
+          spec.outputType = outputType, spec.outputScale = scale, spec.outputZeroPoint = zp;
+          KernelOptions options;
+          options.allowAvx512 = allowAvx512;
+          std::string error;
+          StepPtr step = makeAttention(spec, options, error);
+          ASSERT_TRUE(step) << error;
+          if (outputType != DType::F32) {
+            EXPECT_NE(step->kind().find("+quantize"), std::string::npos) << step->kind();
+          }
+          Status status = pb.run(*step);
+          ASSERT_TRUE(status.ok()) << status.message();
+        };
+        run(DType::F32, f32.data());
+        run(type, got.data());
+        const int32_t lo = type == DType::U8 ? 0 : -128, hi = type == DType::U8 ? 255 : 127;
+        int distinct = 0;
+        // The int8 path multiplies by f32(1 / scale) (QuantizeDivision::Reciprocal).
+        const bool reciprocal = precision == AttentionPrecision::Int8;
+        for (size_t i = 0; i < f32.size(); ++i) {
+          const int32_t want = reciprocal
+                                   ? x86::quantizeScalar(f32[i] * (1.0f / scale), 1.0f, zp, lo, hi)
+                                   : x86::quantizeScalar(f32[i], scale, zp, lo, hi);
+          const int32_t value = type == DType::U8 ? int32_t(got[i]) : int32_t(int8_t(got[i]));
+          ASSERT_EQ(value, want) << "element " << i << " (f32 " << f32[i] << ")";
+          distinct += value != zp;
         }
-        Status status = pb.run(*step);
-        ASSERT_TRUE(status.ok()) << status.message();
-      };
-      run(DType::F32, f32.data());
-      run(type, got.data());
-      const int32_t lo = type == DType::U8 ? 0 : -128, hi = type == DType::U8 ? 255 : 127;
-      int distinct = 0;
-      // The int8 path multiplies by f32(1 / scale) (QuantizeDivision::Reciprocal).
-      const bool reciprocal = precision == AttentionPrecision::Int8;
-      for (size_t i = 0; i < f32.size(); ++i) {
-        const int32_t want = reciprocal
-                                 ? x86::quantizeScalar(f32[i] * (1.0f / scale), 1.0f, zp, lo, hi)
-                                 : x86::quantizeScalar(f32[i], scale, zp, lo, hi);
-        const int32_t value = type == DType::U8 ? int32_t(got[i]) : int32_t(int8_t(got[i]));
-        ASSERT_EQ(value, want) << "element " << i << " (f32 " << f32[i] << ")";
-        distinct += value != zp;
+        EXPECT_GT(distinct, int(f32.size() / 2)); // the outputs are not all one value
       }
-      EXPECT_GT(distinct, int(f32.size() / 2)); // the outputs are not all one value
-    }
+  }
 }
 
 // zero_masked_rows (sdpa's Where(IsNaN(p), 0, p)) on every path: a query row
