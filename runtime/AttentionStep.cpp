@@ -576,8 +576,8 @@ private:
   /// models (32 or 128 in others): copied inline at those widths, since a call
   /// of memcpy per 64 bytes took ~2% of the int8 attention step (BERT-base
   /// 1 x 128, 1356 rows a layer).
-  static void copyByteRows(uint8_t *dst, int64_t ldd, const uint8_t *src, int64_t lds,
-                           int64_t rows, int64_t cols) {
+  static void copyByteRows(uint8_t *dst, int64_t ldd, const uint8_t *src, int64_t lds, int64_t rows,
+                           int64_t cols) {
     auto copy = [&](auto width) {
       for (int64_t r = 0; r < rows; ++r)
         __builtin_memcpy(dst + r * ldd, src + r * lds, decltype(width)::value);
