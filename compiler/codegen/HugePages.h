@@ -2,11 +2,11 @@
 //
 // Large buffers that every run streams — the packed weights, the activation
 // arena — lie on transparent huge pages where the kernel allows them (mode
-// `madvise` or `always`): 2 MiB aligned, rounded up to whole 2 MiB pages and
-// advised with MADV_HUGEPAGE. BERT-base INT8 streams 85 MB of weights from
-// DRAM every run; on 4 KiB pages each page of a weight costs a TLB miss and a
-// page walk (two-level under a hypervisor), which the GEMM's prefetches do not
-// hide (docs/decisions.md). Advice only: the kernel may still give 4 KiB pages.
+// `madvise` or `always`): 2 MiB aligned and advised with MADV_HUGEPAGE.
+// BERT-base INT8 streams 85 MB of weights from DRAM every run; on 4 KiB pages
+// each page of a weight costs a TLB miss and a page walk (two-level under a
+// hypervisor), which the GEMM's prefetches do not hide (docs/decisions.md).
+// Advice only: the kernel may still give 4 KiB pages.
 //
 //===----------------------------------------------------------------------===//
 #ifndef OCTET_COMPILER_CODEGEN_HUGEPAGES_H
@@ -27,9 +27,9 @@ HugePageMode hugePageMode();
 bool hugePagesAvailable();
 
 /// `bytes` (at least 1) of memory, free with std::free, null when out of
-/// memory. From 2 MiB on: 2 MiB aligned, rounded up to whole 2 MiB pages and
-/// madvised for huge pages; below: 64-byte aligned (a huge page would mostly
-/// be waste).
+/// memory. From 2 MiB on: 2 MiB aligned, the whole 2 MiB pages it fills
+/// madvised for huge pages (the tail past them stays on 4 KiB pages, so no
+/// memory goes to waste); below: 64-byte aligned.
 void *hugePageAllocate(size_t bytes);
 
 /// The same, owned (freed with the last owner); null when out of memory.

@@ -63,7 +63,7 @@ void GemmBf16::run(const float *a, int64_t m, int64_t lda, float *c, int64_t ldc
   if (!hostSupported())
     throw std::runtime_error("GemmBf16: cannot run on this host: it lacks AVX512-BF16 (host has: " +
                              CpuFeatures::host().describe() + ")");
-  const PackedWeights columnInputs =
+  const ColumnInputs columnInputs =
       padColumnInputs(epilogue_.elementwise, n_, panels_ * nr_, columns);
   std::unique_ptr<uint16_t, ScratchDeleter> aBf16(
       CacheLineAllocator<uint16_t>().allocate(size_t(m * aStride_)));

@@ -34,7 +34,7 @@
 
 namespace octet::x86 {
 
-using PackedBf16Weights = std::vector<uint16_t, CacheLineAllocator<uint16_t>>;
+using PackedBf16Weights = std::vector<uint16_t, WeightAllocator<uint16_t>>;
 
 /// bf16 elements of a [K, N] weight packed for GemmBf16.
 int64_t packedBf16Elements(int64_t k, int64_t n);

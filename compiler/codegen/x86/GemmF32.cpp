@@ -37,10 +37,10 @@ PackedWeights packB(const float *b, int64_t k, int64_t n, WeightLayout layout) {
   return packed;
 }
 
-PackedWeights padColumnInputs(const EpilogueEmitter *elementwise, int64_t n, int64_t paddedN,
-                              const float *const *columns) {
+ColumnInputs padColumnInputs(const EpilogueEmitter *elementwise, int64_t n, int64_t paddedN,
+                             const float *const *columns) {
   const int count = elementwise ? elementwise->columnInputCount() : 0;
-  PackedWeights padded(size_t(count * paddedN), 0.0f);
+  ColumnInputs padded(size_t(count * paddedN), 0.0f);
   for (int c = 0; c < count; ++c) {
     if (!columns || !columns[c])
       throw std::invalid_argument("run: the epilogue reads " + std::to_string(count) +
@@ -68,7 +68,7 @@ void GemmF32::run(const float *a, int64_t m, int64_t lda, float *c, int64_t ldc,
   assert((!epilogue_.residual || residual) && "epilogue needs a residual");
   if (m <= 0)
     return;
-  const PackedWeights columnInputs =
+  const ColumnInputs columnInputs =
       padColumnInputs(epilogue_.elementwise, n_, panels_ * nr_, columns);
   const int64_t mBlock = mc(m), mBlocks = ceilDiv(m, mBlock);
   const int64_t kBlocks = std::max<int64_t>(1, ceilDiv(k_, kc_));

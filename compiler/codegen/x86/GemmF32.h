@@ -9,8 +9,9 @@
 //    rather than 144). 48 loads fewer A broadcasts per FMA.
 //  - MR is the most rows whose MR * NR/16 accumulators leave room for the B
 //    row, the A broadcast and the epilogue's scratch: 9 for NR = 48, 14 for 32.
-//  - Kc: a Kc x NR block of a B panel fits in L1d, so it stays there while the
-//    MR-row tiles of an M block pass over it; K is cut into equal blocks.
+//  - Kc: a Kc x NR block of a B panel takes at most 4 L1d
+//    (gemm_blocking::kPanelSliceL1s: the tiles after the first read it from
+//    L2, which costs less than more K blocks); K is cut into equal blocks.
 //  - Mc: the Mc x K block of A fits in half of L2, so it is reused from L2
 //    for every panel a thread computes after it; M is cut into equal blocks.
 // Threads take (M block, N panel) pairs, N panels innermost.
@@ -19,10 +20,12 @@
 #ifndef OCTET_COMPILER_CODEGEN_X86_GEMMF32_H
 #define OCTET_COMPILER_CODEGEN_X86_GEMMF32_H
 
+#include "compiler/codegen/HugePages.h"
 #include "compiler/codegen/WeightLayout.h"
 #include "compiler/codegen/x86/GemmF32Avx512.h"
 
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
 #include <new>
 #include <vector>
@@ -47,7 +50,30 @@ template <typename T> struct CacheLineAllocator {
   template <typename U> bool operator==(const CacheLineAllocator<U> &) const { return true; }
   template <typename U> bool operator!=(const CacheLineAllocator<U> &) const { return false; }
 };
-using PackedWeights = std::vector<float, CacheLineAllocator<float>>;
+/// For packed weights, which every run streams whole: 64-byte aligned, and
+/// from 2 MiB on on huge pages (compiler/codegen/HugePages.h), where the
+/// GEMMs wait on no page walk per 4 KiB.
+template <typename T> struct WeightAllocator {
+  using value_type = T;
+  WeightAllocator() = default;
+  template <typename U> WeightAllocator(const WeightAllocator<U> &) {}
+  T *allocate(size_t count) {
+    if (count * sizeof(T) < kHugePageBytes)
+      return CacheLineAllocator<T>().allocate(count);
+    if (void *data = hugePageAllocate(count * sizeof(T)))
+      return static_cast<T *>(data);
+    throw std::bad_alloc();
+  }
+  void deallocate(T *p, size_t count) {
+    if (count * sizeof(T) < kHugePageBytes)
+      CacheLineAllocator<T>().deallocate(p, count);
+    else
+      std::free(p);
+  }
+  template <typename U> bool operator==(const WeightAllocator<U> &) const { return true; }
+  template <typename U> bool operator!=(const WeightAllocator<U> &) const { return false; }
+};
+using PackedWeights = std::vector<float, WeightAllocator<float>>;
 
 /// Packs B into ceil(N/NR) panels of [K][NR] (columns past N are zero).
 PackedWeights packB(const float *b, int64_t k, int64_t n, WeightLayout layout);
@@ -56,7 +82,8 @@ PackedWeights packB(const float *b, int64_t k, int64_t n, WeightLayout layout);
 /// of `paddedN` floats (whole panels, zero padded: the kernels read whole
 /// vectors): `columns[c]` points at input c's N floats. Throws
 /// std::invalid_argument when one is missing.
-PackedWeights padColumnInputs(const EpilogueEmitter *elementwise, int64_t n, int64_t paddedN,
+using ColumnInputs = std::vector<float, CacheLineAllocator<float>>;
+ColumnInputs padColumnInputs(const EpilogueEmitter *elementwise, int64_t n, int64_t paddedN,
                               const float *const *columns);
 
 struct GemmF32Epilogue {

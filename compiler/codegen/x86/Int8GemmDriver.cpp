@@ -249,7 +249,7 @@ Int8GemmRunStats Int8GemmDriver::runWith(const uint8_t *a, int64_t m, int64_t ld
     reject("run: the GEMM takes per-row activation scales: need M of them");
   if (params_.residual && (!residual || ldr < n_))
     reject("run: the epilogue adds a residual: need one with ldr >= N " + std::to_string(n_));
-  std::vector<float, CacheLineAllocator<float>> columnInputs;
+  ColumnInputs columnInputs;
   try {
     columnInputs = padColumnInputs(params_.elementwise, n_, panels_ * nr_, columns);
   } catch (const std::invalid_argument &e) {

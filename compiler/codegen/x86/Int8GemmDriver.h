@@ -78,8 +78,8 @@ struct PackedInt8 {
   PackIsa isa = PackIsa::Avx512Vnni;
   int64_t n = 0, k = 0;
   int nr = 0;
-  std::vector<int8_t, CacheLineAllocator<int8_t>> data; ///< the panels
-  std::vector<int32_t> colsum;                          ///< sum_k B[k, n], [N]
+  std::vector<int8_t, WeightAllocator<int8_t>> data; ///< the panels
+  std::vector<int32_t> colsum;                       ///< sum_k B[k, n], [N]
 };
 
 /// A packed weight where it lies: a PackedInt8's, or compile-time packed
