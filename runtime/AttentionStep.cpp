@@ -574,8 +574,8 @@ private:
 
   /// `rows` rows of `cols` bytes. A head's row is 64 bytes in BERT-family
   /// models (32 or 128 in others): copied inline at those widths, since a call
-  /// of memcpy per 64 bytes took ~2% of the int8 attention step (BERT-base
-  /// 1 x 128, 1356 rows a layer).
+  /// of memcpy per row (BERT-base 1 x 128: 1356 a layer) was 0.6% of a run's
+  /// samples against the attention step's 6-7% (bench/RESULTS.md, session 23).
   static void copyByteRows(uint8_t *dst, int64_t ldd, const uint8_t *src, int64_t lds, int64_t rows,
                            int64_t cols) {
     auto copy = [&](auto width) {
