@@ -105,15 +105,20 @@ def main():
                       if any(fnmatch.fnmatch(os.path.relpath(f, EXPORTS)[:-5], g) for g in globs))
     if not fixtures:
         sys.exit(f"hf_masked_rows.py: --filter {args.filter!r} selects no fixture")
-    failed = 0
+    failures = []
     with tempfile.TemporaryDirectory() as work:
         for path in fixtures:
             name = os.path.relpath(path, EXPORTS)[:-5]
             folder = os.path.join(work, name.replace("/", "_"))
             os.makedirs(folder)
             problem = check(path, args.octetc, folder)
-            failed += problem is not None
-            print(f"{name}: {'FAILED: ' + problem if problem else 'ok'}")
+            if problem:
+                failures.append(f"{name}: FAILED: {problem}")
+            print(failures[-1] if problem else f"{name}: ok")
+    # Again next to the count: FileCheck's dump of a failed run elides the middle lines.
+    for line in failures:
+        print(line)
+    failed = len(failures)
     print(f"{len(fixtures)} fixtures: {len(fixtures) - failed} ok, {failed} FAILED")
     return 1 if failed else 0
 
