@@ -533,7 +533,17 @@ private:
         body(scratch, b, h, packedHead != head, row0, rows);
         packedHead = head;
       };
-      if (g.packed) {
+      const int64_t team = omp_get_num_threads(), thread = omp_get_thread_num();
+      if (blocks == 1 && team == threads && H % team == 0) {
+        // Thread t takes the t-th share of every sequence's heads: the QKV
+        // GEMM wrote those heads' columns on the same thread
+        // (QLinearSpec::columnGroups), and every share of a sequence costs
+        // the same, whatever the lengths.
+        for (int64_t b = 0; b < sequences; ++b)
+          if (g.length(b) > 0)
+            for (int64_t h = thread * H / team; h < (thread + 1) * H / team; ++h)
+              runTask(firstTask[b] + h);
+      } else if (g.packed) {
         // Sequences of different lengths: tasks of different cost.
 #pragma omp for schedule(dynamic)
         for (int64_t task = 0; task < tasks; ++task)

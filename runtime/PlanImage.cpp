@@ -397,6 +397,7 @@ struct SpecWriter {
     extras(s.extras, s.extraPerColumn);
     program(s.epilogue);
     choice(s.provider);
+    w.i64(s.columnGroups);
   }
 };
 
@@ -602,6 +603,7 @@ struct SpecReader {
       s.extras = r.vec<TensorId>(), s.extraPerColumn = r.bools();
       s.epilogue = program();
       s.provider = choice();
+      s.columnGroups = r.i64();
       return QLinear{s, outType};
     }
     case 21: {

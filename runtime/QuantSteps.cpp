@@ -376,6 +376,7 @@ public:
     p.output = output;
     p.outScale = output == x86::QuantOutput::F32 ? 1.0f : outScale;
     p.outZeroPoint = output == x86::QuantOutput::F32 ? 0 : outZp;
+    p.columnGroups = spec_.columnGroups;
     return p;
   }
 

@@ -326,6 +326,10 @@ struct QLinearSpec {
   /// JitVnni, JitAmx, OneDnn or Reference per M bucket; Auto entries are
   /// resolved by makeQLinear (resolveGemmChoice).
   GemmChoice provider{};
+  /// The output is this many equal column groups that an attention splits
+  /// by heads (a merged Q/K/V: 3): the VNNI GEMM splits each group's panels
+  /// over the team as the attention splits heads (x86::Int8GemmParams::columnGroups).
+  int64_t columnGroups = 1;
 };
 StepPtr makeQLinear(const QLinearSpec &spec, DType outType, const KernelOptions &options,
                     std::string &error);

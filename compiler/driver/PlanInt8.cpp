@@ -90,6 +90,36 @@ LogicalResult PlanWalker::visitQuant(Operation *op) {
   return addStep(op, rt::recipe::Dequantize{*in, *s, z, axis, *out}, "dequantize");
 }
 
+/// How many equal column groups of `op`'s output an attention splits by
+/// heads: every user a unit-step slice of the last axis, the slices equal
+/// and side by side over all of it, and each slice read only by attentions
+/// (mergeSiblingLinears' Q/K/V). 1 for anything else.
+static int64_t attentionColumnGroups(octet::QLinearOp op) {
+  auto type = dyn_cast<RankedTensorType>(op.getType());
+  if (!type || type.getRank() < 1 || type.isDynamicDim(type.getRank() - 1))
+    return 1;
+  const int64_t axis = type.getRank() - 1, n = type.getDimSize(axis);
+  SmallVector<std::pair<int64_t, int64_t>> ranges;
+  for (Operation *user : op->getUsers()) {
+    auto slice = dyn_cast<octet::SliceOp>(user);
+    if (!slice || slice.getAxes().size() != 1 || slice.getAxes()[0] != axis ||
+        !slice.getStarts().empty() || !slice.getEnds().empty() || slice.getSteps()[0] != 1)
+      return 1;
+    for (Operation *reader : slice->getUsers())
+      if (!isa<octet::AttentionOp>(reader))
+        return 1;
+    ranges.emplace_back(slice.getStaticStarts()[0], slice.getStaticEnds()[0]);
+  }
+  if (ranges.size() < 2)
+    return 1;
+  llvm::sort(ranges);
+  const int64_t width = n / int64_t(ranges.size());
+  for (auto [i, range] : llvm::enumerate(ranges))
+    if (range.first != int64_t(i) * width || range.second != range.first + width)
+      return 1;
+  return width * int64_t(ranges.size()) == n ? int64_t(ranges.size()) : 1;
+}
+
 LogicalResult PlanWalker::visitQLinear(octet::QLinearOp op) {
   rt::QLinearSpec spec;
   bool transposeWeight = op.getTransposeWeight();
@@ -196,6 +226,7 @@ LogicalResult PlanWalker::visitQLinear(octet::QLinearOp op) {
   if (failed(out))
     return failure();
   spec.output = *out;
+  spec.columnGroups = attentionColumnGroups(op);
   return addStep(op, rt::recipe::QLinear{spec, plan_->tensors[*out].dtype}, "qlinear");
 }
 

@@ -62,6 +62,9 @@ std::string checkInt8GemmParams(const Int8GemmParams &p, int64_t n) {
   if (p.maxKBlock < 0)
     return "the K block bound must be >= 0 (0: the blocking rule's), got " +
            std::to_string(p.maxKBlock);
+  if (p.columnGroups < 1 || n % p.columnGroups != 0)
+    return "column groups must be >= 1 and divide N = " + std::to_string(n) + ", got " +
+           std::to_string(p.columnGroups);
   return "";
 }
 
@@ -322,6 +325,8 @@ Int8GemmRunStats Int8GemmDriver::runEmulated(const uint8_t *a, int64_t m, int64_
 
 int Int8GemmDriver::rowSplitLines(int64_t m) const {
   const int64_t threads = omp_get_max_threads();
+  if (params_.columnGroups > 1)
+    return 0; // the panels split, by the groups' column ranges
   // Rows over the team (each thread all panels of its own rows) where the
   // kernels prefetch two lines of B per unrolled K step (small weights:
   // kRowSplitWeightBytes; on AMD also the big weights' two-line set, up to
@@ -357,6 +362,28 @@ int64_t Int8GemmDriver::registerTileMBlock(int64_t m) const {
   return ceilDiv(m, blocks);
 }
 
+std::vector<std::pair<int64_t, int64_t>> Int8GemmDriver::pairOrder(int64_t mBlocks,
+                                                                   int64_t threads) const {
+  std::vector<std::pair<int64_t, int64_t>> order;
+  order.reserve(size_t(mBlocks * panels_));
+  const int64_t groups = params_.columnGroups, groupPanels = panels_ / groups;
+  // Groups whose columns the panels do not divide (or a team of one) keep the
+  // row-major order: no share of a group would be whole panels.
+  if (groups <= 1 || threads <= 1 || (n_ / groups) % nr_ != 0) {
+    for (int64_t mb = 0; mb < mBlocks; ++mb)
+      for (int64_t p = 0; p < panels_; ++p)
+        order.emplace_back(mb, p);
+    return order;
+  }
+  for (int64_t t = 0; t < threads; ++t)
+    for (int64_t mb = 0; mb < mBlocks; ++mb)
+      for (int64_t g = 0; g < groups; ++g)
+        for (int64_t p = g * groupPanels + t * groupPanels / threads;
+             p < g * groupPanels + (t + 1) * groupPanels / threads; ++p)
+          order.emplace_back(mb, p);
+  return order;
+}
+
 template <typename Invoke>
 Int8GemmRunStats Int8GemmDriver::runRegisterTiles(const Call &r, Invoke invoke) const {
   const int64_t m = r.m;
@@ -371,7 +398,9 @@ Int8GemmRunStats Int8GemmDriver::runRegisterTiles(const Call &r, Invoke invoke) 
   int64_t calls = 0, fewTilesCalls = 0, stolenPairs = 0;
   // schedule(static)'s ranges of (M block, panel) pairs, row-major, their
   // tails taken by the threads that finish first.
-  StealingSchedule schedule(mBlocks * panels_, omp_get_max_threads());
+  const int64_t threads = omp_get_max_threads();
+  const std::vector<std::pair<int64_t, int64_t>> order = pairOrder(mBlocks, threads);
+  StealingSchedule schedule(mBlocks * panels_, threads);
 #pragma omp parallel if (mBlocks * panels_ > 1) reduction(+ : calls, fewTilesCalls, stolenPairs)
   {
     // s32 sums of one (M block, panel) between K blocks, reused across runs.
@@ -379,7 +408,7 @@ Int8GemmRunStats Int8GemmDriver::runRegisterTiles(const Call &r, Invoke invoke) 
     if (kBlocks > 1 && int64_t(partial.size()) < mBlock * nr_)
       partial.resize(mBlock * nr_);
     schedule.run(omp_get_thread_num(), [&](int64_t item, bool stolen) {
-      const int64_t mb = item / panels_, p = item % panels_;
+      const auto [mb, p] = order[size_t(item)];
       stolenPairs += stolen;
       const int64_t rowBegin = mb * mBlock, rowEnd = std::min(m, rowBegin + mBlock);
       const int64_t col = p * nr_;
@@ -398,8 +427,14 @@ Int8GemmRunStats Int8GemmDriver::runRegisterTiles(const Call &r, Invoke invoke) 
         // step; once they are covered (or past the weight's end), a call
         // prefetches its own, L1-resident slice (L1 hits).
         const bool stealsBefore = stolen && kb == kBlocks - 1 && item > 0;
-        const int8_t *next =
-            stealsBefore ? packed_.data + (item - 1) % panels_ * panelBytes_ : b + sliceBytes;
+        // The next item's panel where the order is not the panels' (groups).
+        const int64_t nextItem = stealsBefore ? item - 1 : item + 1;
+        const bool orderJumps = params_.columnGroups > 1 && kb == kBlocks - 1 &&
+                                nextItem < int64_t(order.size()) &&
+                                order[size_t(nextItem)].second != p + (stealsBefore ? -1 : 1);
+        const int8_t *next = stealsBefore || orderJumps
+                                 ? packed_.data + order[size_t(nextItem)].second * panelBytes_
+                                 : b + sliceBytes;
         const int64_t nextBytes =
             stealsBefore ? ceilDiv(std::min(kc_, k_), granule) * granule * nr_
                          : std::min<int64_t>(sliceBytes, packed_.data + packed_.bytes - next);

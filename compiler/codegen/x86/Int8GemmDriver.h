@@ -121,6 +121,13 @@ struct Int8GemmParams {
   /// RegisterTile: at most this many K bytes per kernel call (0: the blocking
   /// rule's, gemm_blocking::kPanelSliceL1s). Tests set it to run K blocks on small shapes.
   int64_t maxKBlock = 0;
+  /// RegisterTile: N is this many equal groups of columns (a merged Q/K/V:
+  /// 3) that the next step splits over the team by column ranges (the
+  /// attention's heads). With 2 or more, the panels are split, never the rows,
+  /// and thread t of T takes the t-th share of every group's panels (columns
+  /// [t·N/(G·T), (t+1)·N/(G·T)) of each group where the panels divide them):
+  /// the consumer's thread then reads lines its own core wrote. 1: no groups.
+  int64_t columnGroups = 1;
 };
 
 /// Why N, K cannot be an INT8 GEMM's shape (N >= 1, 1 <= K <= kMaxU8S8K), or "".
@@ -196,6 +203,11 @@ public:
   /// threads (2), or 0 where it splits the panels (the rule is in its
   /// definition).
   int rowSplitLines(int64_t m) const;
+  /// RegisterTile: the (M block, panel) pairs in the order the team's static
+  /// ranges take them on `threads` threads: row-major (panels innermost)
+  /// without column groups, else thread t's share of every group's panels,
+  /// for every M block, before thread t + 1's (Int8GemmParams::columnGroups).
+  std::vector<std::pair<int64_t, int64_t>> pairOrder(int64_t mBlocks, int64_t threads) const;
   /// The paces (lines of B prefetched per unrolled K step) of the kernel
   /// sets generated, ascending: this driver's own first, then faster ones
   /// for blocks of few row tiles (RegisterTile; AMX: its one set).

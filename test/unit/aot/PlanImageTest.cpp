@@ -13,6 +13,7 @@
 #include "compiler/driver/Compile.h"
 #include "runtime/Executor.h"
 #include "runtime/PlanImage.h"
+#include "runtime/StepRecipe.h"
 
 #include <gtest/gtest.h>
 
@@ -25,6 +26,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <variant>
 
 namespace {
 using namespace octet;
@@ -157,6 +159,47 @@ INSTANTIATE_TEST_SUITE_P(
                       Mode{"Int8StaticAutotuned", CompileOptions::Int8::Static, true},
                       Mode{"Bf16", CompileOptions::Int8::None, false, true}),
     [](const auto &info) { return std::string(info.param.name); });
+
+/// The column groups of every qlinear step's recipe, by its N.
+std::vector<std::pair<int64_t, int64_t>> qlinearGroups(const rt::Plan &plan) {
+  std::vector<std::pair<int64_t, int64_t>> groups;
+  for (const auto &step : plan.steps)
+    if (step->recipe)
+      if (const auto *q = std::get_if<rt::recipe::QLinear>(&step->recipe->call))
+        groups.emplace_back(q->spec.n, q->spec.columnGroups);
+  return groups;
+}
+
+// The merged Q/K/V GEMM (N = 3 x hidden, its three slices read by the
+// attention) splits its panels by the attention's head groups; no other
+// qlinear does; the image keeps it.
+TEST(PlanImageColumnGroups, TheQkvGemmTakesTheAttentionsColumnGroups) {
+  CompileOptions options;
+  options.int8 = CompileOptions::Int8::Static;
+  options.calibrationSamples = "generate:2x2x16";
+  std::unique_ptr<rt::Plan> jit;
+  rt::PlanImage image;
+  rt::Status status = compileOnnxFileToImage(modelPath, options, image, &jit);
+  ASSERT_TRUE(status.ok()) << status.message();
+  Sections sections(image);
+  std::unique_ptr<rt::Plan> aot;
+  ASSERT_TRUE(rt::readPlanImage(sections.view(), nullptr, aot).ok());
+  for (const rt::Plan *plan : {jit.get(), aot.get()}) {
+    const auto groups = qlinearGroups(*plan);
+    ASSERT_FALSE(groups.empty());
+    int64_t grouped = 0, widest = 0;
+    for (auto [n, g] : groups)
+      widest = std::max(widest, n);
+    for (auto [n, g] : groups) {
+      // The generated BERT's hidden size is a third of the merged QKV's N.
+      if (n == widest && g == 3)
+        ++grouped;
+      else
+        EXPECT_EQ(g, 1) << "a qlinear of N = " << n;
+    }
+    EXPECT_EQ(grouped, 2) << "one merged Q/K/V GEMM per layer (2 layers)";
+  }
+}
 
 class PlanImageErrors : public ::testing::Test {
 protected:

@@ -260,6 +260,14 @@ TEST(Int8GemmVnni, RowsSplitOverTheTeamOnlyWhereEachThreadHasEnoughTiles) {
   }
 }
 
+/// The parameters of a plain biased GEMM on `p`'s data (a_zp 128, its scales).
+Int8GemmParams biasParams(const Problem &p) {
+  Int8GemmParams params;
+  params.aZeroPoint = 128, params.xScale = p.xScale, params.wScale = p.wScale;
+  params.bias = p.bias.data();
+  return params;
+}
+
 // A GEMM called from inside a parallel region (nested regions inactive) gets
 // a team of one: the schedule still has a range per thread of the current
 // team size, so that thread runs its own and then takes the other's whole
@@ -272,10 +280,7 @@ TEST(Int8GemmVnni, TeamOfOneTakesTheOtherRangeFromTheBack) {
     Problem p(113, n, 768, 11);
     const PackedInt8 packed =
         packInt8(octet::PackIsa::Avx512Vnni, p.bKN.data(), p.k, p.n, WeightLayout::KN);
-    Int8GemmParams params;
-    params.aZeroPoint = 128, params.xScale = p.xScale, params.wScale = p.wScale;
-    params.bias = p.bias.data();
-    Int8GemmDriver gemm(packed, params);
+    Int8GemmDriver gemm(packed, biasParams(p));
     const int64_t pairs = (p.m + gemm.registerTileMBlock(p.m) - 1) / gemm.registerTileMBlock(p.m) *
                           ((n + gemm.nr() - 1) / gemm.nr());
     std::vector<float> nested(p.m * n), alone(p.m * n);
@@ -291,6 +296,59 @@ TEST(Int8GemmVnni, TeamOfOneTakesTheOtherRangeFromTheBack) {
   Problem(113, 768, 768, 12).run(o);
   o.residual = false, o.gelu = true, o.output = QuantOutput::U8;
   Problem(113, 3072, 768, 13).run(o);
+}
+
+// Column groups (a merged Q/K/V that an attention splits by heads): the
+// panels split, never the rows; thread t's static range is its share of every
+// group's panels; the result is the ungrouped run's bit for bit at any team
+// size, and groups the panels do not divide keep the row-major order.
+TEST(Int8GemmVnni, ColumnGroupsSplitEachGroupsPanelsOverTheTeam) {
+  SKIP_WITHOUT_VNNI();
+  Problem p(113, 3 * 96, 200, 21); // 3 groups of two 48-column panels
+  const PackedInt8 packed =
+      packInt8(octet::PackIsa::Avx512Vnni, p.bKN.data(), p.k, p.n, WeightLayout::KN);
+  Int8GemmParams params = biasParams(p);
+  Int8GemmDriver plain(packed, params);
+  params.columnGroups = 3;
+  Int8GemmDriver grouped(packed, params);
+  ASSERT_EQ(grouped.nr(), 48);
+  using Order = std::vector<std::pair<int64_t, int64_t>>;
+  EXPECT_EQ(grouped.pairOrder(1, 2), (Order{{0, 0}, {0, 2}, {0, 4}, {0, 1}, {0, 3}, {0, 5}}));
+  EXPECT_EQ(grouped.pairOrder(2, 2), (Order{{0, 0},
+                                            {0, 2},
+                                            {0, 4},
+                                            {1, 0},
+                                            {1, 2},
+                                            {1, 4},
+                                            {0, 1},
+                                            {0, 3},
+                                            {0, 5},
+                                            {1, 1},
+                                            {1, 3},
+                                            {1, 5}}));
+  EXPECT_EQ(grouped.pairOrder(1, 1), plain.pairOrder(1, 1));
+  EXPECT_EQ(plain.pairOrder(1, 2), (Order{{0, 0}, {0, 1}, {0, 2}, {0, 3}, {0, 4}, {0, 5}}));
+  for (int threads : {1, 2, 3, 4}) {
+    ThreadCount team(threads);
+    EXPECT_EQ(grouped.rowSplitLines(p.m), 0) << threads;
+    std::vector<float> want(p.m * p.n), got(p.m * p.n, -1.0f);
+    plain.run(p.a.data(), p.m, p.lda, want.data(), p.n);
+    grouped.run(p.a.data(), p.m, p.lda, got.data(), p.n);
+    EXPECT_EQ(got, want) << threads << " threads";
+  }
+  // 3 groups of 100 columns: no whole panels per group, the plain order.
+  Problem q(37, 300, 64, 22);
+  const PackedInt8 odd =
+      packInt8(octet::PackIsa::Avx512Vnni, q.bKN.data(), q.k, q.n, WeightLayout::KN);
+  Int8GemmParams oddParams;
+  oddParams.wScale = q.wScale, oddParams.columnGroups = 3;
+  Int8GemmDriver oddGrouped(odd, oddParams);
+  oddParams.columnGroups = 1;
+  Int8GemmDriver oddPlain(odd, oddParams);
+  EXPECT_EQ(oddGrouped.pairOrder(1, 2), oddPlain.pairOrder(1, 2));
+  // Groups must divide N.
+  oddParams.columnGroups = 7;
+  EXPECT_THROW(Int8GemmDriver(odd, oddParams), std::invalid_argument);
 }
 
 TEST(Int8GemmVnni, FewRowTilesPrefetchFaster) {
