@@ -225,12 +225,14 @@ struct OctetPlanMemoryPass : octet::impl::OctetPlanMemoryBase<OctetPlanMemoryPas
         if (strided.contains(operand) || slot == slotOf.end() || lastUse.lookup(r) != i ||
             !slots[slot->second].covers(size))
           continue;
-        auto freed = llvm::find(freedAfter[i], slot->second);
+        // The index, not the iterator: slotOf[v] below may grow the map.
+        const int64_t taken = slot->second;
+        auto freed = llvm::find(freedAfter[i], taken);
         if (freed == freedAfter[i].end())
           continue;
         freedAfter[i].erase(freed);
-        slotOf[v] = slot->second;
-        freedAfter[lastUse[v]].push_back(slot->second);
+        slotOf[v] = taken;
+        freedAfter[lastUse[v]].push_back(taken);
         return true;
       }
       return false;
