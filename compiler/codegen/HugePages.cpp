@@ -10,25 +10,15 @@
 
 namespace octet {
 
-HugePageMode hugePageMode() {
-  static const HugePageMode mode = [] {
+bool hugePagesAvailable() {
+  static const bool available = [] {
     std::ifstream in("/sys/kernel/mm/transparent_hugepage/enabled");
     std::string line;
     std::getline(in, line); // "always [madvise] never": the bracketed one is in force
-    if (line.find("[always]") != std::string::npos)
-      return HugePageMode::Always;
-    if (line.find("[madvise]") != std::string::npos)
-      return HugePageMode::Madvise;
-    if (line.find("[never]") != std::string::npos)
-      return HugePageMode::Never;
-    return HugePageMode::Unknown;
+    return line.find("[always]") != std::string::npos ||
+           line.find("[madvise]") != std::string::npos;
   }();
-  return mode;
-}
-
-bool hugePagesAvailable() {
-  const HugePageMode mode = hugePageMode();
-  return mode == HugePageMode::Madvise || mode == HugePageMode::Always;
+  return available;
 }
 
 void *hugePageAllocate(size_t bytes) {

@@ -20,10 +20,9 @@ namespace octet {
 
 constexpr size_t kHugePageBytes = size_t(2) << 20;
 
-/// The kernel's transparent-huge-page mode (/sys/kernel/mm/transparent_hugepage/enabled).
-enum class HugePageMode { Never, Madvise, Always, Unknown };
-HugePageMode hugePageMode();
-/// Whether a buffer advised with MADV_HUGEPAGE may get huge pages (Madvise or Always).
+/// Whether a buffer advised with MADV_HUGEPAGE may get huge pages: the
+/// kernel's transparent-huge-page mode
+/// (/sys/kernel/mm/transparent_hugepage/enabled) is `madvise` or `always`.
 bool hugePagesAvailable();
 
 /// `bytes` (at least 1) of memory, free with std::free, null when out of
