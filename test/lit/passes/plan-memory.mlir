@@ -299,3 +299,161 @@ func.func @layer_norm_in_place(%x: tensor<?x?x64xf32> {octet.dim_params = ["batc
   %s = octet.add %r, %a : tensor<?x?x64xf32>, tensor<?x?x64xf32>
   return %s, %b : tensor<?x?x64xf32>, tensor<?x?x64xf32>
 }
+
+// -----
+
+// A long chain of LayerNorms, each in place of the one before: every result
+// after the first takes its operand's slot (takeOver), so the value-to-slot map
+// grows during those inserts (DenseMap rehashes at 48 and 96 entries). A
+// regression test for a use after free that ASAN found (session 23): the slot
+// was read through a map iterator after the insert; `scripts/sanitize asan`
+// (whole or --subset) runs this file under ASAN.
+// CHECK-LABEL: func.func @long_in_place_chain(
+//  CHECK-SAME:     attributes {octet.arena = ["256*batch*sequence"]}
+//       CHECK:   octet.layer_norm %arg0, {{.*}} {octet.slot = 0 : i64}
+//  CHECK-NEXT:   octet.layer_norm %{{.*}}, {{.*}} {octet.slot = 0 : i64}
+//  CHECK-NEXT:   octet.layer_norm %{{.*}}, {{.*}} {octet.slot = 0 : i64}
+//  CHECK-NEXT:   octet.layer_norm %{{.*}}, {{.*}} {octet.slot = 0 : i64}
+//  CHECK-NEXT:   octet.layer_norm %{{.*}}, {{.*}} {octet.slot = 0 : i64}
+//  CHECK-NEXT:   octet.layer_norm %{{.*}}, {{.*}} {octet.slot = 0 : i64}
+//  CHECK-NEXT:   octet.layer_norm %{{.*}}, {{.*}} {octet.slot = 0 : i64}
+//  CHECK-NEXT:   octet.layer_norm %{{.*}}, {{.*}} {octet.slot = 0 : i64}
+//  CHECK-NEXT:   octet.layer_norm %{{.*}}, {{.*}} {octet.slot = 0 : i64}
+//  CHECK-NEXT:   octet.layer_norm %{{.*}}, {{.*}} {octet.slot = 0 : i64}
+//  CHECK-NEXT:   octet.layer_norm %{{.*}}, {{.*}} {octet.slot = 0 : i64}
+//  CHECK-NEXT:   octet.layer_norm %{{.*}}, {{.*}} {octet.slot = 0 : i64}
+//  CHECK-NEXT:   octet.layer_norm %{{.*}}, {{.*}} {octet.slot = 0 : i64}
+//  CHECK-NEXT:   octet.layer_norm %{{.*}}, {{.*}} {octet.slot = 0 : i64}
+//  CHECK-NEXT:   octet.layer_norm %{{.*}}, {{.*}} {octet.slot = 0 : i64}
+//  CHECK-NEXT:   octet.layer_norm %{{.*}}, {{.*}} {octet.slot = 0 : i64}
+//  CHECK-NEXT:   octet.layer_norm %{{.*}}, {{.*}} {octet.slot = 0 : i64}
+//  CHECK-NEXT:   octet.layer_norm %{{.*}}, {{.*}} {octet.slot = 0 : i64}
+//  CHECK-NEXT:   octet.layer_norm %{{.*}}, {{.*}} {octet.slot = 0 : i64}
+//  CHECK-NEXT:   octet.layer_norm %{{.*}}, {{.*}} {octet.slot = 0 : i64}
+//  CHECK-NEXT:   octet.layer_norm %{{.*}}, {{.*}} {octet.slot = 0 : i64}
+//  CHECK-NEXT:   octet.layer_norm %{{.*}}, {{.*}} {octet.slot = 0 : i64}
+//  CHECK-NEXT:   octet.layer_norm %{{.*}}, {{.*}} {octet.slot = 0 : i64}
+//  CHECK-NEXT:   octet.layer_norm %{{.*}}, {{.*}} {octet.slot = 0 : i64}
+//  CHECK-NEXT:   octet.layer_norm %{{.*}}, {{.*}} {octet.slot = 0 : i64}
+//  CHECK-NEXT:   octet.layer_norm %{{.*}}, {{.*}} {octet.slot = 0 : i64}
+//  CHECK-NEXT:   octet.layer_norm %{{.*}}, {{.*}} {octet.slot = 0 : i64}
+//  CHECK-NEXT:   octet.layer_norm %{{.*}}, {{.*}} {octet.slot = 0 : i64}
+//  CHECK-NEXT:   octet.layer_norm %{{.*}}, {{.*}} {octet.slot = 0 : i64}
+//  CHECK-NEXT:   octet.layer_norm %{{.*}}, {{.*}} {octet.slot = 0 : i64}
+//  CHECK-NEXT:   octet.layer_norm %{{.*}}, {{.*}} {octet.slot = 0 : i64}
+//  CHECK-NEXT:   octet.layer_norm %{{.*}}, {{.*}} {octet.slot = 0 : i64}
+//  CHECK-NEXT:   octet.layer_norm %{{.*}}, {{.*}} {octet.slot = 0 : i64}
+//  CHECK-NEXT:   octet.layer_norm %{{.*}}, {{.*}} {octet.slot = 0 : i64}
+//  CHECK-NEXT:   octet.layer_norm %{{.*}}, {{.*}} {octet.slot = 0 : i64}
+//  CHECK-NEXT:   octet.layer_norm %{{.*}}, {{.*}} {octet.slot = 0 : i64}
+//  CHECK-NEXT:   octet.layer_norm %{{.*}}, {{.*}} {octet.slot = 0 : i64}
+//  CHECK-NEXT:   octet.layer_norm %{{.*}}, {{.*}} {octet.slot = 0 : i64}
+//  CHECK-NEXT:   octet.layer_norm %{{.*}}, {{.*}} {octet.slot = 0 : i64}
+//  CHECK-NEXT:   octet.layer_norm %{{.*}}, {{.*}} {octet.slot = 0 : i64}
+//  CHECK-NEXT:   octet.layer_norm %{{.*}}, {{.*}} {octet.slot = 0 : i64}
+//  CHECK-NEXT:   octet.layer_norm %{{.*}}, {{.*}} {octet.slot = 0 : i64}
+//  CHECK-NEXT:   octet.layer_norm %{{.*}}, {{.*}} {octet.slot = 0 : i64}
+//  CHECK-NEXT:   octet.layer_norm %{{.*}}, {{.*}} {octet.slot = 0 : i64}
+//  CHECK-NEXT:   octet.layer_norm %{{.*}}, {{.*}} {octet.slot = 0 : i64}
+//  CHECK-NEXT:   octet.layer_norm %{{.*}}, {{.*}} {octet.slot = 0 : i64}
+//  CHECK-NEXT:   octet.layer_norm %{{.*}}, {{.*}} {octet.slot = 0 : i64}
+//  CHECK-NEXT:   octet.layer_norm %{{.*}}, {{.*}} {octet.slot = 0 : i64}
+//  CHECK-NEXT:   octet.layer_norm %{{.*}}, {{.*}} {octet.slot = 0 : i64}
+//  CHECK-NEXT:   octet.layer_norm %{{.*}}, {{.*}} {octet.slot = 0 : i64}
+//  CHECK-NEXT:   octet.layer_norm %{{.*}}, {{.*}} {octet.slot = 0 : i64}
+//  CHECK-NEXT:   octet.layer_norm %{{.*}}, {{.*}} {octet.slot = 0 : i64}
+//  CHECK-NEXT:   octet.layer_norm %{{.*}}, {{.*}} {octet.slot = 0 : i64}
+//  CHECK-NEXT:   octet.layer_norm %{{.*}}, {{.*}} {octet.slot = 0 : i64}
+//  CHECK-NEXT:   octet.layer_norm %{{.*}}, {{.*}} {octet.slot = 0 : i64}
+//  CHECK-NEXT:   octet.layer_norm %{{.*}}, {{.*}} {octet.slot = 0 : i64}
+//  CHECK-NEXT:   octet.layer_norm %{{.*}}, {{.*}} {octet.slot = 0 : i64}
+//  CHECK-NEXT:   octet.layer_norm %{{.*}}, {{.*}} {octet.slot = 0 : i64}
+//  CHECK-NEXT:   octet.layer_norm %{{.*}}, {{.*}} {octet.slot = 0 : i64}
+//  CHECK-NEXT:   octet.layer_norm %{{.*}}, {{.*}} {octet.slot = 0 : i64}
+//  CHECK-NEXT:   octet.layer_norm %{{.*}}, {{.*}} {octet.slot = 0 : i64}
+//  CHECK-NEXT:   octet.layer_norm %{{.*}}, {{.*}} {octet.slot = 0 : i64}
+//  CHECK-NEXT:   octet.layer_norm %{{.*}}, {{.*}} {octet.slot = 0 : i64}
+//  CHECK-NEXT:   octet.layer_norm %{{.*}}, {{.*}} {octet.slot = 0 : i64}
+//  CHECK-NEXT:   octet.layer_norm %{{.*}}, {{.*}} {octet.slot = 0 : i64}
+//  CHECK-NEXT:   octet.layer_norm %{{.*}}, {{.*}} {octet.slot = 0 : i64}
+//  CHECK-NEXT:   octet.layer_norm %{{.*}}, {{.*}} {octet.slot = 0 : i64}
+//  CHECK-NEXT:   octet.layer_norm %{{.*}}, {{.*}} {octet.slot = 0 : i64}
+//  CHECK-NEXT:   octet.layer_norm %{{.*}}, {{.*}} {octet.slot = 0 : i64}
+//  CHECK-NEXT:   %[[OUT:.*]] = octet.layer_norm %{{.*}}, {{.*}} : tensor<?x?x64xf32>
+//  CHECK-NEXT:   return %[[OUT]]
+func.func @long_in_place_chain(%x: tensor<?x?x64xf32> {octet.dim_params = ["batch", "sequence", ""]})
+    -> tensor<?x?x64xf32> {
+  %g = octet.constant dense<1.0> : tensor<64xf32>
+  %z = octet.constant dense<0.0> : tensor<64xf32>
+  %l0 = octet.layer_norm %x, %g, %z axis = 2 epsilon = 1.0e-12 : tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32>
+  %l1 = octet.layer_norm %l0, %g, %z axis = 2 epsilon = 1.0e-12 : tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32>
+  %l2 = octet.layer_norm %l1, %g, %z axis = 2 epsilon = 1.0e-12 : tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32>
+  %l3 = octet.layer_norm %l2, %g, %z axis = 2 epsilon = 1.0e-12 : tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32>
+  %l4 = octet.layer_norm %l3, %g, %z axis = 2 epsilon = 1.0e-12 : tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32>
+  %l5 = octet.layer_norm %l4, %g, %z axis = 2 epsilon = 1.0e-12 : tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32>
+  %l6 = octet.layer_norm %l5, %g, %z axis = 2 epsilon = 1.0e-12 : tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32>
+  %l7 = octet.layer_norm %l6, %g, %z axis = 2 epsilon = 1.0e-12 : tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32>
+  %l8 = octet.layer_norm %l7, %g, %z axis = 2 epsilon = 1.0e-12 : tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32>
+  %l9 = octet.layer_norm %l8, %g, %z axis = 2 epsilon = 1.0e-12 : tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32>
+  %l10 = octet.layer_norm %l9, %g, %z axis = 2 epsilon = 1.0e-12 : tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32>
+  %l11 = octet.layer_norm %l10, %g, %z axis = 2 epsilon = 1.0e-12 : tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32>
+  %l12 = octet.layer_norm %l11, %g, %z axis = 2 epsilon = 1.0e-12 : tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32>
+  %l13 = octet.layer_norm %l12, %g, %z axis = 2 epsilon = 1.0e-12 : tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32>
+  %l14 = octet.layer_norm %l13, %g, %z axis = 2 epsilon = 1.0e-12 : tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32>
+  %l15 = octet.layer_norm %l14, %g, %z axis = 2 epsilon = 1.0e-12 : tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32>
+  %l16 = octet.layer_norm %l15, %g, %z axis = 2 epsilon = 1.0e-12 : tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32>
+  %l17 = octet.layer_norm %l16, %g, %z axis = 2 epsilon = 1.0e-12 : tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32>
+  %l18 = octet.layer_norm %l17, %g, %z axis = 2 epsilon = 1.0e-12 : tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32>
+  %l19 = octet.layer_norm %l18, %g, %z axis = 2 epsilon = 1.0e-12 : tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32>
+  %l20 = octet.layer_norm %l19, %g, %z axis = 2 epsilon = 1.0e-12 : tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32>
+  %l21 = octet.layer_norm %l20, %g, %z axis = 2 epsilon = 1.0e-12 : tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32>
+  %l22 = octet.layer_norm %l21, %g, %z axis = 2 epsilon = 1.0e-12 : tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32>
+  %l23 = octet.layer_norm %l22, %g, %z axis = 2 epsilon = 1.0e-12 : tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32>
+  %l24 = octet.layer_norm %l23, %g, %z axis = 2 epsilon = 1.0e-12 : tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32>
+  %l25 = octet.layer_norm %l24, %g, %z axis = 2 epsilon = 1.0e-12 : tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32>
+  %l26 = octet.layer_norm %l25, %g, %z axis = 2 epsilon = 1.0e-12 : tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32>
+  %l27 = octet.layer_norm %l26, %g, %z axis = 2 epsilon = 1.0e-12 : tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32>
+  %l28 = octet.layer_norm %l27, %g, %z axis = 2 epsilon = 1.0e-12 : tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32>
+  %l29 = octet.layer_norm %l28, %g, %z axis = 2 epsilon = 1.0e-12 : tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32>
+  %l30 = octet.layer_norm %l29, %g, %z axis = 2 epsilon = 1.0e-12 : tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32>
+  %l31 = octet.layer_norm %l30, %g, %z axis = 2 epsilon = 1.0e-12 : tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32>
+  %l32 = octet.layer_norm %l31, %g, %z axis = 2 epsilon = 1.0e-12 : tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32>
+  %l33 = octet.layer_norm %l32, %g, %z axis = 2 epsilon = 1.0e-12 : tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32>
+  %l34 = octet.layer_norm %l33, %g, %z axis = 2 epsilon = 1.0e-12 : tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32>
+  %l35 = octet.layer_norm %l34, %g, %z axis = 2 epsilon = 1.0e-12 : tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32>
+  %l36 = octet.layer_norm %l35, %g, %z axis = 2 epsilon = 1.0e-12 : tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32>
+  %l37 = octet.layer_norm %l36, %g, %z axis = 2 epsilon = 1.0e-12 : tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32>
+  %l38 = octet.layer_norm %l37, %g, %z axis = 2 epsilon = 1.0e-12 : tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32>
+  %l39 = octet.layer_norm %l38, %g, %z axis = 2 epsilon = 1.0e-12 : tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32>
+  %l40 = octet.layer_norm %l39, %g, %z axis = 2 epsilon = 1.0e-12 : tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32>
+  %l41 = octet.layer_norm %l40, %g, %z axis = 2 epsilon = 1.0e-12 : tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32>
+  %l42 = octet.layer_norm %l41, %g, %z axis = 2 epsilon = 1.0e-12 : tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32>
+  %l43 = octet.layer_norm %l42, %g, %z axis = 2 epsilon = 1.0e-12 : tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32>
+  %l44 = octet.layer_norm %l43, %g, %z axis = 2 epsilon = 1.0e-12 : tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32>
+  %l45 = octet.layer_norm %l44, %g, %z axis = 2 epsilon = 1.0e-12 : tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32>
+  %l46 = octet.layer_norm %l45, %g, %z axis = 2 epsilon = 1.0e-12 : tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32>
+  %l47 = octet.layer_norm %l46, %g, %z axis = 2 epsilon = 1.0e-12 : tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32>
+  %l48 = octet.layer_norm %l47, %g, %z axis = 2 epsilon = 1.0e-12 : tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32>
+  %l49 = octet.layer_norm %l48, %g, %z axis = 2 epsilon = 1.0e-12 : tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32>
+  %l50 = octet.layer_norm %l49, %g, %z axis = 2 epsilon = 1.0e-12 : tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32>
+  %l51 = octet.layer_norm %l50, %g, %z axis = 2 epsilon = 1.0e-12 : tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32>
+  %l52 = octet.layer_norm %l51, %g, %z axis = 2 epsilon = 1.0e-12 : tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32>
+  %l53 = octet.layer_norm %l52, %g, %z axis = 2 epsilon = 1.0e-12 : tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32>
+  %l54 = octet.layer_norm %l53, %g, %z axis = 2 epsilon = 1.0e-12 : tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32>
+  %l55 = octet.layer_norm %l54, %g, %z axis = 2 epsilon = 1.0e-12 : tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32>
+  %l56 = octet.layer_norm %l55, %g, %z axis = 2 epsilon = 1.0e-12 : tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32>
+  %l57 = octet.layer_norm %l56, %g, %z axis = 2 epsilon = 1.0e-12 : tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32>
+  %l58 = octet.layer_norm %l57, %g, %z axis = 2 epsilon = 1.0e-12 : tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32>
+  %l59 = octet.layer_norm %l58, %g, %z axis = 2 epsilon = 1.0e-12 : tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32>
+  %l60 = octet.layer_norm %l59, %g, %z axis = 2 epsilon = 1.0e-12 : tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32>
+  %l61 = octet.layer_norm %l60, %g, %z axis = 2 epsilon = 1.0e-12 : tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32>
+  %l62 = octet.layer_norm %l61, %g, %z axis = 2 epsilon = 1.0e-12 : tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32>
+  %l63 = octet.layer_norm %l62, %g, %z axis = 2 epsilon = 1.0e-12 : tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32>
+  %l64 = octet.layer_norm %l63, %g, %z axis = 2 epsilon = 1.0e-12 : tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32>
+  %l65 = octet.layer_norm %l64, %g, %z axis = 2 epsilon = 1.0e-12 : tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32>
+  %l66 = octet.layer_norm %l65, %g, %z axis = 2 epsilon = 1.0e-12 : tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32>
+  %l67 = octet.layer_norm %l66, %g, %z axis = 2 epsilon = 1.0e-12 : tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32>
+  %l68 = octet.layer_norm %l67, %g, %z axis = 2 epsilon = 1.0e-12 : tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32>
+  %l69 = octet.layer_norm %l68, %g, %z axis = 2 epsilon = 1.0e-12 : tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32>
+  return %l69 : tensor<?x?x64xf32>
+}
