@@ -151,16 +151,22 @@ Int8GemmDriver::Int8GemmDriver(PackedInt8View packed, Int8GemmParams params)
   // always generated both widths, even when equal or unused; its images list
   // them so.
   // Faster sets for blocks of few row tiles (prefetchSet), after the first:
-  // two and four lines where the kernels prefetch one, four where two.
+  // two and four lines where the kernels prefetch one, four where two. Then
+  // (RegisterTile) the same paces again, prefetching into L1 and L2: the sets
+  // AMD hosts run (prefetchSet says why).
   const int tailColumns = n_ % nr_ ? int(n_ % nr_) : nr_;
   paces_ = {bPrefetchLines_};
   if (registerTile)
     for (int pace = bPrefetchLines_ * 2; pace <= kMaxPrefetchLines; pace *= 2)
       paces_.push_back(pace);
+  paceCount_ = int(paces_.size());
+  if (registerTile)
+    paces_.insert(paces_.end(), paces_.begin(), paces_.end());
   kernels_.resize(2 * paces_.size() * size_t(mr_));
   entries_.resize(kernels_.size());
   for (int set = 0; set < int(paces_.size()); ++set) {
     config.bPrefetchLines = paces_[set];
+    config.bPrefetchToL1 = set >= paceCount_;
     for (int rows = 1; rows <= mr_; ++rows)
       for (bool tail : {false, true}) {
         if (!registerTile && ((tail && tailColumns == nr_) || (!tail && n_ < nr_)))
@@ -185,7 +191,7 @@ const Int8GemmKernel &Int8GemmDriver::kernel(int rows, bool tailPanel, int set) 
   return *kernels_[kernelIndex(rows, tailPanel, set)];
 }
 
-int Int8GemmDriver::prefetchSet(int64_t tiles, int64_t kBytes, int minLines) const {
+int Int8GemmDriver::prefetchSet(int64_t tiles, int64_t kBytes, int minLines, bool toL1) const {
   // A block's tiles bring in tiles x steps x pace lines of the next slice
   // (K x NR bytes): the slowest pace that covers it, since repeated
   // prefetches are not free. At K = 768, NR = 48: 576 lines, 48 steps a
@@ -197,10 +203,15 @@ int Int8GemmDriver::prefetchSet(int64_t tiles, int64_t kBytes, int minLines) con
   const int64_t steps = kBytes / granule / GemmTileAvx512::kUnroll;
   const int64_t sliceLines = ceilDiv(kBytes, granule) * granule * nr_ / 64;
   int set = 0;
-  while (set + 1 < int(paces_.size()) &&
+  while (set + 1 < paceCount_ &&
          (paces_[set] < minLines || tiles * steps * paces_[set] < sliceLines))
     ++set;
-  return set;
+  // prefetcht1 (into L2) is not always carried out on AMD (reported on Zen
+  // 4; on Zen 5 BERT-base's GEMMs at M = 108 ran 2-4% faster end to end with
+  // prefetcht0, 5-9 points of the peak with a weight streamed from DRAM, and
+  // no faster with the next slice prefetched a slice earlier: lines missing,
+  // not late). prefetcht0 also fills L1, where the current slice is read.
+  return toL1 && int(paces_.size()) > paceCount_ ? set + paceCount_ : set;
 }
 
 /// One run's arguments after the checks.
@@ -342,7 +353,7 @@ int Int8GemmDriver::rowSplitLines(int64_t m) const {
   // cores reach each other's lines through the L3 of a core complex or
   // beyond it (session 21: +0.5-3 points each, the LayerNorms after them -20
   // to -30%).
-  const bool bigOnAmd = bPrefetchLines_ == 1 && paces_.size() > 1 &&
+  const bool bigOnAmd = bPrefetchLines_ == 1 && paceCount_ > 1 &&
                         k_ * n_ <= kRowSplitBigWeightBytesAmd && hostIsAmd();
   const int lines = bPrefetchLines_ >= 2 ? bPrefetchLines_ : bigOnAmd ? paces_[1] : 0;
   if (lines < 2 || threads < 2 || ceilDiv(ceilDiv(m, threads), mr_) < ceilDiv(nr_, 4 * lines))
@@ -442,7 +453,7 @@ Int8GemmRunStats Int8GemmDriver::runRegisterTiles(const Call &r, Invoke invoke) 
         // not 14 x 9 + 2): a 2-row tile has too few accumulators to hide
         // vpdpbusd's latency.
         const int64_t tiles = ceilDiv(rowEnd - rowBegin, mr_);
-        const int set = prefetchSet(tiles, len, minLines);
+        const int set = prefetchSet(tiles, len, minLines, hostIsAmd());
         const int64_t linesPerCall = kGroups / GemmTileAvx512::kUnroll * paces_[set];
         int64_t prefetched = 0;
         const int64_t shortRows = (rowEnd - rowBegin) / tiles;
@@ -473,7 +484,7 @@ Int8GemmRunStats Int8GemmDriver::runRegisterTiles(const Call &r, Invoke invoke) 
           prefetched += linesPerCall * 64;
           const size_t at = kernelIndex(rows, tailPanel, set);
           invoke(*kernels_[at], entries_[at], args);
-          ++calls, fewTilesCalls += set > 0;
+          ++calls, fewTilesCalls += set % paceCount_ > 0;
         }
       }
     });

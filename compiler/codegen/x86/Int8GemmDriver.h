@@ -210,7 +210,9 @@ public:
   std::vector<std::pair<int64_t, int64_t>> pairOrder(int64_t mBlocks, int64_t threads) const;
   /// The paces (lines of B prefetched per unrolled K step) of the kernel
   /// sets generated, ascending: this driver's own first, then faster ones
-  /// for blocks of few row tiles (RegisterTile; AMX: its one set).
+  /// for blocks of few row tiles (RegisterTile; AMX: its one set); on
+  /// RegisterTile the same paces follow again, prefetching into L1 and L2
+  /// (Int8GemmKernelConfig::bPrefetchToL1).
   const std::vector<int> &prefetchPaces() const { return paces_; }
   /// The kernel for calls of `rows` rows on a full or the tail panel, of
   /// kernel set `set` (an index into prefetchPaces()).
@@ -218,8 +220,9 @@ public:
   /// RegisterTile: the kernel set a block of `tiles` row tiles over `kBytes`
   /// of K runs: the slowest pace whose tiles bring in the whole next panel
   /// slice, or the fastest where none does, and at least `minLines` lines
-  /// (rowSplitLines) (the rule is in its definition).
-  int prefetchSet(int64_t tiles, int64_t kBytes, int minLines = 0) const;
+  /// (rowSplitLines); `toL1`: its twin that prefetches into L1 and L2 (the
+  /// runs pass hostIsAmd()) (the rule is in its definition).
+  int prefetchSet(int64_t tiles, int64_t kBytes, int minLines = 0, bool toL1 = false) const;
 
 private:
   struct Call; // one kernel call's arguments, as the schedule fills them
@@ -246,6 +249,7 @@ private:
   int nr_, mr_;
   int bPrefetchLines_ = 1; // RegisterTile kernels' B prefetch per K step
   std::vector<int> paces_; // the kernel sets' B prefetch lines per K step (prefetchSet)
+  int paceCount_ = 1;      // distinct paces: paces_ holds them twice on RegisterTile (L2, L1)
   int64_t kc_, panels_, panelBytes_;
   // Per column, padded to whole panels (kernels read whole vectors).
   std::vector<int32_t, CacheLineAllocator<int32_t>> comp_;

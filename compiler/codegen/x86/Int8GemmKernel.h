@@ -72,6 +72,10 @@ struct Int8GemmKernelConfig {
   /// RegisterTile: lines of the next B slice prefetched per unrolled K step
   /// (1, 2 or 4; Int8GemmDriver::prefetchSet says which a block runs).
   int bPrefetchLines = 1;
+  /// RegisterTile: those lines into L1 and L2 (prefetcht0) rather than into L2
+  /// (prefetcht1): the sets the driver runs on AMD hosts, where prefetcht1
+  /// reaches L2 only now and then (Int8GemmDriver::prefetchSet).
+  bool bPrefetchToL1 = false;
   Int8EpilogueConfig epilogue;
 };
 

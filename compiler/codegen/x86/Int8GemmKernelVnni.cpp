@@ -20,6 +20,8 @@ std::string kernelName(const Int8GemmKernelConfig &c) {
     name += "_ktail" + std::to_string(c.kTailBytes);
   if (c.bPrefetchLines != 1)
     name += "_pf" + std::to_string(c.bPrefetchLines);
+  if (c.bPrefetchToL1)
+    name += "_pfl1";
   return name + int8EpilogueSuffix(c.epilogue);
 }
 
@@ -109,8 +111,12 @@ void Int8GemmKernelVnni::afterUnrolledSteps() {
   // and the hardware prefetchers follow the current B slice, not the next:
   // without this the first row tile of each slice waits on memory (BERT-base
   // GEMMs at M = 128: bench/gemm_u8s8_vnni's cold column).
-  for (int line = 0; line < config_.bPrefetchLines; ++line)
-    prefetcht1(ptr[regPrefetch_ + 64 * line]);
+  for (int line = 0; line < config_.bPrefetchLines; ++line) {
+    if (config_.bPrefetchToL1)
+      prefetcht0(ptr[regPrefetch_ + 64 * line]);
+    else
+      prefetcht1(ptr[regPrefetch_ + 64 * line]);
+  }
   add(regPrefetch_, 64 * config_.bPrefetchLines);
   // In the last K block, one output row per unrolled step: its C lines for
   // writing and its residual lines, so that the epilogue neither waits on them

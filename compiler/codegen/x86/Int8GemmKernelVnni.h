@@ -79,7 +79,8 @@ public:
 
 protected:
   void generate() override;
-  /// config.bPrefetchLines lines of the next B slice into L2 per unrolled K step.
+  /// config.bPrefetchLines lines of the next B slice into L2 per unrolled K step
+  /// (config.bPrefetchToL1: into L1 and L2).
   void afterUnrolledSteps() override;
 
 private:

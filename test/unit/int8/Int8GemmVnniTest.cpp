@@ -362,13 +362,16 @@ TEST(Int8GemmVnni, FewRowTilesPrefetchFaster) {
   const PackedInt8 bigPacked =
       packInt8(octet::PackIsa::Avx512Vnni, big.data(), 768, 3072, WeightLayout::KN);
   Int8GemmDriver gemm(bigPacked, params);
-  ASSERT_EQ(gemm.prefetchPaces(), (std::vector<int>{1, 2, 4}));
-  for (int set = 0; set < 3; ++set)
+  // The same paces again, into L1 and L2 (prefetcht0): AMD hosts' sets.
+  ASSERT_EQ(gemm.prefetchPaces(), (std::vector<int>{1, 2, 4, 1, 2, 4}));
+  for (int set = 0; set < 6; ++set)
     for (int rows = 1; rows <= gemm.mr(); ++rows)
-      for (bool tail : {false, true})
-        EXPECT_EQ(gemm.kernel(rows, tail, set).config().bPrefetchLines, 1 << set)
-            << rows << " " << tail;
-  EXPECT_THROW(gemm.kernel(1, false, 3), std::out_of_range);
+      for (bool tail : {false, true}) {
+        const Int8GemmKernelConfig &config = gemm.kernel(rows, tail, set).config();
+        EXPECT_EQ(config.bPrefetchLines, 1 << set % 3) << rows << " " << tail;
+        EXPECT_EQ(config.bPrefetchToL1, set >= 3) << rows << " " << tail;
+      }
+  EXPECT_THROW(gemm.kernel(1, false, 6), std::out_of_range);
   // A slice of kc x 48 bytes is 3/4 kc lines, a call prefetches kc / 16 (4
   // K groups per unrolled step) per line: 12 tiles cover it at one line, 6
   // at two, 3 at four, whatever kc this L1 gives; fewer still take four.
@@ -380,14 +383,19 @@ TEST(Int8GemmVnni, FewRowTilesPrefetchFaster) {
   EXPECT_EQ(gemm.prefetchSet(5, kc), 2);
   EXPECT_EQ(gemm.prefetchSet(1, kc), 2);
   EXPECT_EQ(gemm.prefetchSet(15, kc, 2), 1); // rows split on AMD: two lines at least
+  // The L1 twin of each: the same pace, three sets on.
+  for (int64_t tiles : {15, 12, 11, 6, 5, 1})
+    EXPECT_EQ(gemm.prefetchSet(tiles, kc, 0, true), gemm.prefetchSet(tiles, kc) + 3) << tiles;
+  EXPECT_EQ(gemm.prefetchSet(15, kc, 2, true), 4);
   // A small weight's kernels prefetch two lines already: one faster set.
   const PackedInt8 smallPacked =
       packInt8(octet::PackIsa::Avx512Vnni, small.data(), 768, 768, WeightLayout::KN);
   Int8GemmDriver smallGemm(smallPacked, params);
-  EXPECT_EQ(smallGemm.prefetchPaces(), (std::vector<int>{2, 4}));
+  EXPECT_EQ(smallGemm.prefetchPaces(), (std::vector<int>{2, 4, 2, 4}));
   EXPECT_EQ(smallGemm.prefetchSet(6, smallGemm.kc()), 0);
   EXPECT_EQ(smallGemm.prefetchSet(5, smallGemm.kc()), 1);
-  EXPECT_THROW(smallGemm.kernel(1, false, 2), std::out_of_range);
+  EXPECT_EQ(smallGemm.prefetchSet(5, smallGemm.kc(), 0, true), 3);
+  EXPECT_THROW(smallGemm.kernel(1, false, 4), std::out_of_range);
   // The runs call a faster set exactly for blocks of few tiles (M 32: one
   // block of 4 tiles, four lines; M 128: 15) or rows split over two threads
   // on AMD (64 rows each: 8 tiles, two lines), and all agree with the
@@ -505,7 +513,8 @@ TEST(Int8GemmVnni, KTailNeverReadsPastTheRow) {
 
 // Int8GemmVnniArgs::bPrefetch is only ever a prefetch's address (the driver
 // points it at the next B slice, which may lie past the weight): null, an
-// unreadable page or garbage must neither fault nor change C.
+// unreadable page or garbage must neither fault nor change C (prefetcht1 and
+// prefetcht0 alike).
 TEST(Int8GemmVnni, BPrefetchAddressIsNeverLoaded) {
   SKIP_WITHOUT_VNNI();
   const int rows = 4;
@@ -527,9 +536,10 @@ TEST(Int8GemmVnni, BPrefetchAddressIsNeverLoaded) {
   ASSERT_NE(guard, MAP_FAILED);
   const int8_t *targets[] = {packed.data.data(), nullptr, static_cast<const int8_t *>(guard),
                              reinterpret_cast<const int8_t *>(uintptr_t(0xdead0000))};
-  for (int lines : {1, 2})
+  for (int lines : {1, 2, -1})
     for (const int8_t *target : targets) {
-      config.bPrefetchLines = lines;
+      config.bPrefetchLines = lines < 0 ? 4 : lines;
+      config.bPrefetchToL1 = lines < 0; // prefetcht0
       Int8GemmKernelVnni kernel(config);
       auto fn = kernel.entry<Int8GemmVnniFn>();
       std::vector<float> c(rows * n, -1.0f);
