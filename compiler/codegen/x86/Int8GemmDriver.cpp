@@ -153,7 +153,9 @@ Int8GemmDriver::Int8GemmDriver(PackedInt8View packed, Int8GemmParams params)
   // Faster sets for blocks of few row tiles (prefetchSet), after the first:
   // two and four lines where the kernels prefetch one, four where two. Then
   // (RegisterTile) the same paces again, prefetching into L1 and L2: the sets
-  // AMD hosts run (prefetchSet says why).
+  // AMD hosts run (prefetchSet says why). A JIT driver generates only this
+  // host's half (the other half's slots stay empty: BERT-base INT8 has 2160
+  // such kernels); a model.so holds both, for whichever host opens it.
   const int tailColumns = n_ % nr_ ? int(n_ % nr_) : nr_;
   paces_ = {bPrefetchLines_};
   if (registerTile)
@@ -164,9 +166,12 @@ Int8GemmDriver::Int8GemmDriver(PackedInt8View packed, Int8GemmParams params)
     paces_.insert(paces_.end(), paces_.begin(), paces_.end());
   kernels_.resize(2 * paces_.size() * size_t(mr_));
   entries_.resize(kernels_.size());
+  const bool everySet = kernelsForAnImage();
   for (int set = 0; set < int(paces_.size()); ++set) {
     config.bPrefetchLines = paces_[set];
     config.bPrefetchToL1 = set >= paceCount_;
+    if (config.bPrefetchToL1 != hostIsAmd() && registerTile && !everySet)
+      continue;
     for (int rows = 1; rows <= mr_; ++rows)
       for (bool tail : {false, true}) {
         if (!registerTile && ((tail && tailColumns == nr_) || (!tail && n_ < nr_)))
@@ -183,6 +188,8 @@ Int8GemmDriver::Int8GemmDriver(PackedInt8View packed, Int8GemmParams params)
 Int8GemmDriver::~Int8GemmDriver() = default;
 
 const Int8GemmKernel &Int8GemmDriver::kernel(int rows, bool tailPanel, int set) const {
+  if (set == -1)
+    set = hostIsAmd() && int(paces_.size()) > paceCount_ ? paceCount_ : 0;
   if (rows < 1 || rows > mr_ || set < 0 || set >= int(paces_.size()) ||
       !kernels_[kernelIndex(rows, tailPanel, set)])
     throw std::out_of_range(std::string("Int8GemmDriver (") + family_.name + "): no kernel for " +

@@ -215,8 +215,10 @@ public:
   /// (Int8GemmKernelConfig::bPrefetchToL1).
   const std::vector<int> &prefetchPaces() const { return paces_; }
   /// The kernel for calls of `rows` rows on a full or the tail panel, of
-  /// kernel set `set` (an index into prefetchPaces()).
-  const Int8GemmKernel &kernel(int rows, bool tailPanel, int set = 0) const;
+  /// kernel set `set` (an index into prefetchPaces(); -1: this host's own,
+  /// the first of the half it runs). Throws std::out_of_range for a kernel
+  /// not generated (a JIT driver has only this host's half).
+  const Int8GemmKernel &kernel(int rows, bool tailPanel, int set = -1) const;
   /// RegisterTile: the kernel set a block of `tiles` row tiles over `kBytes`
   /// of K runs: the slowest pace whose tiles bring in the whole next panel
   /// slice, or the fastest where none does, and at least `minLines` lines

@@ -41,6 +41,8 @@ KernelCodeReplay::~KernelCodeReplay() { activeReplay = previous_; }
 
 uint64_t kernelsGenerated() { return generatedCount.load(); }
 
+bool kernelsForAnImage() { return activeCapture || activeReplay; }
+
 namespace {
 /// With OCTET_PERF_MAP set (not "0"), each kernel's code range and name go to
 /// /tmp/perf-PID.map, the file `perf report` reads to name JIT code.

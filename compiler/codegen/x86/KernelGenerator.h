@@ -140,6 +140,12 @@ private:
 /// opening an AOT model generates none.
 uint64_t kernelsGenerated();
 
+/// True while a KernelCodeCapture or a KernelCodeReplay is alive on this
+/// thread: the kernels go into, or come from, a model.so that may run on any
+/// host of its target, so code that picks among variants by the host at run
+/// time generates them all; otherwise (JIT) only this host's.
+bool kernelsForAnImage();
+
 } // namespace octet::x86
 
 #endif

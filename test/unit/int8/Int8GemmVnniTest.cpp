@@ -18,6 +18,7 @@
 #include "compiler/codegen/GemmBlocking.h"
 #include "compiler/codegen/x86/Int8GemmDriver.h"
 #include "compiler/codegen/x86/Int8GemmKernelVnni.h"
+#include "compiler/codegen/x86/KernelGenerator.h"
 #include "compiler/codegen/x86/ProgramEpilogue.h"
 #include "test/unit/Int8Epilogues.h"
 #include "test/unit/Int8GemmReference.h"
@@ -33,6 +34,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <stdexcept>
@@ -361,17 +363,32 @@ TEST(Int8GemmVnni, FewRowTilesPrefetchFaster) {
   params.wScale = {1.0f};
   const PackedInt8 bigPacked =
       packInt8(octet::PackIsa::Avx512Vnni, big.data(), 768, 3072, WeightLayout::KN);
-  Int8GemmDriver gemm(bigPacked, params);
-  // The same paces again, into L1 and L2 (prefetcht0): AMD hosts' sets.
-  ASSERT_EQ(gemm.prefetchPaces(), (std::vector<int>{1, 2, 4, 1, 2, 4}));
+  // The same paces again, into L1 and L2 (prefetcht0): AMD hosts' sets. For
+  // a model.so (kernels captured) both halves; JIT, this host's only.
+  std::optional<Int8GemmDriver> captured;
+  {
+    KernelCodeCapture capture;
+    captured.emplace(bigPacked, params);
+    EXPECT_EQ(capture.kernels().size(), size_t(6 * captured->mr() * 2));
+  }
+  ASSERT_EQ(captured->prefetchPaces(), (std::vector<int>{1, 2, 4, 1, 2, 4}));
   for (int set = 0; set < 6; ++set)
-    for (int rows = 1; rows <= gemm.mr(); ++rows)
+    for (int rows = 1; rows <= captured->mr(); ++rows)
       for (bool tail : {false, true}) {
-        const Int8GemmKernelConfig &config = gemm.kernel(rows, tail, set).config();
+        const Int8GemmKernelConfig &config = captured->kernel(rows, tail, set).config();
         EXPECT_EQ(config.bPrefetchLines, 1 << set % 3) << rows << " " << tail;
         EXPECT_EQ(config.bPrefetchToL1, set >= 3) << rows << " " << tail;
       }
-  EXPECT_THROW(gemm.kernel(1, false, 6), std::out_of_range);
+  EXPECT_THROW(captured->kernel(1, false, 6), std::out_of_range);
+  Int8GemmDriver gemm(bigPacked, params);
+  ASSERT_EQ(gemm.prefetchPaces(), (std::vector<int>{1, 2, 4, 1, 2, 4}));
+  for (int set = 0; set < 6; ++set) {
+    const bool hosts = (set >= 3) == hostIsAmd();
+    if (hosts)
+      EXPECT_EQ(gemm.kernel(1, false, set).config().bPrefetchToL1, set >= 3) << set;
+    else
+      EXPECT_THROW(gemm.kernel(1, false, set), std::out_of_range) << set;
+  }
   // A slice of kc x 48 bytes is 3/4 kc lines, a call prefetches kc / 16 (4
   // K groups per unrolled step) per line: 12 tiles cover it at one line, 6
   // at two, 3 at four, whatever kc this L1 gives; fewer still take four.
@@ -639,8 +656,10 @@ TEST(Int8GemmVnni, OneDriverBehindTheInterface) {
   // Kernels for rows 1..MR on the full and the tail panel (N % 32 = 4 columns).
   EXPECT_EQ(driver.kernel(1, false).config().columns, 32);
   EXPECT_EQ(driver.kernel(driver.mr(), true).config().columns, 4);
-  EXPECT_EQ(driver.kernel(1, true).name().rfind("gemm_u8s8_vnni_m1n32c4_ktail2_pf2_comp", 0), 0u)
-      << driver.kernel(1, true).name();
+  // This host's own set: prefetching into L1 on AMD (the name's _pfl1).
+  const std::string prefix =
+      std::string("gemm_u8s8_vnni_m1n32c4_ktail2_pf2") + (hostIsAmd() ? "_pfl1" : "") + "_comp";
+  EXPECT_EQ(driver.kernel(1, true).name().rfind(prefix, 0), 0u) << driver.kernel(1, true).name();
   EXPECT_THROW(driver.kernel(driver.mr() + 1, false), std::out_of_range);
   EXPECT_THROW(driver.runEmulated(a.data(), m, k, direct.data(), n), std::logic_error);
 
