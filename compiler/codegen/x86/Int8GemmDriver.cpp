@@ -214,7 +214,7 @@ int Int8GemmDriver::prefetchSet(int64_t tiles, int64_t kBytes, int minLines, boo
          (paces_[set] < minLines || tiles * steps * paces_[set] < sliceLines))
     ++set;
   // prefetcht1 (into L2) is not always carried out on AMD (reported on Zen
-  // 4; on Zen 5 BERT-base's GEMMs at M = 108 ran 2-4% faster end to end with
+  // 4; on Zen 5 BERT-base INT8 at 1 x 128 ran 1-4% faster end to end with
   // prefetcht0, 5-9 points of the peak with a weight streamed from DRAM, and
   // no faster with the next slice prefetched a slice earlier: lines missing,
   // not late). prefetcht0 also fills L1, where the current slice is read.
