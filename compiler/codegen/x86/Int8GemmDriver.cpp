@@ -215,7 +215,7 @@ int Int8GemmDriver::prefetchSet(int64_t tiles, int64_t kBytes, int minLines, boo
     ++set;
   // prefetcht1 (into L2) is not always carried out on AMD (reported on Zen
   // 4; on Zen 5 BERT-base INT8 at 1 x 128 ran 1-4% faster end to end with
-  // prefetcht0, 5-9 points of the peak with a weight streamed from DRAM, and
+  // prefetcht0, 2-7 points of the peak with a weight streamed from DRAM, and
   // no faster with the next slice prefetched a slice earlier: lines missing,
   // not late). prefetcht0 also fills L1, where the current slice is read.
   return toL1 && int(paces_.size()) > paceCount_ ? set + paceCount_ : set;
