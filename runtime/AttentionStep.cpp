@@ -838,6 +838,7 @@ private:
         dot.a = bytes(s.rows), dot.lda = dPad, dot.b = reinterpret_cast<int8_t *>(s.keys.get());
         dot.c = s.scores.get(), dot.ldc = sPad * 4;
         dot.kChunks = dPad / x86::kInt8Chunk, dot.colPairs = keyPad / 32;
+        dot.rowGroups = (n + 7) / 8; // the block's last rows may be padding
         dot.rowScale = quant + at.rowScales, dot.colScale = quant + at.keyScales;
         dot.colSums = sums(s.quant, at.keySums);
         int8DotFns_[1](&dot);

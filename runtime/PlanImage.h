@@ -37,8 +37,9 @@ namespace octet::rt {
 /// Bumped on every change of the byte layout, or of what the kernel code
 /// expects of the runtime that calls it (8: the INT8 GEMM's compensation is
 /// passed negated; 9: a qlinear's column groups; 10: the VNNI GEMMs' kernel
-/// sets that prefetch into L1); a reader rejects any other.
-constexpr uint32_t kPlanFormatVersion = 10;
+/// sets that prefetch into L1; 11: the int8 attention dot kernel reads its
+/// row-group count); a reader rejects any other.
+constexpr uint32_t kPlanFormatVersion = 11;
 
 struct PlanImage {
   std::vector<uint8_t> plan;

@@ -496,9 +496,10 @@ void AttentionDotInt8Kernel::generate() {
   auto field = [&](size_t offset) { return qword[rArgs + int(offset)]; };
   const Zmm zSums[2] = {zmm26, zmm27}, zScales[2] = {zmm28, zmm29};
   preamble();
+  PackedDotFields fields = packedDotFields<AttentionDotInt8Args>();
+  fields.rowGroups = offsetof(AttentionDotInt8Args, rowGroups);
   emitPackedDot(
-      *this, packedDotFields<AttentionDotInt8Args>(),
-      [&](const Zmm &acc, const Zmm &a, const Zmm &b) { vpdpbusd(acc, a, b); },
+      *this, fields, [&](const Zmm &acc, const Zmm &a, const Zmm &b) { vpdpbusd(acc, a, b); },
       [&](int) {
         mov(rA, field(offsetof(AttentionDotInt8Args, rowScale)));
         if (!columnTerms_)
@@ -528,7 +529,8 @@ void AttentionDotInt8Kernel::generate() {
 void attentionDotInt8Reference(const AttentionDotInt8Args &args) {
   const auto *c = reinterpret_cast<uint8_t *>(args.c);
   const int64_t k = args.kChunks * kInt8Chunk;
-  for (int64_t m = 0; m < 32; ++m)
+  const int64_t rows = args.rowGroups > 0 && args.rowGroups < 4 ? 8 * args.rowGroups : 32;
+  for (int64_t m = 0; m < rows; ++m)
     for (int64_t n = 0; n < 32 * args.colPairs; ++n) {
       int32_t sum = 0;
       for (int64_t kk = 0; kk < k; ++kk) {

@@ -128,6 +128,9 @@ struct AttentionDotInt8Args {
   const float *rowScale = nullptr;  ///< 32
   const float *colScale = nullptr;  ///< 32 colPairs (the column-terms kernel only)
   const int32_t *colSums = nullptr; ///< 32 colPairs, subtracted from the int32 sums (same)
+  /// Groups of 8 rows computed (1-4; 0: all 32): a block's rows past them are
+  /// padding (a sequence's last block), neither read nor written.
+  int64_t rowGroups = 0;
 };
 
 class AttentionDotInt8Kernel : public KernelGenerator {

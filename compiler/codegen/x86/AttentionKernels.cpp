@@ -69,7 +69,7 @@ void emitPackedDot(Xbyak::CodeGenerator &g, const PackedDotFields &fields,
   auto acc = [](int row, int tile) { return Zmm(row * 2 + tile); };
   const Zmm zB0(16), zB1(17);
   auto zA = [](int row) { return Zmm(18 + row); };
-  Xbyak::Label pairLoop, done;
+  Xbyak::Label pairLoop, pairEnd, done;
   g.mov(rPairs, field(fields.colPairs));
   g.test(rPairs, rPairs);
   g.jle(done, g.T_NEAR);
@@ -120,9 +120,15 @@ void emitPackedDot(Xbyak::CodeGenerator &g, const PackedDotFields &fields,
       }
       g.add(rC, rLdc);
     }
-    if (group + 1 < kGroups)
+    if (group + 1 < kGroups) {
+      if (fields.rowGroups != PackedDotFields::kAllRows) {
+        g.cmp(field(fields.rowGroups), group + 1);
+        g.je(pairEnd, g.T_NEAR);
+      }
       g.lea(rABase, g.ptr[rABase + rLda * 8]);
+    }
   }
+  g.L(pairEnd);
   g.add(rCBase, 128);
   g.add(rBPair, rPairBytes);
   g.dec(rPairs);

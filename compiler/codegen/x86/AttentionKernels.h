@@ -80,6 +80,10 @@ Xbyak::Address rowDword(const Xbyak::Reg64 &base, const Xbyak::Reg64 &base4,
 /// Where a packed-dot kernel's arguments hold the fields emitPackedDot reads.
 struct PackedDotFields {
   size_t a, b, c, lda, ldc, kChunks, colPairs;
+  /// The int64 count of 8-row groups to compute (1-4; 0 or 4: all 32 rows), or
+  /// kAllRows where the arguments have no such field.
+  size_t rowGroups = kAllRows;
+  static constexpr size_t kAllRows = ~size_t(0);
 };
 template <typename Args> PackedDotFields packedDotFields() {
   return {offsetof(Args, a),   offsetof(Args, b),       offsetof(Args, c),       offsetof(Args, lda),
@@ -96,6 +100,8 @@ template <typename Args> PackedDotFields packedDotFields() {
 /// dot(acc, a, b). Then beforeStores(group) (rsi, rdx, r9, r10, rbx, zmm16-31
 /// free; r15 − args.c is the pair's byte offset, 128 per pair, into per-column
 /// vectors), and finish(acc, row 0-31, tile) before each accumulator's store.
+/// With fields.rowGroups, only the first that many groups of each pair (the
+/// rows past them are neither read nor written).
 void emitPackedDot(Xbyak::CodeGenerator &g, const PackedDotFields &fields,
                    const std::function<void(const Xbyak::Zmm &acc, const Xbyak::Zmm &a,
                                             const Xbyak::Zmm &b)> &dot,

@@ -348,21 +348,33 @@ TEST(AttentionInt8, DotKernelMatchesExactSums) {
         args.rowScale = rowScale.data();
         if (columnTerms) // else null: the kernel must not read them
           args.colScale = colScale.data(), args.colSums = colSums.data();
-        std::vector<float> got(32 * (n + 8), -7.0f), want(32 * (n + 8), -7.0f);
-        args.c = got.data();
-        fn(&args);
-        args.c = want.data();
-        attentionDotInt8Reference(args);
-        for (int64_t m = 0; m < 32; ++m)
-          for (int64_t j = 0; j < n + 8; ++j) {
-            const float w = want[m * (n + 8) + j], g = got[m * (n + 8) + j];
-            if (j >= n) {
-              ASSERT_EQ(g, -7.0f) << "C[" << m << "][" << j << "] written";
-              continue;
+        // rowGroups 0 and 4: all 32 rows; 1-3: the first 8, 16, 24 (a
+        // sequence's last block), the rest neither read (rows past them may
+        // end the buffer: the scale's too) nor written.
+        for (int64_t rowGroups : {0, 1, 2, 3, 4}) {
+          const int64_t rows = rowGroups == 0 ? 32 : 8 * rowGroups;
+          test::Guarded<uint8_t> aRows{size_t(rows * (k + 16))};
+          std::copy(a.begin(), a.begin() + aRows.size(), aRows.data());
+          test::Guarded<float> scales{size_t(rows)};
+          std::copy(rowScale.begin(), rowScale.begin() + rows, scales.data());
+          args.a = aRows.data(), args.rowScale = scales.data(), args.rowGroups = rowGroups;
+          std::vector<float> got(32 * (n + 8), -7.0f), want(32 * (n + 8), -7.0f);
+          args.c = got.data();
+          fn(&args);
+          args.c = want.data();
+          attentionDotInt8Reference(args);
+          for (int64_t m = 0; m < 32; ++m)
+            for (int64_t j = 0; j < n + 8; ++j) {
+              const float w = want[m * (n + 8) + j], g = got[m * (n + 8) + j];
+              if (j >= n || m >= rows) {
+                ASSERT_EQ(g, -7.0f)
+                    << "C[" << m << "][" << j << "] written, rowGroups " << rowGroups;
+                continue;
+              }
+              ASSERT_EQ(g, w) << "kChunks " << kChunks << " colPairs " << colPairs << " rowGroups "
+                              << rowGroups << " C[" << m << "][" << j << "]";
             }
-            ASSERT_EQ(g, w) << "kChunks " << kChunks << " colPairs " << colPairs << " C[" << m
-                            << "][" << j << "]";
-          }
+        }
       }
     AttentionDotInt8Args none; // colPairs 0: nothing
     fn(&none);
