@@ -44,6 +44,7 @@
 #include "compiler/codegen/x86/AttentionBf16Kernels.h"
 #include "compiler/codegen/x86/AttentionInt8Kernels.h"
 #include "compiler/codegen/x86/AttentionKernels.h"
+#include "compiler/codegen/x86/NextStepPrefetch.h"
 #include "compiler/codegen/x86/QuantizeKernels.h"
 
 #include <omp.h>
@@ -510,8 +511,13 @@ private:
     const int64_t tasks = firstTask[sequences];
 
     std::atomic<bool> outOfMemory{false};
+    // The next step's first reads (the output GEMM's weight slice), a part per task.
+    const x86::NextStepReads *nextStep = x86::NextStepReads::published();
 #pragma omp parallel if (tasks > 1)
     {
+      x86::NextStepPrefetcher prefetcher(nextStep, omp_get_thread_num(),
+                                         (tasks + omp_get_num_threads() - 1) /
+                                             omp_get_num_threads());
       Scratch scratch;
       try {
         allocateScratch(scratch);
@@ -523,6 +529,7 @@ private:
       auto runTask = [&](int64_t task) {
         if (!ready)
           return;
+        prefetcher.advance();
         const int64_t b =
             std::upper_bound(firstTask.begin(), firstTask.end(), task) - firstTask.begin() - 1;
         const int64_t length = g.length(b), local = task - firstTask[b];
@@ -862,6 +869,28 @@ private:
       }
     };
     return forEachTask(g, kBf16RowBlock, allocateScratch, body);
+  }
+
+  /// The JIT kernels' code, for the step before to prefetch: those of the
+  /// precision's path, in the order a task calls them (the f32 path's
+  /// register-tile kernels, up to 36, are left to the front end).
+  void firstReads(const ExecContext &, int64_t threads, x86::NextStepReads &reads) const override {
+    if (!jit_)
+      return;
+    x86::ThreadReads code;
+    auto add = [&](const auto &kernel) {
+      if (kernel)
+        code.add(kernel->generatedCode());
+    };
+    for (const auto &k : int8PackKernels_)
+      add(k);
+    for (const auto &k : int8DotKernels_)
+      add(k);
+    for (const auto &k : packKernels_)
+      add(k);
+    add(tileKernel_), add(dotKernel_), add(keysKernel_);
+    add(softmaxKernel_), add(unmaskedSoftmaxKernel_), add(quantizeKernel_);
+    reads.perThread.assign(size_t(std::max<int64_t>(threads, 0)), code);
   }
 
   AttentionSpec spec_;

@@ -1,6 +1,7 @@
 //===- Executor.cpp - one run of a Plan ------------------------------------===//
 #include "runtime/Executor.h"
 #include "compiler/codegen/HugePages.h"
+#include "compiler/codegen/x86/NextStepPrefetch.h"
 #include "runtime/TokenLayout.h"
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include <exception>
 #include <limits>
 #include <new>
+#include <omp.h>
 #include <string>
 
 namespace octet::rt {
@@ -678,8 +680,16 @@ bool run(const Plan &plan, const RunTensor *inputs, size_t numInputs, RunTensor 
     profile->stepSeconds.assign(plan.steps.size(), 0.0);
     profile->stepWork.assign(plan.steps.size(), Work());
   }
+  // The next step's cold first reads, which each step prefetches as it runs
+  // where it takes part (compiler/codegen/x86/NextStepPrefetch.h).
+  x86::NextStepReads nextReads;
+  const int64_t threads = omp_get_max_threads();
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const Step &step = *plan.steps[i];
+    nextReads.perThread.clear();
+    // After a token_layout step the shapes change: nothing to publish.
+    if (i + 1 < plan.steps.size() && !step.definesTokenLayout())
+      plan.steps[i + 1]->firstReads(ctx, threads, nextReads);
     if (observer && *observer) {
       Status observed = (*observer)(i, ctx);
       if (!observed.ok()) {
@@ -691,6 +701,7 @@ bool run(const Plan &plan, const RunTensor *inputs, size_t numInputs, RunTensor 
     const auto start =
         profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     try {
+      const x86::NextStepReads::Scope published(&nextReads);
       status = step.run(ctx);
       if (profile) {
         profile->stepSeconds[i] =

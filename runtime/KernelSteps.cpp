@@ -13,6 +13,7 @@
 #include "compiler/codegen/onednn/MatMulF32.h"
 #include "compiler/codegen/x86/ElementwiseKernel.h"
 #include "compiler/codegen/x86/FusedKernels.h"
+#include "compiler/codegen/x86/NextStepPrefetch.h"
 #include "compiler/codegen/x86/GemmBf16.h"
 #include "compiler/codegen/x86/GemmF32.h"
 #include "compiler/codegen/x86/ProgramEpilogue.h"
@@ -406,6 +407,12 @@ public:
               (spec_.quantized < 0 ? 0.0 : elements);
     w.shapes = shapeString(ctx.shape(spec_.x));
     return w;
+  }
+
+  /// Its kernel's code, for the step before to prefetch.
+  void firstReads(const ExecContext &, int64_t threads, x86::NextStepReads &reads) const override {
+    if (jit_)
+      reads.sameForAll(threads, {jit_->generatedCode()});
   }
 
   LayerNormSpec spec_;

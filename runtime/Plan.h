@@ -32,6 +32,10 @@
 #include <utility>
 #include <vector>
 
+namespace octet::x86 {
+struct NextStepReads; // compiler/codegen/x86/NextStepPrefetch.h
+}
+
 namespace octet::rt {
 
 /// Element types. The numbers are stored in plan images and (plus one) are the C API's
@@ -166,6 +170,11 @@ public:
   /// output (runtime/TokenLayout.h) and, if the batch is packed, re-evaluates
   /// the PackedDim scalars and what depends on them.
   virtual bool definesTokenLayout() const { return false; }
+  /// What each of `threads` threads reads first, when that is likely cold (a
+  /// GEMM's first weight slice, from DRAM), for the step before this one to
+  /// prefetch as it runs (compiler/codegen/x86/NextStepPrefetch.h). Called
+  /// with this run's shapes. Default: nothing.
+  virtual void firstReads(const ExecContext &, int64_t /*threads*/, x86::NextStepReads &) const {}
 
   std::string location; ///< the op it implements (ONNX node name), for messages
   std::vector<TensorId> inputs, outputs; ///< what it reads and writes

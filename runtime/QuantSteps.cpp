@@ -481,6 +481,12 @@ public:
 
   Status run(const ExecContext &ctx) const override;
 
+  void firstReads(const ExecContext &ctx, int64_t threads,
+                  x86::NextStepReads &reads) const override {
+    if (const auto *jit = dynamic_cast<const x86::Int8GemmDriver *>(gemm_.get()); jit && spec_.k)
+      jit->firstReads(ctx.numElements(spec_.input) / spec_.k, threads, reads.perThread);
+  }
+
 private:
   Status runReference(const ExecContext &ctx, const uint8_t *a, int64_t lda, int64_t m,
                       const float *xScale, void *out, int64_t ldc) const;

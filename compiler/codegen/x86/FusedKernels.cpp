@@ -1,6 +1,7 @@
 //===- FusedKernels.cpp ---------------------------------------------------===//
 #include "compiler/codegen/x86/FusedKernels.h"
 #include "compiler/codegen/StealingSchedule.h"
+#include "compiler/codegen/x86/NextStepPrefetch.h"
 
 #include <omp.h>
 
@@ -415,16 +416,22 @@ void LayerNormKernel::run(const LayerNormArgs &args) {
     a.rows = rows;
     fn(&a);
   };
+  // The next step's first reads (a GEMM's weight slice), a part per chunk.
+  const NextStepReads *nextStep = NextStepReads::published();
 #pragma omp parallel if (args.rows > kStealRows)
-  schedule.run(omp_get_thread_num(), [&](int64_t item, bool) {
-    // Chunk c of thread t's block: rows [t * block + c * kStealRows, ...),
-    // within the block and the rows (the last block may be short or empty).
-    const int64_t t = item / chunksPerBlock, c = item % chunksPerBlock;
-    const int64_t first = t * block + c * kStealRows;
-    const int64_t end = std::min({first + kStealRows, (t + 1) * block, args.rows});
-    if (first < end)
-      runRows(first, end - first);
-  });
+  {
+    NextStepPrefetcher prefetcher(nextStep, omp_get_thread_num(), chunksPerBlock);
+    schedule.run(omp_get_thread_num(), [&](int64_t item, bool) {
+      prefetcher.advance();
+      // Chunk c of thread t's block: rows [t * block + c * kStealRows, ...),
+      // within the block and the rows (the last block may be short or empty).
+      const int64_t t = item / chunksPerBlock, c = item % chunksPerBlock;
+      const int64_t first = t * block + c * kStealRows;
+      const int64_t end = std::min({first + kStealRows, (t + 1) * block, args.rows});
+      if (first < end)
+        runRows(first, end - first);
+    });
+  }
 }
 
 //===----------------------------------------------------------------------===//

@@ -402,6 +402,33 @@ std::vector<std::pair<int64_t, int64_t>> Int8GemmDriver::pairOrder(int64_t mBloc
   return order;
 }
 
+void Int8GemmDriver::firstReads(int64_t m, int64_t threads,
+                                std::vector<ThreadReads> &perThread) const {
+  perThread.assign(size_t(std::max<int64_t>(threads, 0)), ThreadReads());
+  if (family_.schedule != Int8GemmSchedule::RegisterTile || m <= 0 || threads < 1)
+    return;
+  const int64_t mBlock = registerTileMBlock(m), mBlocks = ceilDiv(m, mBlock);
+  const std::vector<std::pair<int64_t, int64_t>> order = pairOrder(mBlocks, threads);
+  // As StealingSchedule sizes the ranges: the first items % threads hold one more.
+  const int64_t items = int64_t(order.size()), share = items / threads, extra = items % threads;
+  const int minLines = rowSplitLines(m);
+  for (int64_t t = 0, first = 0; t < threads; first += share + (t < extra), ++t) {
+    if (share + (t < extra) == 0)
+      continue;
+    // The first block's kernels as runRegisterTiles picks them: its tall and
+    // short row tiles on the first item's panel, in the block's kernel set.
+    const auto [mb, p] = order[size_t(first)];
+    const int64_t rows = std::min(m, (mb + 1) * mBlock) - mb * mBlock;
+    const int64_t tiles = ceilDiv(rows, mr_);
+    const int set = prefetchSet(tiles, std::min(kc_, k_), minLines, hostIsAmd());
+    const bool tailPanel = n_ - p * nr_ < nr_;
+    for (int64_t tileRows : {ceilDiv(rows, tiles), rows / tiles})
+      if (tileRows >= 1)
+        if (const auto &kernel = kernels_[kernelIndex(int(tileRows), tailPanel, set)])
+          perThread[size_t(t)].add(kernel->generatedCode());
+  }
+}
+
 template <typename Invoke>
 Int8GemmRunStats Int8GemmDriver::runRegisterTiles(const Call &r, Invoke invoke) const {
   const int64_t m = r.m;
@@ -419,13 +446,18 @@ Int8GemmRunStats Int8GemmDriver::runRegisterTiles(const Call &r, Invoke invoke) 
   const int64_t threads = omp_get_max_threads();
   const std::vector<std::pair<int64_t, int64_t>> order = pairOrder(mBlocks, threads);
   StealingSchedule schedule(mBlocks * panels_, threads);
+  // The next step's code, a part per item (NextStepPrefetch.h).
+  const NextStepReads *nextStep = NextStepReads::published();
 #pragma omp parallel if (mBlocks * panels_ > 1) reduction(+ : calls, fewTilesCalls, stolenPairs)
   {
+    const int thread = omp_get_thread_num();
+    NextStepPrefetcher prefetcher(nextStep, thread, ceilDiv(mBlocks * panels_, threads));
     // s32 sums of one (M block, panel) between K blocks, reused across runs.
     thread_local std::vector<int32_t, CacheLineAllocator<int32_t>> partial;
     if (kBlocks > 1 && int64_t(partial.size()) < mBlock * nr_)
       partial.resize(mBlock * nr_);
-    schedule.run(omp_get_thread_num(), [&](int64_t item, bool stolen) {
+    schedule.run(thread, [&](int64_t item, bool stolen) {
+      prefetcher.advance();
       const auto [mb, p] = order[size_t(item)];
       stolenPairs += stolen;
       const int64_t rowBegin = mb * mBlock, rowEnd = std::min(m, rowBegin + mBlock);
@@ -512,6 +544,7 @@ Int8GemmRunStats Int8GemmDriver::runAmxTiles(const Call &r, Invoke invoke) const
   const int64_t chunkPanels = gemm_blocking::panelsPerL2Half(panelBytes_);
   Int8GemmRunStats total;
   std::exception_ptr error;
+  const NextStepReads *nextStep = NextStepReads::published(); // a part per call
 #pragma omp parallel if (panels_ * mBlocks > 1)
   {
     thread_local std::vector<int32_t, CacheLineAllocator<int32_t>> sums(kAmxBlockRows * kAmxPanel);
@@ -532,6 +565,7 @@ Int8GemmRunStats Int8GemmDriver::runAmxTiles(const Call &r, Invoke invoke) const
     const auto [mBegin, mEnd] = grid.blockRange(t, mBlocks);
     const int64_t calls = (pEnd - pBegin) * (mEnd - mBegin);
     const bool prefetchB = mEnd - mBegin <= kPrefetchBMaxBlocks;
+    NextStepPrefetcher prefetcher(nextStep, int(t), calls);
     Int8GemmRunStats mine;
     // The configuration depends on the rows only (AmxGemmTiles::config).
     int loadedRows = 0;
@@ -539,6 +573,7 @@ Int8GemmRunStats Int8GemmDriver::runAmxTiles(const Call &r, Invoke invoke) const
       for (int64_t c0 = pBegin, chunk = 0; c0 < pEnd && calls; c0 += chunkPanels, ++chunk)
         for (int64_t i = 0; i < mEnd - mBegin; ++i)
           for (int64_t p = c0; p < std::min(pEnd, c0 + chunkPanels); ++p) {
+            prefetcher.advance();
             const int64_t mb = chunk % 2 ? mEnd - 1 - i : mBegin + i;
             const int64_t row = mb * mr_, col = p * nr_;
             const int rows = int(std::min<int64_t>(mr_, m - row));

@@ -59,6 +59,7 @@
 #include "compiler/codegen/PackedWeights.h"
 #include "compiler/codegen/x86/GemmF32.h"
 #include "compiler/codegen/x86/Int8GemmKernel.h"
+#include "compiler/codegen/x86/NextStepPrefetch.h"
 
 #include <cstdint>
 #include <memory>
@@ -225,6 +226,11 @@ public:
   /// (rowSplitLines); `toL1`: its twin that prefetches into L1 and L2 (the
   /// runs pass hostIsAmd()) (the rule is in its definition).
   int prefetchSet(int64_t tiles, int64_t kBytes, int minLines = 0, bool toL1 = false) const;
+  /// RegisterTile: the code each of `threads` threads runs first in a run of
+  /// M rows (the kernels of its schedule range's first block's row tiles), for
+  /// the step before to prefetch (NextStepPrefetch.h); AMX: nothing
+  /// (unmeasured there). A thread without items gets nothing.
+  void firstReads(int64_t m, int64_t threads, std::vector<ThreadReads> &perThread) const;
 
 private:
   struct Call; // one kernel call's arguments, as the schedule fills them

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace octet::x86 {
@@ -53,6 +54,16 @@ public:
   size_t codeSize() {
     finalize();
     return codeSize_;
+  }
+
+  /// The code and its constants as generated or replayed ({null, 0} before
+  /// the first entry()): what a step before prefetches (NextStepPrefetch.h).
+  std::pair<const void *, size_t> generatedCode() const {
+    if (!generated_)
+      return {nullptr, 0};
+    if (replayed_)
+      return {replayed_, replayedSize_};
+    return {getCode(), getSize()};
   }
 
 protected:

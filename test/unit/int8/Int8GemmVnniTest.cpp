@@ -438,6 +438,79 @@ TEST(Int8GemmVnni, FewRowTilesPrefetchFaster) {
   }
 }
 
+// What each thread runs first, for the step before to prefetch
+// (NextStepPrefetch.h): the code of its schedule range's first block's row
+// tiles (tall, then short: one kernel where they are alike) in this host's
+// set for the block, on that block's panel; nothing for a thread without
+// items or for no rows. And a run during which reads are published (its
+// threads prefetch them) computes the same bits.
+TEST(Int8GemmVnni, FirstReadsAreTheFirstBlocksKernels) {
+  SKIP_WITHOUT_VNNI();
+  struct Case {
+    int64_t m, n, k;
+  };
+  for (const Case c : {Case{108, 768, 768}, Case{108, 3072, 768}, Case{113, 100, 770},
+                       Case{1, 768, 768}, Case{7, 40, 64}, Case{300, 96, 128}}) {
+    std::vector<int8_t> b(c.k * c.n, 1);
+    const PackedInt8 packed =
+        packInt8(octet::PackIsa::Avx512Vnni, b.data(), c.k, c.n, WeightLayout::KN);
+    Int8GemmParams params;
+    params.wScale = {1.0f};
+    Int8GemmDriver gemm(packed, params);
+    const int64_t panels = (c.n + gemm.nr() - 1) / gemm.nr();
+    for (int threads : {1, 2, 3}) {
+      ThreadCount team(threads);
+      const std::string what = std::to_string(c.m) + "x" + std::to_string(c.n) + "x" +
+                               std::to_string(c.k) + " on " + std::to_string(threads);
+      std::vector<ThreadReads> reads;
+      gemm.firstReads(0, threads, reads);
+      ASSERT_EQ(reads.size(), size_t(threads)) << what;
+      for (const ThreadReads &r : reads)
+        EXPECT_EQ(r.count, 0) << what << ": no rows";
+      gemm.firstReads(c.m, threads, reads);
+      ASSERT_EQ(reads.size(), size_t(threads)) << what;
+      const int64_t block = gemm.registerTileMBlock(c.m), blocks = (c.m + block - 1) / block;
+      const auto order = gemm.pairOrder(blocks, threads);
+      const int64_t items = blocks * panels;
+      for (int64_t t = 0, first = 0; t < threads; ++t) {
+        const int64_t count = items / threads + (t < items % threads);
+        if (count == 0) {
+          EXPECT_EQ(reads[t].count, 0) << what << ": thread " << t << " has no items";
+          continue;
+        }
+        const auto [mb, p] = order[size_t(first)];
+        const int64_t rows = std::min(c.m, (mb + 1) * block) - mb * block;
+        const int64_t tiles = (rows + gemm.mr() - 1) / gemm.mr();
+        const int set =
+            gemm.prefetchSet(tiles, std::min(gemm.kc(), c.k), gemm.rowSplitLines(c.m), hostIsAmd());
+        const bool tail = c.n - p * gemm.nr() < gemm.nr();
+        const int64_t tall = (rows + tiles - 1) / tiles, shortRows = rows / tiles;
+        ASSERT_EQ(reads[t].count, tall == shortRows ? 1 : 2) << what << ": thread " << t;
+        EXPECT_EQ(reads[t].ranges[0], gemm.kernel(int(tall), tail, set).generatedCode())
+            << what << ": thread " << t;
+        if (tall != shortRows)
+          EXPECT_EQ(reads[t].ranges[1], gemm.kernel(int(shortRows), tail, set).generatedCode())
+              << what << ": thread " << t;
+        first += count;
+      }
+    }
+  }
+  Problem p(113, 768, 768, 21);
+  const PackedInt8 packed =
+      packInt8(octet::PackIsa::Avx512Vnni, p.bKN.data(), p.k, p.n, WeightLayout::KN);
+  Int8GemmDriver gemm(packed, biasParams(p));
+  std::vector<float> plain(p.m * p.n), prefetching(p.m * p.n);
+  gemm.run(p.a.data(), p.m, p.lda, plain.data(), p.n);
+  NextStepReads next;
+  gemm.firstReads(p.m, omp_get_max_threads(), next.perThread);
+  next.perThread[0].add({p.bKN.data(), p.bKN.size()});
+  {
+    const NextStepReads::Scope published(&next);
+    gemm.run(p.a.data(), p.m, p.lda, prefetching.data(), p.n);
+  }
+  EXPECT_EQ(plain, prefetching);
+}
+
 // K is cut into the fewest equal blocks (multiples of 4) within the bound: the
 // blocking rule's lets a panel slice take several L1s, so BERT's K = 768 is
 // one block wherever L1d has 32 KiB or more; a set bound wins.
