@@ -724,11 +724,16 @@ private:
                       int64_t padCols, const uint16_t *tiles, int64_t colPairs, float *c,
                       int64_t ldc) const {
     auto *rows = reinterpret_cast<uint16_t *>(s.rows.get());
+    // The vdpbf16ps kernel reads and writes the block's 8-row groups that
+    // hold its n rows only; the AMX tiles all 32.
+    const int64_t rowGroups = amx_ ? 0 : (n + 7) / 8;
     x86::AttentionBf16PackArgs pack;
     pack.src = src, pack.lds = lds, pack.rows = n, pack.cols = cols;
-    pack.dst = rows, pack.ldd = padCols, pack.padRows = kBf16RowBlock, pack.padCols = padCols;
+    pack.dst = rows, pack.ldd = padCols, pack.padCols = padCols;
+    pack.padRows = amx_ ? kBf16RowBlock : 8 * rowGroups;
     packFns_[int(x86::Bf16Pack::Rows)](&pack);
     x86::AttentionTileBf16Args tile;
+    tile.rowGroups = rowGroups;
     tile.a = rows, tile.lda = padCols * 2, tile.b = tiles;
     tile.c = c, tile.ldc = ldc * 4;
     tile.kChunks = padCols / x86::kBf16Chunk, tile.colPairs = colPairs;

@@ -396,10 +396,11 @@ AttentionDotBf16Kernel::AttentionDotBf16Kernel()
 
 void AttentionDotBf16Kernel::generate() {
   preamble();
+  PackedDotFields fields = packedDotFields<AttentionTileBf16Args>();
+  fields.rowGroups = offsetof(AttentionTileBf16Args, rowGroups);
   emitPackedDot(
-      *this, packedDotFields<AttentionTileBf16Args>(),
-      [&](const Zmm &acc, const Zmm &a, const Zmm &b) { vdpbf16ps(acc, a, b); }, [](int) {},
-      [](const Zmm &, int, int) {});
+      *this, fields, [&](const Zmm &acc, const Zmm &a, const Zmm &b) { vdpbf16ps(acc, a, b); },
+      [](int) {}, [](const Zmm &, int, int) {});
   postamble();
 }
 
@@ -408,7 +409,8 @@ void attentionTileBf16Reference(const AttentionTileBf16Args &args) {
   const auto *b = reinterpret_cast<const uint8_t *>(args.b);
   auto *c = reinterpret_cast<uint8_t *>(args.c);
   const int64_t k = args.kChunks * kBf16Chunk;
-  for (int64_t m = 0; m < 32; ++m)
+  const int64_t rows = args.rowGroups > 0 && args.rowGroups < 4 ? 8 * args.rowGroups : 32;
+  for (int64_t m = 0; m < rows; ++m)
     for (int64_t n = 0; n < 32 * args.colPairs; ++n) {
       float sum = 0;
       for (int64_t kk = 0; kk < k; ++kk) {

@@ -93,6 +93,10 @@ struct AttentionTileBf16Args {
   int64_t colPairs = 0; ///< pairs of 16-column tiles; 0: no tile math (release only)
   int64_t configure = 0; ///< nonzero: ldtilecfg first
   int64_t release = 0;   ///< nonzero: tilerelease last
+  /// The vdpbf16ps kernel: groups of 8 rows computed (1-4; 0: all 32), the
+  /// rows past them (a sequence's last block's padding) neither read nor
+  /// written. The AMX kernel computes all 32 (its tiles hold 16 rows).
+  int64_t rowGroups = 0;
 };
 
 class AttentionTileBf16Kernel : public KernelGenerator {
@@ -126,7 +130,8 @@ protected:
   void generate() override;
 };
 
-/// The C++ twin of one tile call: f32 sums of bf16 products, k in order.
+/// The C++ twin of one tile call: f32 sums of bf16 products, k in order
+/// (rowGroups as the vdpbf16ps kernel takes it).
 void attentionTileBf16Reference(const AttentionTileBf16Args &args);
 
 } // namespace octet::x86

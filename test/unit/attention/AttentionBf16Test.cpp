@@ -8,9 +8,11 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/codegen/x86/AttentionBf16Kernels.h"
 #include "compiler/codegen/CpuFeatures.h"
+#include "test/unit/GuardedBuffer.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <string>
@@ -97,8 +99,11 @@ TEST(AttentionBf16, PackKernelsMatchTheLayouts) {
 }
 
 /// One tile-GEMM kernel (AMX or vdpbf16ps: same arguments) against f32 sums of
-/// the same bf16 products, over K and column-pair counts; C past the tiles untouched.
-void checkTileGemm(AttentionTileBf16Kernel::Fn fn) {
+/// the same bf16 products, over K and column-pair counts; C past the tiles
+/// untouched. `rowGroups` (the vdpbf16ps kernel): 0 and 4 all 32 rows, 1-3
+/// the first 8, 16, 24 (a sequence's last block), the rest neither read (A's
+/// rows past them end at a guard page) nor written.
+void checkTileGemm(AttentionTileBf16Kernel::Fn fn, bool rowGroups) {
   std::mt19937 gen(5);
   std::normal_distribution<float> normal(0, 1);
   for (int64_t kChunks : {1, 2, 5})
@@ -110,27 +115,34 @@ void checkTileGemm(AttentionTileBf16Kernel::Fn fn) {
       for (uint16_t &x : b)
         x = toBf16(normal(gen));
       AttentionTileBf16Args args;
-      args.a = a.data(), args.lda = (k + 32) * 2;
+      args.lda = (k + 32) * 2;
       args.b = b.data();
       args.ldc = (n + 8) * 4;
       args.kChunks = kChunks, args.colPairs = colPairs;
       args.configure = 1, args.release = 1;
-      std::vector<float> got(32 * (n + 8), -7.0f), want(32 * (n + 8), -7.0f);
-      args.c = got.data();
-      fn(&args);
-      args.c = want.data();
-      attentionTileBf16Reference(args);
-      for (int64_t m = 0; m < 32; ++m)
-        for (int64_t j = 0; j < n + 8; ++j) {
-          const float w = want[m * (n + 8) + j], g = got[m * (n + 8) + j];
-          if (j >= n) { // past the tiles: untouched
-            ASSERT_EQ(g, -7.0f) << "C[" << m << "][" << j << "] written";
-            continue;
+      for (int64_t groups : rowGroups ? std::vector<int64_t>{0, 1, 2, 3, 4}
+                                      : std::vector<int64_t>{0}) {
+        const int64_t rows = groups == 0 ? 32 : 8 * groups;
+        test::Guarded<uint16_t> aRows{size_t(rows * (k + 32))};
+        std::copy(a.begin(), a.begin() + aRows.size(), aRows.data());
+        args.a = aRows.data(), args.rowGroups = groups;
+        std::vector<float> got(32 * (n + 8), -7.0f), want(32 * (n + 8), -7.0f);
+        args.c = got.data();
+        fn(&args);
+        args.c = want.data();
+        attentionTileBf16Reference(args);
+        for (int64_t m = 0; m < 32; ++m)
+          for (int64_t j = 0; j < n + 8; ++j) {
+            const float w = want[m * (n + 8) + j], g = got[m * (n + 8) + j];
+            if (j >= n || m >= rows) { // past the tiles or the groups: untouched
+              ASSERT_EQ(g, -7.0f) << "C[" << m << "][" << j << "] written, rowGroups " << groups;
+              continue;
+            }
+            ASSERT_NEAR(g, w, 1e-5f * std::sqrt(float(k)) * 4)
+                << "kChunks " << kChunks << " colPairs " << colPairs << " rowGroups " << groups
+                << " C[" << m << "][" << j << "]";
           }
-          ASSERT_NEAR(g, w, 1e-5f * std::sqrt(float(k)) * 4)
-              << "kChunks " << kChunks << " colPairs " << colPairs << " C[" << m << "][" << j
-              << "]";
-        }
+      }
     }
   // colPairs 0: no tile math (the AMX kernel's release-only call).
   AttentionTileBf16Args none;
@@ -143,7 +155,7 @@ TEST(AttentionBf16, TileGemmMatchesF32SumsOfBf16Products) {
   if (!canTile(why))
     GTEST_SKIP() << "AMX-BF16 tile kernel not run: " << why;
   AttentionTileBf16Kernel kernel;
-  checkTileGemm(kernel.entry<AttentionTileBf16Kernel::Fn>());
+  checkTileGemm(kernel.entry<AttentionTileBf16Kernel::Fn>(), /*rowGroups=*/false);
 }
 
 TEST(AttentionBf16, DotGemmMatchesF32SumsOfBf16Products) {
@@ -151,7 +163,7 @@ TEST(AttentionBf16, DotGemmMatchesF32SumsOfBf16Products) {
   if (!canPack(why))
     GTEST_SKIP() << "vdpbf16ps kernel not run: " << why;
   AttentionDotBf16Kernel kernel;
-  checkTileGemm(kernel.entry<AttentionDotBf16Kernel::Fn>());
+  checkTileGemm(kernel.entry<AttentionDotBf16Kernel::Fn>(), /*rowGroups=*/true);
 }
 
 } // namespace
