@@ -175,6 +175,9 @@ void describeScalar(std::ostream &os, const Plan &plan, const Scalar &s) {
   case Scalar::Kind::Equal:
     os << "equal(" << a << ", " << b << ")";
     break;
+  case Scalar::Kind::PackedDim: // `a` until the token layout packs the batch
+    os << "packed.dim" << s.dim << "(" << a << ")";
+    break;
   }
   if (!s.what.empty())
     os << "  // " << s.what;

@@ -78,6 +78,10 @@ TEST(Plan, DescribeListsEverything) {
   EXPECT_THAT(b.plan->describe(), HasSubstr("view of t0 offset 0 strides [1, 3]"));
   EXPECT_THAT(b.plan->describe(), HasSubstr("s7 = broadcast(1, 3)  // Add_7 operands"));
   EXPECT_THAT(b.plan->describe(), HasSubstr("s8 = cmp.le(2, 3)"));
+  Scalar packed;
+  packed.kind = Kind::PackedDim, packed.a = 1, packed.dim = 1;
+  b.plan->scalars.push_back(packed);
+  EXPECT_THAT(b.plan->describe(), HasSubstr("s9 = packed.dim1(3)"));
 }
 
 TEST(Plan, ExecContextShapesAndStrides) {
