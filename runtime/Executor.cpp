@@ -687,9 +687,15 @@ bool run(const Plan &plan, const RunTensor *inputs, size_t numInputs, RunTensor 
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const Step &step = *plan.steps[i];
     nextReads.perThread.clear();
-    // After a token_layout step the shapes change: nothing to publish.
-    if (i + 1 < plan.steps.size() && !step.definesTokenLayout())
-      plan.steps[i + 1]->firstReads(ctx, threads, nextReads);
+    // After a token_layout step the shapes change: nothing to publish. A
+    // hint: were it to fail (out of memory), the run goes on without it.
+    if (i + 1 < plan.steps.size() && !step.definesTokenLayout()) {
+      try {
+        plan.steps[i + 1]->firstReads(ctx, threads, nextReads);
+      } catch (...) {
+        nextReads.perThread.clear();
+      }
+    }
     if (observer && *observer) {
       Status observed = (*observer)(i, ctx);
       if (!observed.ok()) {

@@ -4,6 +4,7 @@
 // says it reads first (Step::firstReads, for the step's threads to prefetch:
 // compiler/codegen/x86/NextStepPrefetch.h): the next step's ranges, one entry
 // per thread of the team; nothing while the last step runs, nothing after the
+// run; a step whose firstReads throws costs the step before its hint, not the
 // run.
 //
 //===----------------------------------------------------------------------===//
@@ -14,6 +15,9 @@
 #include <gtest/gtest.h>
 
 #include <omp.h>
+
+#include <new>
+#include <optional>
 
 namespace {
 using namespace octet::rt;
@@ -32,7 +36,10 @@ public:
   }
   void firstReads(const ExecContext &, int64_t threads, NextStepReads &reads) const override {
     reads.sameForAll(threads, {{code_, bytes_}});
+    if (failReads)
+      throw std::bad_alloc();
   }
+  bool failReads = false;
   mutable std::optional<NextStepReads> seen;
 
 private:
@@ -49,7 +56,7 @@ TEST(NextStepReads, EachStepSeesTheNextStepsFirstReads) {
   TensorId t1 = b.tensor("t1", DType::F32, {n}, Storage::Arena, b.slot(bytes));
   TensorId t2 = b.tensor("t2", DType::F32, {n}, Storage::Arena, b.slot(bytes));
   TensorId y = b.output("y", DType::F32, {n}, {"n"});
-  std::vector<const RecordingStep *> steps;
+  std::vector<RecordingStep *> steps;
   TensorId from = x;
   for (int i = 0; i < 3; ++i) {
     auto step = std::make_unique<RecordingStep>(code[i], 100 + i);
@@ -81,6 +88,14 @@ TEST(NextStepReads, EachStepSeesTheNextStepsFirstReads) {
   }
   EXPECT_FALSE(steps[2]->seen) << "the last step has no next step";
   EXPECT_EQ(NextStepReads::published(), nullptr) << "published after the run";
+
+  steps[1]->failReads = true;
+  out.assign(3, 0.0f);
+  status = execute(*plan, inputs, outputs);
+  ASSERT_TRUE(status.ok()) << status.message();
+  EXPECT_EQ(out, (std::vector<float>{4, 5, 6}));
+  EXPECT_FALSE(steps[0]->seen) << "a failed firstReads published something";
+  EXPECT_TRUE(steps[1]->seen) << "the step after the failed one lost its hint";
 }
 
 } // namespace
