@@ -136,6 +136,16 @@ public:
     return w;
   }
 
+  /// Its JIT GEMM's first kernels' code, for the step before to prefetch.
+  void firstReads(const ExecContext &ctx, int64_t threads,
+                  x86::NextStepReads &reads) const override {
+    const int64_t m = spec_.k ? ctx.numElements(spec_.input) / spec_.k : 0;
+    if (jit_)
+      jit_->firstReads(m, threads, reads.perThread);
+    else if (bf16_)
+      bf16_->firstReads(m, threads, reads.perThread);
+  }
+
   LinearSpec spec_;
   Provider provider_ = Provider::Jit;
   int residual_ = -1; ///< index into spec_.extras added by the GEMM

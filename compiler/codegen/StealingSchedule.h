@@ -19,12 +19,14 @@
 #ifndef OCTET_COMPILER_CODEGEN_STEALINGSCHEDULE_H
 #define OCTET_COMPILER_CODEGEN_STEALINGSCHEDULE_H
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <limits>
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace octet::x86 {
 
@@ -37,13 +39,18 @@ public:
     if (items < 0 || items > std::numeric_limits<uint32_t>::max())
       throw std::invalid_argument("StealingSchedule: " + std::to_string(items) +
                                   " items do not fit 32-bit indices");
-    const int64_t share = items / count_, extra = items % count_;
-    int64_t begin = 0;
     for (int64_t r = 0; r < count_; ++r) {
-      const int64_t end = begin + share + (r < extra);
+      const auto [begin, end] = range(items, count_, r);
       ranges_[r].frontBack.store(pack(begin, end), std::memory_order_relaxed);
-      begin = end;
     }
+  }
+
+  /// Range r's items [begin, end) of `items` in `ranges` ranges (r < ranges):
+  /// what thread r takes first (the next step's prefetch asks).
+  static std::pair<int64_t, int64_t> range(int64_t items, int64_t ranges, int64_t r) {
+    const int64_t share = items / ranges, extra = items % ranges;
+    const int64_t begin = r * share + std::min(r, extra);
+    return {begin, begin + share + (r < extra)};
   }
 
   /// Calls fn(item, stolen) for every item thread `thread` gets: its own

@@ -219,6 +219,15 @@ TEST(GemmBf16, ProgramEpilogueWithColumnInputs) {
   }
 }
 
+TEST(GemmBf16, FirstReadsAreTheConversionAndTheFirstRowTilesKernels) {
+  SKIP_WITHOUT_AVX512_BF16();
+  const int64_t n = 100, k = 64; // a tail panel
+  const std::vector<float> b = octet::test::randomFloats(k * n, 8);
+  PackedBf16Weights packed = packBf16(b.data(), k, n, WeightLayout::KN);
+  GemmBf16 gemm(n, k, packed.data());
+  octet::test::checkFirstReads(gemm, n, k, 2, gemm.convertCode());
+}
+
 // The kernels are named for AOT replay and disassembly, and tagged with the
 // ISA they need.
 TEST(GemmBf16, KernelNamesAndIsa) {

@@ -172,6 +172,15 @@ TEST(GemmF32, PackBLayoutBothWeightOrders) {
   }
 }
 
+TEST(GemmF32, FirstReadsAreTheFirstRowTilesKernels) {
+  SKIP_WITHOUT_AVX512();
+  const int64_t n = 100, k = 64; // a tail panel
+  const std::vector<float> b = octet::test::randomFloats(k * n, 8);
+  PackedWeights packed = packB(b.data(), k, n, WeightLayout::KN);
+  GemmF32 gemm(n, k, packed.data());
+  octet::test::checkFirstReads(gemm, n, k, 4, {nullptr, 0});
+}
+
 TEST(GemmF32, TightStrides) {
   SKIP_WITHOUT_AVX512();
   const int64_t m = 37, n = 70, k = 45;

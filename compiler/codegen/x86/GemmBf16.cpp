@@ -55,6 +55,20 @@ struct ScratchDeleter {
 };
 } // namespace
 
+void GemmBf16::firstReads(int64_t m, int64_t threads, std::vector<ThreadReads> &perThread) const {
+  const int64_t mBlock = m > 0 ? gemm_blocking::mBlock(m, k_, mr_, panels_, 2) : 0;
+  firstTileKernels(m, mBlock, panels_, n_, nr_, mr_, kernels_, threads, perThread);
+  // A thread with rows of A to convert (run's share) runs the conversion first.
+  for (int64_t t = 0; t < threads; ++t)
+    if (m * (t + 1) / threads > m * t / threads) {
+      const ThreadReads tiles = perThread[size_t(t)];
+      ThreadReads &reads = perThread[size_t(t)] = ThreadReads();
+      reads.add(convert_->generatedCode());
+      for (int i = 0; i < tiles.count; ++i)
+        reads.add(tiles.ranges[i]);
+    }
+}
+
 void GemmBf16::run(const float *a, int64_t m, int64_t lda, float *c, int64_t ldc,
                    const float *residual, int64_t ldr, const float *const *columns) const {
   assert((!epilogue_.residual || residual) && "epilogue needs a residual");
@@ -71,6 +85,8 @@ void GemmBf16::run(const float *a, int64_t m, int64_t lda, float *c, int64_t ldc
                 mBlocks = ceilDiv(m, mBlock);
   const int64_t kBlocks = std::max<int64_t>(1, ceilDiv(k_, kc_));
   StealingSchedule schedule(mBlocks * panels_, omp_get_max_threads());
+  // The next step's code, a part per item (NextStepPrefetch.h).
+  const NextStepReads *nextStep = NextStepReads::published();
 #pragma omp parallel if (mBlocks * panels_ > 1)
   {
     // Every thread converts its share of A's rows; the tiles start once all are done.
@@ -85,7 +101,9 @@ void GemmBf16::run(const float *a, int64_t m, int64_t lda, float *c, int64_t ldc
       convertFn_(&pack);
     }
 #pragma omp barrier
+    NextStepPrefetcher prefetcher(nextStep, int(t), ceilDiv(mBlocks * panels_, threads));
     schedule.run(t, [&](int64_t item, bool) {
+      prefetcher.advance();
       const int64_t mb = item / panels_, p = item % panels_;
       const int64_t rowEnd = std::min(m, (mb + 1) * mBlock), col = p * nr_;
       const bool tailPanel = n_ - col < nr_;

@@ -66,6 +66,15 @@ public:
   int mr() const { return mr_; }
   int nr() const { return nr_; }
   int64_t kc() const { return kc_; }
+  /// The code each of `threads` threads runs first for M rows: the kernel
+  /// converting its share of A to bf16, then its first row tiles
+  /// (firstTileKernels).
+  void firstReads(int64_t m, int64_t threads, std::vector<ThreadReads> &perThread) const;
+  /// The code of kernel (rows, tail panel) and of A's conversion, for tests.
+  std::pair<const void *, size_t> kernelCode(int rows, bool tailPanel) const {
+    return kernels_[size_t((rows - 1) * 2 + tailPanel)]->generatedCode();
+  }
+  std::pair<const void *, size_t> convertCode() const { return convert_->generatedCode(); }
 
 private:
   GemmF32KernelFn kernel(int rows, bool tailPanel) const {

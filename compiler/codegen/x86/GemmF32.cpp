@@ -72,32 +72,40 @@ void GemmF32::run(const float *a, int64_t m, int64_t lda, float *c, int64_t ldc,
       padColumnInputs(epilogue_.elementwise, n_, panels_ * nr_, columns);
   const int64_t mBlock = mc(m), mBlocks = ceilDiv(m, mBlock);
   const int64_t kBlocks = std::max<int64_t>(1, ceilDiv(k_, kc_));
-  StealingSchedule schedule(mBlocks * panels_, omp_get_max_threads());
+  const int64_t threads = omp_get_max_threads();
+  StealingSchedule schedule(mBlocks * panels_, threads);
+  // The next step's code, a part per item (NextStepPrefetch.h).
+  const NextStepReads *nextStep = NextStepReads::published();
 #pragma omp parallel if (mBlocks * panels_ > 1)
-  schedule.run(omp_get_thread_num(), [&](int64_t item, bool) {
-    const int64_t mb = item / panels_, p = item % panels_;
-    const int64_t rowEnd = std::min(m, (mb + 1) * mBlock), col = p * nr_;
-    const bool tailPanel = n_ - col < nr_;
-    const float *panel = packedB_ + p * k_ * nr_;
-    for (int64_t kb = 0; kb < kBlocks; ++kb) {
-      const int64_t k0 = kb * kc_, row0 = mb * mBlock;
-      // One argument block for the slice's tiles, as in Int8GemmDriver: each
-      // call moves only the row pointers.
-      GemmF32Args args{a + row0 * lda + k0,
-                       panel + k0 * nr_,
-                       c + row0 * ldc + col,
-                       bias_ ? bias_ + col : nullptr,
-                       epilogue_.residual ? residual + row0 * ldr + col : nullptr,
-                       lda,
-                       ldc,
-                       ldr,
-                       std::min(kc_, k_ - k0),
-                       kb > 0,
-                       kb == kBlocks - 1,
-                       columnInputs.empty() ? nullptr : columnInputs.data() + col};
-      runRowTiles(args, row0, rowEnd, mr_, [&](int rows) { return kernel(rows, tailPanel); });
-    }
-  });
+  {
+    NextStepPrefetcher prefetcher(nextStep, omp_get_thread_num(),
+                                  ceilDiv(mBlocks * panels_, threads));
+    schedule.run(omp_get_thread_num(), [&](int64_t item, bool) {
+      prefetcher.advance();
+      const int64_t mb = item / panels_, p = item % panels_;
+      const int64_t rowEnd = std::min(m, (mb + 1) * mBlock), col = p * nr_;
+      const bool tailPanel = n_ - col < nr_;
+      const float *panel = packedB_ + p * k_ * nr_;
+      for (int64_t kb = 0; kb < kBlocks; ++kb) {
+        const int64_t k0 = kb * kc_, row0 = mb * mBlock;
+        // One argument block for the slice's tiles, as in Int8GemmDriver: each
+        // call moves only the row pointers.
+        GemmF32Args args{a + row0 * lda + k0,
+                         panel + k0 * nr_,
+                         c + row0 * ldc + col,
+                         bias_ ? bias_ + col : nullptr,
+                         epilogue_.residual ? residual + row0 * ldr + col : nullptr,
+                         lda,
+                         ldc,
+                         ldr,
+                         std::min(kc_, k_ - k0),
+                         kb > 0,
+                         kb == kBlocks - 1,
+                         columnInputs.empty() ? nullptr : columnInputs.data() + col};
+        runRowTiles(args, row0, rowEnd, mr_, [&](int rows) { return kernel(rows, tailPanel); });
+      }
+    });
+  }
 }
 
 } // namespace octet::x86

@@ -22,8 +22,11 @@
 
 #include "compiler/codegen/HugePages.h"
 #include "compiler/codegen/WeightLayout.h"
+#include "compiler/codegen/StealingSchedule.h"
 #include "compiler/codegen/x86/GemmF32Avx512.h"
+#include "compiler/codegen/x86/NextStepPrefetch.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
@@ -115,6 +118,33 @@ void buildPanelKernels(int mr, int nr, int64_t n, int64_t panels, bool bias,
     }
 }
 
+/// The kernels each of `threads` threads calls first in a run of M rows cut
+/// into mBlock-row blocks over `panels` panels, item (block, panel) = block *
+/// panels + panel taken from the StealingSchedule's ranges: its first item's
+/// first row tile and, where the block ends in a shorter one, that one
+/// (runRowTiles; kernels indexed [rows - 1][tail panel]), for the step before
+/// to prefetch (NextStepPrefetch.h).
+template <typename Kernel>
+void firstTileKernels(int64_t m, int64_t mBlock, int64_t panels, int64_t n, int nr, int mr,
+                      const std::vector<std::unique_ptr<Kernel>> &kernels, int64_t threads,
+                      std::vector<ThreadReads> &perThread) {
+  perThread.assign(size_t(std::max<int64_t>(threads, 0)), ThreadReads());
+  if (m <= 0 || mBlock <= 0)
+    return;
+  const int64_t items = (m + mBlock - 1) / mBlock * panels;
+  for (int64_t t = 0; t < threads; ++t) {
+    const auto [first, end] = StealingSchedule::range(items, threads, t);
+    if (first == end)
+      continue;
+    const int64_t mb = first / panels, p = first % panels;
+    const int64_t rows = std::min(m, (mb + 1) * mBlock) - mb * mBlock;
+    const bool tail = n - p * nr < nr;
+    for (int64_t tileRows : {std::min<int64_t>(mr, rows), rows % mr})
+      if (tileRows >= 1)
+        perThread[size_t(t)].add(kernels[size_t((tileRows - 1) * 2 + tail)]->generatedCode());
+  }
+}
+
 class GemmF32 {
 public:
   /// `packedB` (from packB) and `bias` ([N], or null) are referenced, not
@@ -134,6 +164,15 @@ public:
   int mr() const { return mr_; }
   int nr() const { return nr_; }
   int64_t kc() const { return kc_; }
+  /// The kernels' code each of `threads` threads runs first for M rows
+  /// (firstTileKernels).
+  void firstReads(int64_t m, int64_t threads, std::vector<ThreadReads> &perThread) const {
+    firstTileKernels(m, mc(m), panels_, n_, nr_, mr_, kernels_, threads, perThread);
+  }
+  /// The code of kernel (rows, tail panel), for tests.
+  std::pair<const void *, size_t> kernelCode(int rows, bool tailPanel) const {
+    return kernels_[size_t((rows - 1) * 2 + tailPanel)]->generatedCode();
+  }
 
 private:
   GemmF32KernelFn kernel(int rows, bool tailPanel) const {

@@ -409,11 +409,10 @@ void Int8GemmDriver::firstReads(int64_t m, int64_t threads,
     return;
   const int64_t mBlock = registerTileMBlock(m), mBlocks = ceilDiv(m, mBlock);
   const std::vector<std::pair<int64_t, int64_t>> order = pairOrder(mBlocks, threads);
-  // As StealingSchedule sizes the ranges: the first items % threads hold one more.
-  const int64_t items = int64_t(order.size()), share = items / threads, extra = items % threads;
   const int minLines = rowSplitLines(m);
-  for (int64_t t = 0, first = 0; t < threads; first += share + (t < extra), ++t) {
-    if (share + (t < extra) == 0)
+  for (int64_t t = 0; t < threads; ++t) {
+    const auto [first, end] = StealingSchedule::range(int64_t(order.size()), threads, t);
+    if (first == end)
       continue;
     // The first block's kernels as runRegisterTiles picks them: its tall and
     // short row tiles on the first item's panel, in the block's kernel set.
