@@ -13,7 +13,10 @@ GEMM class (kind and shapes): its share of the steps' time and its efficiency in
 the median and the best over the runs; then all GEMMs together (their summed ops over their
 summed median times, against the same peak) and each run's sampled peak and end-to-end time.
 A shared machine has slow phases (bench/RESULTS.md): the runs are separate processes so that
-one phase does not decide the figure, and the table shows the spread.
+one phase does not decide the figure, and the table shows the spread. Two vCPUs may also sit
+on one core complex or on two (the profile's cache-line handoff between the threads, under or
+over 100 ns, runtime/Ceilings.h): each run's handoff is printed, and where runs of both kinds
+occur, the all-GEMMs median of each.
 """
 import argparse
 import json
@@ -24,6 +27,7 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FAR_HANDOFF_NS = 100  # runtime/Ceilings.h kFarHandoffNs
 
 
 def is_gemm(kind):
@@ -74,7 +78,8 @@ def main():
             seconds = sum(k["median_seconds"] for k in gemms)
             bound_seconds = sum(k["ops"] / (k["gops"] * 1e9) * k["roofline_fraction"] for k in gemms if k["gops"] > 0)
             total.append(bound_seconds / seconds if seconds > 0 else 0)
-            runs.append((c["int8_gops"], c["fp32_gflops"], c["cached_int8_gops"], p["end_to_end_seconds"], ops))
+            runs.append((c["int8_gops"], c["fp32_gflops"], c["cached_int8_gops"], p["end_to_end_seconds"], ops,
+                         c.get("handoff_ns", 0)))
 
     pct = lambda v: f"{100 * v:.1f}"
     print(f"{args.model} at {args.shape}, {args.threads} threads, {args.runs} runs x {args.repeat} repeats; "
@@ -86,8 +91,15 @@ def main():
               f"{' '.join(pct(v) for v in e['eff'])} | {pct(statistics.median(e['eff']))} | {pct(max(e['eff']))} |")
     print(f"| all GEMMs ({runs[0][4] / 1e9:.2f} GOP per run) | | | {' '.join(pct(v) for v in total)} | "
           f"{pct(statistics.median(total))} | {pct(max(total))} |")
-    print("peaks sampled (int8 GOP/s, fp32 GFLOP/s; cached int8) and end to end per run: " +
-          "; ".join(f"{i:.0f} / {f:.0f} ({ci:.0f}), {1e3 * t:.2f} ms" for i, f, ci, t, _ in runs))
+    print("peaks sampled (int8 GOP/s, fp32 GFLOP/s; cached int8), end to end and the threads' "
+          "cache-line handoff per run: " +
+          "; ".join(f"{i:.0f} / {f:.0f} ({ci:.0f}), {1e3 * t:.2f} ms, {h:.0f} ns" for i, f, ci, t, _, h in runs))
+    # Near (one core complex) and far runs apart, where both occurred (0: not measured).
+    near = [v for v, run in zip(total, runs) if 0 < run[5] <= FAR_HANDOFF_NS]
+    far = [v for v, run in zip(total, runs) if run[5] > FAR_HANDOFF_NS]
+    if near and far:
+        print(f"all GEMMs by state: near ({len(near)} runs) median {pct(statistics.median(near))}%, "
+              f"far ({len(far)} runs) median {pct(statistics.median(far))}%")
 
 
 if __name__ == "__main__":
