@@ -2,15 +2,15 @@
 //
 // Every step of a plan runs its own JIT kernels (a GEMM's are generated with
 // its layer's output scale; a LayerNorm's, an attention's per step), and one
-// run of BERT-base streams 85 MB of weights through the caches: by the time a
-// layer comes round again its kernels' code has left L2 and L3, and the
-// step's first kernel call waits on instruction fetches from DRAM, one miss
-// after another. Measured on a Zen 5 at 1 x 128 (rdtsc around every kernel
-// call): each GEMM's first call took 1.6-4.7 us longer than the steady ones.
+// run of BERT-base streams 85 MB of weights through the caches: by the next
+// run a step's kernels' code has left L2 and L3, and its first kernel call
+// waits on instruction fetches from DRAM, one miss after another. Measured on
+// a Zen 5 at 1 x 128 (rdtsc around every kernel call): each GEMM's first call
+// took 1.6-4.7 us longer than the steady ones; with this, the run 0.5-1% less.
 //
 // The executor asks the next step which code each thread of its team runs
-// first (Step::firstReads; Int8GemmDriver::firstReads, KernelGenerator::
-// generatedCode) and publishes that on the thread that runs the steps while
+// first (Step::firstReads; Int8GemmDriver / GemmF32 / GemmBf16::firstReads,
+// KernelGenerator::generatedCode) and publishes that on the thread that runs the steps while
 // the current step runs (NextStepReads::Scope). A step that takes part reads
 // published() before its parallel region and has each thread prefetch its
 // own ranges into L2 a part at a time as its loop advances
