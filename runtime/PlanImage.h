@@ -38,9 +38,9 @@ namespace octet::rt {
 /// expects of the runtime that calls it (8: the INT8 GEMM's compensation is
 /// passed negated; 9: a qlinear's column groups; 10: the VNNI GEMMs' kernel
 /// sets that prefetch into L1; 11: the int8 attention dot kernel reads its
-/// row-group count; 12: the bf16 (vdpbf16ps) one too); a reader rejects any
-/// other.
-constexpr uint32_t kPlanFormatVersion = 12;
+/// row-group count; 12: the bf16 (vdpbf16ps) one too; 13: the FP32 and bf16
+/// GEMM kernels prefetch B, in two sets); a reader rejects any other.
+constexpr uint32_t kPlanFormatVersion = 13;
 
 struct PlanImage {
   std::vector<uint8_t> plan;

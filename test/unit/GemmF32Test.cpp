@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/codegen/x86/GemmF32.h"
+#include "compiler/codegen/x86/KernelGenerator.h"
 #include "compiler/codegen/x86/ProgramEpilogue.h"
 
 #include "test/unit/GemmVariants.h"
@@ -15,6 +16,8 @@
 
 #include <gtest/gtest.h>
 #include <omp.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstring>
@@ -170,6 +173,83 @@ TEST(GemmF32, PackBLayoutBothWeightOrders) {
               << "panel " << p << " k " << kk << " j " << j;
         }
   }
+}
+
+// The kernels prefetch the next B slice, two lines per unrolled K step, into
+// L2 (names ending _pf2) or into L1 and L2 (_pf2l1, AMD hosts' set); an image
+// holds both sets, a JIT driver this host's only. A prefetch address that is
+// null, unmapped or a page without access is never loaded: the results match.
+TEST(GemmF32, KernelsPrefetchTheNextSliceInTwoSets) {
+  GemmF32Avx512Config config{3, 48, 20, true, false, nullptr, 0};
+  EXPECT_EQ(GemmF32Avx512(config).name(), "gemm_f32_avx512_m3n48c20_bias");
+  config.bPrefetchLines = 2;
+  EXPECT_EQ(GemmF32Avx512(config).name(), "gemm_f32_avx512_m3n48c20_bias_pf2");
+  config.bPrefetchToL1 = true;
+  EXPECT_EQ(GemmF32Avx512(config).name(), "gemm_f32_avx512_m3n48c20_bias_pf2l1");
+
+  const int64_t n = 100, k = 40;
+  const std::vector<float> b = octet::test::randomFloats(k * n, 3);
+  PackedWeights packed = packB(b.data(), k, n, WeightLayout::KN);
+  {
+    KernelCodeCapture capture;
+    GemmF32 image(n, k, packed.data());
+    ASSERT_EQ(capture.kernels().size(), size_t(2 * image.mr() * 2));
+    for (size_t i = 0; i < capture.kernels().size(); ++i)
+      EXPECT_EQ(capture.kernels()[i].name.find(i < capture.kernels().size() / 2 ? "_pf2" : "_pf2l1") !=
+                    std::string::npos,
+                true)
+          << capture.kernels()[i].name;
+  }
+  SKIP_WITHOUT_AVX512();
+  GemmF32 jit(n, k, packed.data());
+  EXPECT_NE(jit.kernelCode(1, false).first, nullptr); // the host's set, generated
+
+  const int rows = 3;
+  const std::vector<float> a = octet::test::randomFloats(rows * k, 4),
+                           b48 = octet::test::randomFloats(k * 48, 5);
+  PackedWeights panel = packB(b48.data(), k, 48, WeightLayout::KN); // one panel of 48
+  ASSERT_EQ(GemmF32(48, k, panel.data()).nr(), 48);
+  const long page = sysconf(_SC_PAGESIZE);
+  void *guard = mmap(nullptr, page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(guard, MAP_FAILED);
+  for (bool toL1 : {false, true})
+    for (const void *target : {static_cast<const void *>(nullptr), static_cast<const void *>(guard),
+                               reinterpret_cast<const void *>(uintptr_t(0xdead0000))}) {
+      GemmF32Avx512Config c{rows, 48, 48, false, false, nullptr, 0, 2, toL1};
+      GemmF32Avx512 kernel(c);
+      std::vector<float> got(rows * 48, -1.0f), want(rows * 48, -1.0f);
+      GemmF32Args args{a.data(), panel.data(), got.data(), nullptr, nullptr, k, 48, 0, k, 0, 1,
+                       nullptr, target};
+      kernel.entry<GemmF32KernelFn>()(&args);
+      c.bPrefetchLines = 0;
+      GemmF32Avx512 plain(c);
+      args.c = want.data(), args.bPrefetch = nullptr;
+      plain.entry<GemmF32KernelFn>()(&args);
+      EXPECT_EQ(got, want) << "prefetch target " << target << (toL1 ? ", into L1" : "");
+    }
+  munmap(guard, page);
+}
+
+// The slice after K block kb of panel p: the panel's next block (the last one
+// shorter), else the next panel's first block, panel 0 after the last.
+TEST(GemmF32, NextPanelSlice) {
+  alignas(64) static char packed[4096];
+  // 3 panels of 1000 bytes, K blocks of 300 (the last 100).
+  NextSlice s = nextPanelSlice(packed, 1, 3, 1000, 0, 4, 300, 100);
+  EXPECT_EQ(s.data, packed + 1300);
+  EXPECT_EQ(s.bytes, 300);
+  s = nextPanelSlice(packed, 1, 3, 1000, 2, 4, 300, 100);
+  EXPECT_EQ(s.data, packed + 1900);
+  EXPECT_EQ(s.bytes, 100);
+  s = nextPanelSlice(packed, 1, 3, 1000, 3, 4, 300, 100);
+  EXPECT_EQ(s.data, packed + 2000);
+  EXPECT_EQ(s.bytes, 300);
+  s = nextPanelSlice(packed, 2, 3, 1000, 3, 4, 300, 100);
+  EXPECT_EQ(s.data, packed);
+  EXPECT_EQ(s.bytes, 300);
+  s = nextPanelSlice(packed, 0, 3, 1000, 0, 1, 1000, 1000); // one K block
+  EXPECT_EQ(s.data, packed + 1000);
+  EXPECT_EQ(s.bytes, 1000);
 }
 
 TEST(GemmF32, FirstReadsAreTheFirstRowTilesKernels) {

@@ -195,8 +195,9 @@ TEST(LayerNormQuantize, YInPlaceOfEitherSourceIsTheSame) {
           b.rowScale = quant.mode == Mode::PerRow ? scalesInPlace.data() : nullptr;
           kernel.run(b);
           EXPECT_EQ(std::memcmp(b.y, y.data(), y.size() * sizeof(float)), 0);
-          if (quantized)
+          if (quantized) {
             EXPECT_EQ(qInPlace, q);
+          }
           EXPECT_EQ(scalesInPlace, scales);
         }
       }

@@ -124,7 +124,15 @@ void GemmBf16::run(const float *a, int64_t m, int64_t lda, float *c, int64_t ldc
                          kb > 0,
                          kb == kBlocks - 1,
                          columnInputs.empty() ? nullptr : columnInputs.data() + col};
-        runRowTiles(args, row0, rowEnd, mr_, [&](int rows) { return kernel(rows, tailPanel); });
+        // Pairs of bf16 per K step: a K block of kc elements is kc / 2 pair rows.
+        const int64_t kcBytes = std::min(kc_, k_) * nr_ * 2;
+        const NextSlice next =
+            nextPanelSlice(packedB_, p, panels_, kPairs_ * nr_ * 4, kb, kBlocks, kcBytes,
+                           ceilDiv(k_ - (kBlocks - 1) * kc_, 2) * nr_ * 4);
+        const int64_t perCall = args.k / GemmTileAvx512::kUnroll * kPanelPrefetchLines * 64;
+        runRowTiles(
+            args, row0, rowEnd, mr_, [&](int rows) { return kernel(rows, tailPanel); }, next,
+            perCall);
       }
     });
   }

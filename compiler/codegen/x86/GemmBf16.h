@@ -72,13 +72,13 @@ public:
   void firstReads(int64_t m, int64_t threads, std::vector<ThreadReads> &perThread) const;
   /// The code of kernel (rows, tail panel) and of A's conversion, for tests.
   std::pair<const void *, size_t> kernelCode(int rows, bool tailPanel) const {
-    return kernels_[size_t((rows - 1) * 2 + tailPanel)]->generatedCode();
+    return kernels_[panelKernelIndex(mr_, rows, tailPanel)]->generatedCode();
   }
   std::pair<const void *, size_t> convertCode() const { return convert_->generatedCode(); }
 
 private:
   GemmF32KernelFn kernel(int rows, bool tailPanel) const {
-    return kernelFns_[(rows - 1) * 2 + tailPanel];
+    return kernelFns_[panelKernelIndex(mr_, rows, tailPanel)];
   }
 
   int64_t n_, k_;
@@ -88,7 +88,7 @@ private:
   int nr_, mr_;
   int64_t kc_, panels_, kPairs_, aStride_; // aStride_: bf16 A row stride (K rounded up to 32)
   std::vector<std::unique_ptr<GemmBf16Avx512>> kernels_;
-  std::vector<GemmF32KernelFn> kernelFns_; // [rows - 1][tail panel]
+  std::vector<GemmF32KernelFn> kernelFns_; // [into L1][rows - 1][tail panel]
   std::unique_ptr<AttentionBf16PackKernel> convert_;
   AttentionBf16PackKernel::Fn convertFn_ = nullptr;
 };

@@ -12,7 +12,8 @@ std::string kernelName(const GemmF32Avx512Config &c) {
          std::to_string(c.columns) + gemmEpilogueSuffix(c.bias, c.residual, c.elementwise) +
          (c.elementwise && c.elementwise->columnInputCount()
               ? "_columns" + std::to_string(c.elementwise->columnInputCount())
-              : "");
+              : "") +
+         gemmPrefetchSuffix(c);
 }
 } // namespace
 

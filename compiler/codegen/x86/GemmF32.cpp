@@ -102,7 +102,14 @@ void GemmF32::run(const float *a, int64_t m, int64_t lda, float *c, int64_t ldc,
                          kb > 0,
                          kb == kBlocks - 1,
                          columnInputs.empty() ? nullptr : columnInputs.data() + col};
-        runRowTiles(args, row0, rowEnd, mr_, [&](int rows) { return kernel(rows, tailPanel); });
+        const int64_t kBytes = std::min(kc_, k_) * nr_ * 4;
+        const NextSlice next = nextPanelSlice(packedB_, p, panels_, k_ * nr_ * 4, kb, kBlocks,
+                                              kBytes, (k_ - (kBlocks - 1) * kc_) * nr_ * 4);
+        const int64_t perCall =
+            args.k / GemmTileAvx512::kUnroll * kPanelPrefetchLines * 64; // K steps of floats
+        runRowTiles(
+            args, row0, rowEnd, mr_, [&](int rows) { return kernel(rows, tailPanel); }, next,
+            perCall);
       }
     });
   }

@@ -20,10 +20,12 @@
 #ifndef OCTET_COMPILER_CODEGEN_X86_GEMMF32_H
 #define OCTET_COMPILER_CODEGEN_X86_GEMMF32_H
 
+#include "compiler/codegen/CpuFeatures.h"
 #include "compiler/codegen/HugePages.h"
 #include "compiler/codegen/WeightLayout.h"
 #include "compiler/codegen/StealingSchedule.h"
 #include "compiler/codegen/x86/GemmF32Avx512.h"
+#include "compiler/codegen/x86/KernelGenerator.h"
 #include "compiler/codegen/x86/NextStepPrefetch.h"
 
 #include <algorithm>
@@ -94,28 +96,66 @@ struct GemmF32Epilogue {
   const EpilogueEmitter *elementwise = nullptr; ///< must outlive the GemmF32
 };
 
+/// Lines of the next B slice the FP32 and bf16 kernels prefetch per unrolled
+/// K step (GemmF32Avx512Config::bPrefetchLines). A K step reads NR x 4 bytes of
+/// B (3 lines at NR 48, kUnroll steps per unrolled one): two lines cover the
+/// next slice in the first 6 row tiles of a block.
+constexpr int kPanelPrefetchLines = 2;
+
 /// The tile kernels of a panel GEMM: for rows 1..mr, one for a full panel of
-/// nr columns and one for the last panel (N's tail); `fns` is indexed
-/// [rows - 1][tail panel]. `Kernel`: GemmF32Avx512, or one that replaces its K
-/// step (GemmBf16Avx512), so both drivers generate the same set.
+/// nr columns and one for the last panel (N's tail), each prefetching the next
+/// slice into L2 (prefetcht1) and, a second set, into L1 and L2 (prefetcht0:
+/// AMD hosts, as Int8GemmDriver::prefetchSet picks); `fns` is indexed
+/// [into L1][rows - 1][tail panel] (panelKernelIndex). A JIT driver generates
+/// only this host's set (the other's entries null); an image both
+/// (kernelsForAnImage), so a model.so runs on either vendor. `Kernel`:
+/// GemmF32Avx512, or one that replaces its K step (GemmBf16Avx512), so both
+/// drivers generate the same set.
 template <typename Kernel>
 void buildPanelKernels(int mr, int nr, int64_t n, int64_t panels, bool bias,
                        const GemmF32Epilogue &epilogue,
                        std::vector<std::unique_ptr<Kernel>> &kernels,
                        std::vector<GemmF32KernelFn> &fns) {
   const int tailColumns = n % nr ? int(n % nr) : nr;
-  for (int rows = 1; rows <= mr; ++rows)
-    for (int columns : {nr, tailColumns}) {
-      GemmF32Avx512Config config{rows,
-                                 nr,
-                                 columns,
-                                 bias,
-                                 epilogue.residual,
-                                 epilogue.elementwise,
-                                 panels * nr * int64_t(sizeof(float))};
-      kernels.push_back(std::make_unique<Kernel>(config));
-      fns.push_back(kernels.back()->template entry<GemmF32KernelFn>());
-    }
+  const bool everySet = kernelsForAnImage();
+  for (bool toL1 : {false, true})
+    for (int rows = 1; rows <= mr; ++rows)
+      for (int columns : {nr, tailColumns}) {
+        if (!everySet && toL1 != hostIsAmd()) {
+          kernels.push_back(nullptr), fns.push_back(nullptr);
+          continue;
+        }
+        GemmF32Avx512Config config{rows,
+                                   nr,
+                                   columns,
+                                   bias,
+                                   epilogue.residual,
+                                   epilogue.elementwise,
+                                   panels * nr * int64_t(sizeof(float)),
+                                   kPanelPrefetchLines,
+                                   toL1};
+        kernels.push_back(std::make_unique<Kernel>(config));
+        fns.push_back(kernels.back()->template entry<GemmF32KernelFn>());
+      }
+}
+
+/// Where buildPanelKernels put this host's kernel for `rows` rows (tail: the
+/// last panel's).
+inline size_t panelKernelIndex(int mr, int rows, bool tailPanel) {
+  return size_t(((hostIsAmd() ? mr : 0) + rows - 1) * 2 + tailPanel);
+}
+
+/// The next slice after K block `kb` of panel `p`: the panel's next K block,
+/// else the first block of the next panel (the next item of the thread's
+/// range: after the last panel, the next block's first). Panels are
+/// `panelBytes` apart, K blocks `kcBytes` (the last `lastKBytes`).
+inline NextSlice nextPanelSlice(const void *packed, int64_t p, int64_t panels,
+                                int64_t panelBytes, int64_t kb, int64_t kBlocks, int64_t kcBytes,
+                                int64_t lastKBytes) {
+  const char *base = static_cast<const char *>(packed);
+  if (kb + 1 < kBlocks)
+    return {base + p * panelBytes + (kb + 1) * kcBytes, kb + 2 < kBlocks ? kcBytes : lastKBytes};
+  return {base + (p + 1) % panels * panelBytes, kBlocks > 1 ? kcBytes : lastKBytes};
 }
 
 /// The kernels each of `threads` threads calls first in a run of M rows cut
@@ -141,7 +181,8 @@ void firstTileKernels(int64_t m, int64_t mBlock, int64_t panels, int64_t n, int 
     const bool tail = n - p * nr < nr;
     for (int64_t tileRows : {std::min<int64_t>(mr, rows), rows % mr})
       if (tileRows >= 1)
-        perThread[size_t(t)].add(kernels[size_t((tileRows - 1) * 2 + tail)]->generatedCode());
+        perThread[size_t(t)].add(
+            kernels[panelKernelIndex(mr, int(tileRows), tail)]->generatedCode());
   }
 }
 
@@ -171,12 +212,12 @@ public:
   }
   /// The code of kernel (rows, tail panel), for tests.
   std::pair<const void *, size_t> kernelCode(int rows, bool tailPanel) const {
-    return kernels_[size_t((rows - 1) * 2 + tailPanel)]->generatedCode();
+    return kernels_[panelKernelIndex(mr_, rows, tailPanel)]->generatedCode();
   }
 
 private:
   GemmF32KernelFn kernel(int rows, bool tailPanel) const {
-    return kernelFns_[(rows - 1) * 2 + tailPanel];
+    return kernelFns_[panelKernelIndex(mr_, rows, tailPanel)];
   }
   int64_t mc(int64_t m) const;
 
@@ -187,7 +228,7 @@ private:
   int nr_, mr_;
   int64_t kc_, panels_;
   std::vector<std::unique_ptr<GemmF32Avx512>> kernels_;
-  std::vector<GemmF32KernelFn> kernelFns_; // [rows - 1][tail panel]
+  std::vector<GemmF32KernelFn> kernelFns_; // [into L1][rows - 1][tail panel]
 };
 
 } // namespace octet::x86

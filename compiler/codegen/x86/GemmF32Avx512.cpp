@@ -14,7 +14,8 @@ std::string kernelName(const GemmF32Avx512Config &c) {
          std::to_string(c.columns) + gemmEpilogueSuffix(c.bias, c.residual, c.elementwise) +
          (c.elementwise && c.elementwise->columnInputCount()
               ? "_columns" + std::to_string(c.elementwise->columnInputCount())
-              : "");
+              : "") +
+         gemmPrefetchSuffix(c);
 }
 
 [[maybe_unused]] int scratchNeeded(const EpilogueEmitter *e) {
@@ -33,6 +34,16 @@ GemmF32Avx512::GemmF32Avx512(const GemmF32Avx512Config &config, std::string name
   assert(config.mr >= 1 && config.mr <= maxRows(config.nr, scratchNeeded(config.elementwise)));
 }
 
+std::string gemmPrefetchSuffix(const GemmF32Avx512Config &c) {
+  if (c.bPrefetchLines == 0)
+    return "";
+  return "_pf" + std::to_string(c.bPrefetchLines) + (c.bPrefetchToL1 ? "l1" : "");
+}
+
+void GemmF32Avx512::afterUnrolledSteps() {
+  prefetchLines(regPrefetch_, config_.bPrefetchLines, config_.bPrefetchToL1);
+}
+
 void GemmF32Avx512::kStep(int step) {
   // Padded panel columns are zero, so the B row is loaded unmasked.
   for (int j = 0; j < vectors(); ++j)
@@ -48,6 +59,8 @@ void GemmF32Avx512::generate() {
   preamble();
   loadTile(offsetof(GemmF32Args, k), offsetof(GemmF32Args, b), offsetof(GemmF32Args, a),
            offsetof(GemmF32Args, lda), sizeof(float));
+  if (config_.bPrefetchLines)
+    mov(regPrefetch_, ptr[regArgs_ + offsetof(GemmF32Args, bPrefetch)]);
   kLoop();
 
   // Earlier K blocks left their partial sums in C.

@@ -26,7 +26,15 @@ struct GemmF32Avx512Config {
   const EpilogueEmitter *elementwise = nullptr;
   /// Bytes between the program's per-column inputs (NR-padded rows of floats).
   int64_t columnStride = 0;
+  /// Lines of the next B slice prefetched per unrolled K step from
+  /// GemmF32Args::bPrefetch (0: none), into L1 and L2 (prefetcht0) or L2
+  /// (prefetcht1): the drivers' rule is Int8GemmDriver's (AMD: L1).
+  int bPrefetchLines = 0;
+  bool bPrefetchToL1 = false;
 };
+
+/// The kernel name's suffix for its B prefetch ("" without).
+std::string gemmPrefetchSuffix(const GemmF32Avx512Config &config);
 
 /// Run-time arguments, passed by pointer (System V: rdi). Strides in floats.
 struct GemmF32Args {
@@ -40,15 +48,28 @@ struct GemmF32Args {
   int64_t accumulate;   ///< nonzero: add the C already stored (K blocks > 0)
   int64_t last;         ///< nonzero: last K block, apply the epilogue
   const float *columns; ///< the program's per-column inputs at the panel's first column
+  /// Where the kernel prefetches bPrefetchLines lines per unrolled K step,
+  /// moving on (a prefetch never faults: any address is safe).
+  const void *bPrefetch = nullptr;
 };
 using GemmF32KernelFn = void (*)(const GemmF32Args *);
+
+/// The B bytes a driver reads after the current slice (the next K block's,
+/// or the next panel's first), which its kernels prefetch.
+struct NextSlice {
+  const void *data = nullptr;
+  int64_t bytes = 0;
+};
 
 /// Calls kernelFor(rows)(&args) on the row tiles of [row0, rowEnd), `mr` rows
 /// each (the last fewer), `args` set for row0 and moved down between calls
 /// (A, C and, where present, the residual): the drivers reuse one argument
-/// block per slice rather than fill one per call.
+/// block per slice rather than fill one per call. Each call prefetches
+/// `prefetchBytesPerCall` of `next` after the calls before it.
 template <typename KernelFor>
-void runRowTiles(GemmF32Args args, int64_t row0, int64_t rowEnd, int mr, KernelFor kernelFor) {
+void runRowTiles(GemmF32Args args, int64_t row0, int64_t rowEnd, int mr, KernelFor kernelFor,
+                 const NextSlice &next = {}, int64_t prefetchBytesPerCall = 0) {
+  int64_t prefetched = 0;
   for (int64_t row = row0; row < rowEnd; row += mr) {
     if (row > row0) {
       args.a += mr * args.lda;
@@ -56,6 +77,11 @@ void runRowTiles(GemmF32Args args, int64_t row0, int64_t rowEnd, int mr, KernelF
       if (args.residual)
         args.residual += mr * args.ldr;
     }
+    // The next slice a part per call; once it is covered, the call's own
+    // (L1-resident) slice.
+    args.bPrefetch = prefetched < next.bytes ? static_cast<const char *>(next.data) + prefetched
+                                             : static_cast<const void *>(args.b);
+    prefetched += prefetchBytesPerCall;
     kernelFor(int(std::min<int64_t>(mr, rowEnd - row)))(&args);
   }
 }
@@ -72,10 +98,12 @@ protected:
 
 private:
   void kStep(int step) override;
+  void afterUnrolledSteps() override;
 
   GemmF32Avx512Config config_;
   const Xbyak::Reg64 regBias_ = r12;
   const Xbyak::Reg64 regColumns_ = r13;
+  const Xbyak::Reg64 regPrefetch_ = r15; // GemmF32Args::bPrefetch, moving on
 };
 
 } // namespace octet::x86

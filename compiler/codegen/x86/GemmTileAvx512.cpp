@@ -95,6 +95,17 @@ void GemmTileAvx512::kLoop() {
   L(kDone);
 }
 
+void GemmTileAvx512::prefetchLines(const Xbyak::Reg64 &at, int lines, bool toL1) {
+  for (int line = 0; line < lines; ++line) {
+    if (toL1)
+      prefetcht0(ptr[at + 64 * line]);
+    else
+      prefetcht1(ptr[at + 64 * line]);
+  }
+  if (lines > 0)
+    add(at, 64 * lines);
+}
+
 void GemmTileAvx512::advance(int steps) {
   add(regB_, steps * nr_ * 4);
   for (int g = 0; g < (mr_ + 3) / 4; ++g)

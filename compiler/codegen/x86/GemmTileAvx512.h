@@ -101,6 +101,11 @@ protected:
   virtual void afterUnrolledSteps() {}
   /// Moves B and the A group pointers `steps` K steps on.
   void advance(int steps);
+  /// `lines` cache lines at `at` prefetched into L1 and L2 (prefetcht0) or L2
+  /// (prefetcht1), and `at` moved past them: the next B slice, a part per
+  /// unrolled K step (the weights come from L3 or DRAM, and the hardware
+  /// prefetchers follow the current slice, not the next).
+  void prefetchLines(const Xbyak::Reg64 &at, int lines, bool toL1);
 
   /// Points regRow_ / regLd_ (or `row` / `ld`) at the rows and the byte
   /// stride at these offsets.

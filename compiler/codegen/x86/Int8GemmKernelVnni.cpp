@@ -111,13 +111,7 @@ void Int8GemmKernelVnni::afterUnrolledSteps() {
   // and the hardware prefetchers follow the current B slice, not the next:
   // without this the first row tile of each slice waits on memory (BERT-base
   // GEMMs at M = 128: bench/gemm_u8s8_vnni's cold column).
-  for (int line = 0; line < config_.bPrefetchLines; ++line) {
-    if (config_.bPrefetchToL1)
-      prefetcht0(ptr[regPrefetch_ + 64 * line]);
-    else
-      prefetcht1(ptr[regPrefetch_ + 64 * line]);
-  }
-  add(regPrefetch_, 64 * config_.bPrefetchLines);
+  prefetchLines(regPrefetch_, config_.bPrefetchLines, config_.bPrefetchToL1);
   // In the last K block, one output row per unrolled step: its C lines for
   // writing and its residual lines, so that the epilogue neither waits on them
   // nor on a store's read for ownership (large M: C and the residual are

@@ -488,9 +488,10 @@ TEST(Int8GemmVnni, FirstReadsAreTheFirstBlocksKernels) {
         ASSERT_EQ(reads[t].count, tall == shortRows ? 1 : 2) << what << ": thread " << t;
         EXPECT_EQ(reads[t].ranges[0], gemm.kernel(int(tall), tail, set).generatedCode())
             << what << ": thread " << t;
-        if (tall != shortRows)
+        if (tall != shortRows) {
           EXPECT_EQ(reads[t].ranges[1], gemm.kernel(int(shortRows), tail, set).generatedCode())
               << what << ": thread " << t;
+        }
         first += count;
       }
     }
