@@ -237,7 +237,12 @@ static StepPtr buildLinear(const LinearSpec &spec, GemmProvider provider,
   const ColumnExtras columns = columnExtras(split.rest, spec.extraPerColumn);
   if (jit && columns.fusable && !isIdentity(split.rest)) {
     std::string why;
-    step->fusedEpilogue_ = x86::ProgramEpilogue::create(split.rest, why, columns.perColumn);
+    // A bf16 linear's GELU need not be more accurate than the bf16 rounding of
+    // the operands of the GEMM after it (GeluAccuracy::ForBf16).
+    step->fusedEpilogue_ = x86::ProgramEpilogue::create(
+        split.rest, why, columns.perColumn,
+        step->provider_ == Provider::JitBf16 ? x86::GeluAccuracy::ForBf16
+                                             : x86::GeluAccuracy::Full);
     // Otherwise (pressure, no vector form) the post-pass below applies it.
     if (step->fusedEpilogue_)
       step->columnExtras_ = columns.extras;

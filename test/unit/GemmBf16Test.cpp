@@ -228,6 +228,32 @@ TEST(GemmBf16, FirstReadsAreTheConversionAndTheFirstRowTilesKernels) {
   octet::test::checkFirstReads(gemm, n, k, 2, gemm.convertCode());
 }
 
+// A bf16 linear's GELU (GeluAccuracy::ForBf16) is the fast one at the
+// result's own scale: never doubled (ForRequantize doubles a lone GELU, the
+// requantize dividing it out; an f32 result has none), not marked for a
+// requantized output only, and named in the kernel.
+TEST(GemmBf16, FastGeluForBf16LinearsIsNeverDoubled) {
+  using Op = octet::rt::ElementwiseProgram::Op;
+  octet::rt::ElementwiseProgram gelu;
+  gelu.numInputs = 1;
+  gelu.instrs = {{Op::Input, 0, -1, 0}, {Op::GeluErf, 0, -1, 0}};
+  std::string error;
+  auto requant = ProgramEpilogue::create(gelu, error, {}, octet::x86::GeluAccuracy::ForRequantize);
+  auto bf16 = ProgramEpilogue::create(gelu, error, {}, octet::x86::GeluAccuracy::ForBf16);
+  auto full = ProgramEpilogue::create(gelu, error, {});
+  ASSERT_TRUE(requant && bf16 && full) << error;
+  EXPECT_EQ(requant->resultScale(), 2.0f);
+  EXPECT_TRUE(requant->requantizedOutputOnly());
+  EXPECT_EQ(bf16->resultScale(), 1.0f);
+  EXPECT_FALSE(bf16->requantizedOutputOnly());
+  EXPECT_TRUE(bf16->fastGelu());
+  EXPECT_FALSE(full->fastGelu());
+  GemmF32Avx512Config config{3, 48, 48, true, false, bf16.get(), 0};
+  EXPECT_EQ(GemmBf16Avx512(config).name(), "gemm_bf16_avx512_m3n48c48_bias_elementwise_fastgelu");
+  config.elementwise = full.get();
+  EXPECT_EQ(GemmBf16Avx512(config).name(), "gemm_bf16_avx512_m3n48c48_bias_elementwise");
+}
+
 // The kernels are named for AOT replay and disassembly, and tagged with the
 // ISA they need.
 TEST(GemmBf16, KernelNamesAndIsa) {

@@ -8,12 +8,7 @@ using namespace Xbyak;
 
 namespace {
 std::string kernelName(const GemmF32Avx512Config &c) {
-  return "gemm_bf16_avx512_m" + std::to_string(c.mr) + "n" + std::to_string(c.nr) + "c" +
-         std::to_string(c.columns) + gemmEpilogueSuffix(c.bias, c.residual, c.elementwise) +
-         (c.elementwise && c.elementwise->columnInputCount()
-              ? "_columns" + std::to_string(c.elementwise->columnInputCount())
-              : "") +
-         gemmPrefetchSuffix(c);
+  return "gemm_bf16_avx512" + gemmF32KernelSuffix(c);
 }
 } // namespace
 

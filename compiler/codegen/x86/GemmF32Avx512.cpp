@@ -10,12 +10,7 @@ using namespace Xbyak;
 
 namespace {
 std::string kernelName(const GemmF32Avx512Config &c) {
-  return "gemm_f32_avx512_m" + std::to_string(c.mr) + "n" + std::to_string(c.nr) + "c" +
-         std::to_string(c.columns) + gemmEpilogueSuffix(c.bias, c.residual, c.elementwise) +
-         (c.elementwise && c.elementwise->columnInputCount()
-              ? "_columns" + std::to_string(c.elementwise->columnInputCount())
-              : "") +
-         gemmPrefetchSuffix(c);
+  return "gemm_f32_avx512" + gemmF32KernelSuffix(c);
 }
 
 [[maybe_unused]] int scratchNeeded(const EpilogueEmitter *e) {
@@ -34,10 +29,17 @@ GemmF32Avx512::GemmF32Avx512(const GemmF32Avx512Config &config, std::string name
   assert(config.mr >= 1 && config.mr <= maxRows(config.nr, scratchNeeded(config.elementwise)));
 }
 
-std::string gemmPrefetchSuffix(const GemmF32Avx512Config &c) {
-  if (c.bPrefetchLines == 0)
-    return "";
-  return "_pf" + std::to_string(c.bPrefetchLines) + (c.bPrefetchToL1 ? "l1" : "");
+std::string gemmF32KernelSuffix(const GemmF32Avx512Config &c) {
+  std::string suffix = "_m" + std::to_string(c.mr) + "n" + std::to_string(c.nr) + "c" +
+                       std::to_string(c.columns) +
+                       gemmEpilogueSuffix(c.bias, c.residual, c.elementwise);
+  if (c.elementwise && c.elementwise->columnInputCount())
+    suffix += "_columns" + std::to_string(c.elementwise->columnInputCount());
+  if (c.elementwise && c.elementwise->fastGelu())
+    suffix += "_fastgelu";
+  if (c.bPrefetchLines)
+    suffix += "_pf" + std::to_string(c.bPrefetchLines) + (c.bPrefetchToL1 ? "l1" : "");
+  return suffix;
 }
 
 void GemmF32Avx512::afterUnrolledSteps() {

@@ -33,8 +33,9 @@ struct GemmF32Avx512Config {
   bool bPrefetchToL1 = false;
 };
 
-/// The kernel name's suffix for its B prefetch ("" without).
-std::string gemmPrefetchSuffix(const GemmF32Avx512Config &config);
+/// A kernel's name after its family ("gemm_f32_avx512", "gemm_bf16_avx512"):
+/// tile, epilogue, column inputs, fast GELU, B prefetch.
+std::string gemmF32KernelSuffix(const GemmF32Avx512Config &config);
 
 /// Run-time arguments, passed by pointer (System V: rdi). Strides in floats.
 struct GemmF32Args {

@@ -53,6 +53,9 @@ public:
   virtual std::vector<float> constants() const { return {}; }
   /// Its math is accurate enough only for a result requantized to u8/s8.
   virtual bool requantizedOutputOnly() const { return false; }
+  /// Computes a fast GELU (VectorMath::geluErfFast / geluTanhFast): part of a
+  /// kernel's name.
+  virtual bool fastGelu() const { return false; }
   /// emit() leaves the result times this power of two, which the GEMM's
   /// requantize divides out (only where requantizedOutputOnly()).
   virtual float resultScale() const { return 1.0f; }

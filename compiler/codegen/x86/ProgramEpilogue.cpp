@@ -23,7 +23,7 @@ bool isCommutative(Op op) {
 }
 
 bool toUnaryOp(Op op, GeluAccuracy gelu, UnaryOp &out) {
-  const bool fast = gelu == GeluAccuracy::ForRequantize;
+  const bool fast = gelu != GeluAccuracy::Full;
   switch (op) {
   case Op::Neg:
     out = UnaryOp::Neg;
@@ -151,9 +151,9 @@ std::string ProgramLowering::plan(const rt::ElementwiseProgram &source, bool inp
   if (program.instrs.empty()) // identity
     program.instrs.push_back({Op::Input, 0, -1, 0});
   const int n = int(program.instrs.size());
-  // A requantized result takes the fast GELU also where the program spells
-  // it out; the erf and friends it replaces are dead below.
-  if (gelu == GeluAccuracy::ForRequantize)
+  // A requantized (or bf16-bound) result takes the fast GELU also where the
+  // program spells it out; the erf and friends it replaces are dead below.
+  if (gelu != GeluAccuracy::Full)
     for (int i = 0; i < n; ++i)
       if (const int x = decomposedGeluErf(program, i); x >= 0)
         program.instrs[i] = {Op::GeluErf, x, -1, 0};
@@ -445,6 +445,7 @@ std::unique_ptr<ProgramEpilogue> ProgramEpilogue::create(const rt::ElementwisePr
   error = e->lowering_.plan(program, true, kMaxEpilogueScratch + 1, gelu);
   if (!error.empty())
     return nullptr;
+  e->forBf16_ = gelu == GeluAccuracy::ForBf16;
   e->scratch_ = e->lowering_.extraValueRegisters() + e->lowering_.tempRegisters();
   // Dry run: the constants VectorMath asks for, in the order it asks.
   Xbyak::CodeGenerator dry(64 * 1024);

@@ -107,12 +107,14 @@ public:
   /// `error` set when the program reads another input besides 0, does not fit
   /// kMaxEpilogueScratch scratch registers or has an op without a vector form.
   /// GeluAccuracy::ForRequantize: only for a GEMM that requantizes its result
-  /// (checkInt8Epilogue rejects it with an f32 output).
+  /// (checkInt8Epilogue rejects it with an f32 output); ForBf16: for a bf16
+  /// linear's f32 result (never doubled).
   static std::unique_ptr<ProgramEpilogue> create(const rt::ElementwiseProgram &program,
                                                  std::string &error,
                                                  const std::vector<bool> &perColumn = {},
                                                  GeluAccuracy gelu = GeluAccuracy::Full);
-  bool requantizedOutputOnly() const override { return lowering_.usesFastGelu(); }
+  bool requantizedOutputOnly() const override { return lowering_.usesFastGelu() && !forBf16_; }
+  bool fastGelu() const override { return lowering_.usesFastGelu(); }
   float resultScale() const override { return lowering_.resultScale(); }
 
   int scratchZmmCount() const override { return scratch_; }
@@ -129,6 +131,7 @@ private:
                                  const std::vector<Xbyak::Zmm> &scratch, const Xbyak::Label &label,
                                  const ColumnInput &column) const;
   ProgramLowering lowering_;
+  bool forBf16_ = false; ///< planned with GeluAccuracy::ForBf16
   int scratch_ = 0;
   int columnInputs_ = 0;
   std::vector<int> columnOf_; ///< per program input: its column input, or -1

@@ -88,8 +88,12 @@ enum class UnaryOp {
   GeluTanhFast
 };
 /// Which GELUs a lowered program uses: Full, the few-ulp geluErf / geluTanh;
-/// ForRequantize, geluErfFast / geluTanhFast, for a result rounded to u8/s8.
-enum class GeluAccuracy { Full, ForRequantize };
+/// ForRequantize, geluErfFast / geluTanhFast, for a result rounded to u8/s8
+/// (and computed doubled where that saves an instruction); ForBf16, the same
+/// fast GELUs at the result's own scale, for an f32 result of a --precision
+/// bf16 linear (its consumers' operands are rounded to bf16, 2^-9 relative,
+/// far beyond the fast GELU's 8e-5 max(1, |x|)).
+enum class GeluAccuracy { Full, ForRequantize, ForBf16 };
 /// Pool registers `op` needs (zmm, opmask).
 int zmmScratchFor(UnaryOp op);
 int maskScratchFor(UnaryOp op);
