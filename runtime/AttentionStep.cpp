@@ -895,7 +895,7 @@ private:
       add(k);
     add(tileKernel_), add(dotKernel_), add(keysKernel_);
     add(softmaxKernel_), add(unmaskedSoftmaxKernel_), add(quantizeKernel_);
-    reads.perThread.assign(size_t(std::max<int64_t>(threads, 0)), code);
+    reads.sameForAll(threads, code);
   }
 
   AttentionSpec spec_;

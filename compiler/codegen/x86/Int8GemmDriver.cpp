@@ -417,13 +417,12 @@ void Int8GemmDriver::firstReads(int64_t m, int64_t threads,
     // The first block's kernels as runRegisterTiles picks them: its tall and
     // short row tiles on the first item's panel, in the block's kernel set.
     const auto [mb, p] = order[size_t(first)];
-    const int64_t rows = std::min(m, (mb + 1) * mBlock) - mb * mBlock;
-    const int64_t tiles = ceilDiv(rows, mr_);
-    const int set = prefetchSet(tiles, std::min(kc_, k_), minLines, hostIsAmd());
+    const BlockTiles block =
+        blockTiles(std::min(m, (mb + 1) * mBlock) - mb * mBlock, std::min(kc_, k_), minLines);
     const bool tailPanel = n_ - p * nr_ < nr_;
-    for (int64_t tileRows : {ceilDiv(rows, tiles), rows / tiles})
+    for (int64_t tileRows : {block.shortRows + (block.tall > 0), block.shortRows})
       if (tileRows >= 1)
-        if (const auto &kernel = kernels_[kernelIndex(int(tileRows), tailPanel, set)])
+        if (const auto &kernel = kernels_[kernelIndex(int(tileRows), tailPanel, block.set)])
           perThread[size_t(t)].add(kernel->generatedCode());
   }
 }
@@ -490,12 +489,10 @@ Int8GemmRunStats Int8GemmDriver::runRegisterTiles(const Call &r, Invoke invoke) 
         // The block's rows in equal tiles (128 rows at MR 9: 8 x 9 + 7 x 8,
         // not 14 x 9 + 2): a 2-row tile has too few accumulators to hide
         // vpdpbusd's latency.
-        const int64_t tiles = ceilDiv(rowEnd - rowBegin, mr_);
-        const int set = prefetchSet(tiles, len, minLines, hostIsAmd());
+        const auto [tiles, shortRows, tallTiles, set] =
+            blockTiles(rowEnd - rowBegin, len, minLines);
         const int64_t linesPerCall = kGroups / GemmTileAvx512::kUnroll * paces_[set];
         int64_t prefetched = 0;
-        const int64_t shortRows = (rowEnd - rowBegin) / tiles;
-        const int64_t tallTiles = (rowEnd - rowBegin) % tiles;
         // One argument block for the slice's tiles: each call changes only
         // the row-dependent fields (a few stores, not the whole block).
         Int8GemmVnniArgs args = tileArgs<Int8GemmVnniArgs>(r, rowBegin, col);

@@ -226,6 +226,17 @@ public:
   /// (rowSplitLines); `toL1`: its twin that prefetches into L1 and L2 (the
   /// runs pass hostIsAmd()) (the rule is in its definition).
   int prefetchSet(int64_t tiles, int64_t kBytes, int minLines = 0, bool toL1 = false) const;
+  /// RegisterTile: how a block of `rows` rows over `kBytes` of K runs: its
+  /// equal row tiles (the first `tall` of shortRows + 1 rows, the rest of
+  /// shortRows) and this host's kernel set for them (prefetchSet).
+  struct BlockTiles {
+    int64_t tiles, shortRows, tall;
+    int set;
+  };
+  BlockTiles blockTiles(int64_t rows, int64_t kBytes, int minLines) const {
+    const int64_t tiles = (rows + mr_ - 1) / mr_;
+    return {tiles, rows / tiles, rows % tiles, prefetchSet(tiles, kBytes, minLines, hostIsAmd())};
+  }
   /// RegisterTile: the code each of `threads` threads runs first in a run of
   /// M rows (the kernels of its schedule range's first block's row tiles), for
   /// the step before to prefetch (NextStepPrefetch.h); AMX: nothing

@@ -23,11 +23,8 @@ void ThreadReads::add(std::pair<const void *, size_t> range) {
   ranges[count++] = range;
 }
 
-size_t ThreadReads::bytes() const {
-  size_t total = 0;
-  for (int i = 0; i < count; ++i)
-    total += ranges[i].second;
-  return total;
+void NextStepReads::sameForAll(int64_t threads, const ThreadReads &reads) {
+  perThread.assign(size_t(std::max<int64_t>(threads, 0)), reads);
 }
 
 void NextStepReads::sameForAll(int64_t threads,
@@ -35,7 +32,7 @@ void NextStepReads::sameForAll(int64_t threads,
   ThreadReads reads;
   for (const auto &range : ranges)
     reads.add(range);
-  perThread.assign(size_t(std::max<int64_t>(threads, 0)), reads);
+  sameForAll(threads, reads);
 }
 
 const NextStepReads *NextStepReads::published() { return publishedReads; }

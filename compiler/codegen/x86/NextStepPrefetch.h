@@ -42,7 +42,6 @@ struct ThreadReads {
   int count = 0;
   /// Adds a range unless it is empty, already the last one, or there is no room.
   void add(std::pair<const void *, size_t> range);
-  size_t bytes() const;
 };
 
 /// The first reads of the next step, per thread of its team (by OpenMP thread
@@ -52,6 +51,7 @@ struct NextStepReads {
 
   /// Every thread of a `threads` team reads the same `ranges` (the kernels of
   /// a step whose threads all run the same code).
+  void sameForAll(int64_t threads, const ThreadReads &reads);
   void sameForAll(int64_t threads, std::initializer_list<std::pair<const void *, size_t>> ranges);
 
   /// What the executor published on the calling thread, or null.

@@ -211,6 +211,18 @@ INSTANTIATE_TEST_SUITE_P(OddShapes, Int8GemmVnniShapes,
 // hosts 4 MiB, on the second kernel set), the panels otherwise; at a long K
 // each thread takes whole L2-sized blocks. The results match the reference on
 // both sides of the threshold.
+/// A K x N weight of ones packed for the VNNI kernels, and parameters with a
+/// unit scale: for the tests of the schedule, which look at blocking, not values.
+PackedInt8 packedOnes(int64_t k, int64_t n) {
+  const std::vector<int8_t> b(size_t(k * n), 1);
+  return packInt8(octet::PackIsa::Avx512Vnni, b.data(), k, n, WeightLayout::KN);
+}
+Int8GemmParams unitScale() {
+  Int8GemmParams params;
+  params.wScale = {1.0f};
+  return params;
+}
+
 TEST(Int8GemmVnni, RowsSplitOverTheTeamOnlyWhereEachThreadHasEnoughTiles) {
   SKIP_WITHOUT_VNNI();
   struct Case {
@@ -225,12 +237,8 @@ TEST(Int8GemmVnni, RowsSplitOverTheTeamOnlyWhereEachThreadHasEnoughTiles) {
     const bool rowSplit =
         c.enoughTiles &&
         (small || (c.k * c.n <= Int8GemmDriver::kRowSplitBigWeightBytesAmd && hostIsAmd()));
-    std::vector<int8_t> b(c.k * c.n, 1);
-    const PackedInt8 packed =
-        packInt8(octet::PackIsa::Avx512Vnni, b.data(), c.k, c.n, WeightLayout::KN);
-    Int8GemmParams params;
-    params.wScale = {1.0f};
-    Int8GemmDriver gemm(packed, params);
+    const PackedInt8 packed = packedOnes(c.k, c.n);
+    Int8GemmDriver gemm(packed, unitScale());
     const std::string what = std::to_string(c.m) + "x" + std::to_string(c.n) + "x" +
                              std::to_string(c.k) + " MR " + std::to_string(gemm.mr());
     EXPECT_EQ(gemm.kernel(gemm.mr(), false).config().bPrefetchLines, small ? 2 : 1) << what;
@@ -451,12 +459,8 @@ TEST(Int8GemmVnni, FirstReadsAreTheFirstBlocksKernels) {
   };
   for (const Case c : {Case{108, 768, 768}, Case{108, 3072, 768}, Case{113, 100, 770},
                        Case{1, 768, 768}, Case{7, 40, 64}, Case{300, 96, 128}}) {
-    std::vector<int8_t> b(c.k * c.n, 1);
-    const PackedInt8 packed =
-        packInt8(octet::PackIsa::Avx512Vnni, b.data(), c.k, c.n, WeightLayout::KN);
-    Int8GemmParams params;
-    params.wScale = {1.0f};
-    Int8GemmDriver gemm(packed, params);
+    const PackedInt8 packed = packedOnes(c.k, c.n);
+    Int8GemmDriver gemm(packed, unitScale());
     const int64_t panels = (c.n + gemm.nr() - 1) / gemm.nr();
     for (int threads : {1, 2, 3}) {
       ThreadCount team(threads);
