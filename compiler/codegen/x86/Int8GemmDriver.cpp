@@ -380,25 +380,34 @@ int64_t Int8GemmDriver::registerTileMBlock(int64_t m) const {
   return ceilDiv(m, blocks);
 }
 
+std::pair<int64_t, int64_t> Int8GemmDriver::pairAt(int64_t index, int64_t mBlocks,
+                                                   int64_t threads) const {
+  const int64_t groups = params_.columnGroups, groupPanels = panels_ / groups;
+  // Groups whose columns the panels do not divide (or a team of one) keep the
+  // row-major order: no share of a group would be whole panels.
+  if (groups <= 1 || threads <= 1 || (n_ / groups) % nr_ != 0)
+    return {index / panels_, index % panels_};
+  // Thread t's part: its share [t gp / T, (t + 1) gp / T) of every group's
+  // gp panels, for every M block; the parts before it hold
+  // mBlocks x groups x (t gp / T) pairs. A thread whose share is empty has
+  // an empty part, which the search steps over.
+  auto partStart = [&](int64_t t) { return mBlocks * groups * (t * groupPanels / threads); };
+  int64_t t = 0;
+  while (t + 1 < threads && partStart(t + 1) <= index)
+    ++t;
+  const int64_t first = t * groupPanels / threads;
+  const int64_t share = (t + 1) * groupPanels / threads - first;
+  const int64_t at = index - partStart(t);
+  const int64_t inBlock = at % (groups * share);
+  return {at / (groups * share), inBlock / share * groupPanels + first + inBlock % share};
+}
+
 std::vector<std::pair<int64_t, int64_t>> Int8GemmDriver::pairOrder(int64_t mBlocks,
                                                                    int64_t threads) const {
   std::vector<std::pair<int64_t, int64_t>> order;
   order.reserve(size_t(mBlocks * panels_));
-  const int64_t groups = params_.columnGroups, groupPanels = panels_ / groups;
-  // Groups whose columns the panels do not divide (or a team of one) keep the
-  // row-major order: no share of a group would be whole panels.
-  if (groups <= 1 || threads <= 1 || (n_ / groups) % nr_ != 0) {
-    for (int64_t mb = 0; mb < mBlocks; ++mb)
-      for (int64_t p = 0; p < panels_; ++p)
-        order.emplace_back(mb, p);
-    return order;
-  }
-  for (int64_t t = 0; t < threads; ++t)
-    for (int64_t mb = 0; mb < mBlocks; ++mb)
-      for (int64_t g = 0; g < groups; ++g)
-        for (int64_t p = g * groupPanels + t * groupPanels / threads;
-             p < g * groupPanels + (t + 1) * groupPanels / threads; ++p)
-          order.emplace_back(mb, p);
+  for (int64_t i = 0; i < mBlocks * panels_; ++i)
+    order.push_back(pairAt(i, mBlocks, threads));
   return order;
 }
 
@@ -408,15 +417,14 @@ void Int8GemmDriver::firstReads(int64_t m, int64_t threads,
   if (family_.schedule != Int8GemmSchedule::RegisterTile || m <= 0 || threads < 1)
     return;
   const int64_t mBlock = registerTileMBlock(m), mBlocks = ceilDiv(m, mBlock);
-  const std::vector<std::pair<int64_t, int64_t>> order = pairOrder(mBlocks, threads);
   const int minLines = rowSplitLines(m);
   for (int64_t t = 0; t < threads; ++t) {
-    const auto [first, end] = StealingSchedule::range(int64_t(order.size()), threads, t);
+    const auto [first, end] = StealingSchedule::range(mBlocks * panels_, threads, t);
     if (first == end)
       continue;
     // The first block's kernels as runRegisterTiles picks them: its tall and
     // short row tiles on the first item's panel, in the block's kernel set.
-    const auto [mb, p] = order[size_t(first)];
+    const auto [mb, p] = pairAt(first, mBlocks, threads);
     const BlockTiles block =
         blockTiles(std::min(m, (mb + 1) * mBlock) - mb * mBlock, std::min(kc_, k_), minLines);
     const bool tailPanel = n_ - p * nr_ < nr_;
@@ -442,8 +450,8 @@ Int8GemmRunStats Int8GemmDriver::runRegisterTiles(const Call &r, Invoke invoke) 
   // schedule(static)'s ranges of (M block, panel) pairs, row-major, their
   // tails taken by the threads that finish first.
   const int64_t threads = omp_get_max_threads();
-  const std::vector<std::pair<int64_t, int64_t>> order = pairOrder(mBlocks, threads);
-  StealingSchedule schedule(mBlocks * panels_, threads);
+  const int64_t items = mBlocks * panels_;
+  StealingSchedule schedule(items, threads);
   // The next step's code, a part per item (NextStepPrefetch.h).
   const NextStepReads *nextStep = NextStepReads::published();
 #pragma omp parallel if (mBlocks * panels_ > 1) reduction(+ : calls, fewTilesCalls, stolenPairs)
@@ -456,7 +464,7 @@ Int8GemmRunStats Int8GemmDriver::runRegisterTiles(const Call &r, Invoke invoke) 
       partial.resize(mBlock * nr_);
     schedule.run(thread, [&](int64_t item, bool stolen) {
       prefetcher.advance();
-      const auto [mb, p] = order[size_t(item)];
+      const auto [mb, p] = pairAt(item, mBlocks, threads);
       stolenPairs += stolen;
       const int64_t rowBegin = mb * mBlock, rowEnd = std::min(m, rowBegin + mBlock);
       const int64_t col = p * nr_;
@@ -477,12 +485,12 @@ Int8GemmRunStats Int8GemmDriver::runRegisterTiles(const Call &r, Invoke invoke) 
         const bool stealsBefore = stolen && kb == kBlocks - 1 && item > 0;
         // The next item's panel where the order is not the panels' (groups).
         const int64_t nextItem = stealsBefore ? item - 1 : item + 1;
-        const bool orderJumps = params_.columnGroups > 1 && kb == kBlocks - 1 &&
-                                nextItem < int64_t(order.size()) &&
-                                order[size_t(nextItem)].second != p + (stealsBefore ? -1 : 1);
-        const int8_t *next = stealsBefore || orderJumps
-                                 ? packed_.data + order[size_t(nextItem)].second * panelBytes_
-                                 : b + sliceBytes;
+        const bool grouped = params_.columnGroups > 1 && kb == kBlocks - 1 && nextItem < items;
+        const int64_t nextPanel =
+            stealsBefore || grouped ? pairAt(nextItem, mBlocks, threads).second : p + 1;
+        const bool orderJumps = grouped && nextPanel != p + (stealsBefore ? -1 : 1);
+        const int8_t *next =
+            stealsBefore || orderJumps ? packed_.data + nextPanel * panelBytes_ : b + sliceBytes;
         const int64_t nextBytes =
             stealsBefore ? ceilDiv(std::min(kc_, k_), granule) * granule * nr_
                          : std::min<int64_t>(sliceBytes, packed_.data + packed_.bytes - next);

@@ -209,6 +209,9 @@ public:
   /// without column groups, else thread t's share of every group's panels,
   /// for every M block, before thread t + 1's (Int8GemmParams::columnGroups).
   std::vector<std::pair<int64_t, int64_t>> pairOrder(int64_t mBlocks, int64_t threads) const;
+  /// The pair at `index` of pairOrder(mBlocks, threads), computed: the runs
+  /// and firstReads take their items from it without building the order.
+  std::pair<int64_t, int64_t> pairAt(int64_t index, int64_t mBlocks, int64_t threads) const;
   /// The paces (lines of B prefetched per unrolled K step) of the kernel
   /// sets generated, ascending: this driver's own first, then faster ones
   /// for blocks of few row tiles (RegisterTile; AMX: its one set); on

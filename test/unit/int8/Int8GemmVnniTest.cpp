@@ -336,6 +336,10 @@ TEST(Int8GemmVnni, ColumnGroupsSplitEachGroupsPanelsOverTheTeam) {
                                             {1, 1},
                                             {1, 3},
                                             {1, 5}}));
+  // More threads than a group's panels: the threads whose share is empty
+  // (0 and 2 of 4; 0 of 3) take no part; the rest take the same pairs.
+  for (int threads : {3, 4})
+    EXPECT_EQ(grouped.pairOrder(2, threads), grouped.pairOrder(2, 2)) << threads << " threads";
   EXPECT_EQ(grouped.pairOrder(1, 1), plain.pairOrder(1, 1));
   EXPECT_EQ(plain.pairOrder(1, 2), (Order{{0, 0}, {0, 1}, {0, 2}, {0, 3}, {0, 4}, {0, 5}}));
   for (int threads : {1, 2, 3, 4}) {
