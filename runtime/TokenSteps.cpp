@@ -105,6 +105,9 @@ Status checkRows(const Step &step, const ExecContext &ctx, TensorId in, TensorId
   return {};
 }
 
+/// Below this many bytes a row move stays on one thread (a fork costs more).
+constexpr int64_t kParallelBytes = 128 * 1024;
+
 /// pack_tokens (padded [batch, seq, …] → rows) and unpack_tokens (rows →
 /// padded, 0 at padding): one row move, in either direction.
 class TokenRowsStep final : public Step {
@@ -142,6 +145,10 @@ public:
       return {};
     }
     const int64_t *rowOf = layout.rowOf();
+    // Both threads move rows: at 32 sentences of BERT-base (3.7 MB padded)
+    // one thread took 0.17 ms. A static split of the positions splits the
+    // rows in the order the row-wise steps around it split theirs.
+#pragma omp parallel for schedule(static) if (positions * int64_t(rowBytes) >= kParallelBytes)
     for (int64_t p = 0; p < positions; ++p) {
       const int64_t r = rowOf[p];
       if (r >= 0 && r < rows)

@@ -140,10 +140,10 @@ TEST(TokenLayout, OtherMasksAreLeftAlone) {
             TokenMode::Padded);
 }
 
-/// token_layout(mask) → pack(x) → +1 → unpack, on [B, S, 2] inputs.
+/// token_layout(mask) → pack(x) → +1 → unpack, on [B, S, width] inputs.
 struct PackPlan {
   Plan plan;
-  PackPlan() {
+  explicit PackPlan(int64_t width = 2) {
     Scalar batch, seq, packed;
     batch.kind = seq.kind = Scalar::Kind::InputDim;
     batch.input = seq.input = 0, batch.dim = 0, seq.dim = 1;
@@ -154,7 +154,7 @@ struct PackPlan {
       plan.scalars.push_back(s);
       return ScalarId(plan.scalars.size() - 1);
     };
-    ScalarId one = constant(1), two = constant(2), five = constant(5);
+    ScalarId one = constant(1), two = constant(width), five = constant(5);
     auto arith = [&](Scalar::Kind kind, ScalarId a, ScalarId b) {
       Scalar s;
       s.kind = kind, s.a = a, s.b = b;
@@ -180,7 +180,7 @@ struct PackPlan {
       ScalarId bytes = dtype == DType::I64 ? arith(Scalar::Kind::Mul, shape[0], constant(8))
                                            : arith(Scalar::Kind::Mul,
                                                    arith(Scalar::Kind::Mul, shape[0], shape[1]),
-                                                   constant(8));
+                                                   constant(4 * width));
       plan.arenaSlots.push_back(bytes);
       return tensor(dtype, shape, Storage::Arena, int(plan.arenaSlots.size() - 1));
     };
@@ -193,9 +193,10 @@ struct PackPlan {
     plan.tensors[packedX].shape = {packedBatch, packedSeq, two};
     plusOne = slot({0, 1, two}, DType::F32);
     plan.tensors[plusOne].shape = {packedBatch, packedSeq, two};
-    IoInfo in0{"x", DType::F32, {-1, -1, 2}, {}, x}, in1{"mask", DType::F32, {-1, 1, 1, -1}, {}, mask};
+    IoInfo in0{"x", DType::F32, {-1, -1, width}, {}, x},
+        in1{"mask", DType::F32, {-1, 1, 1, -1}, {}, mask};
     plan.inputs = {in0, in1};
-    plan.outputs = {IoInfo{"out", DType::F32, {-1, -1, 2}, {}, out}};
+    plan.outputs = {IoInfo{"out", DType::F32, {-1, -1, width}, {}, out}};
     plan.steps.push_back(makeTokenLayout({mask}, 0, 1, layout));
     plan.steps.push_back(makePackTokens(x, layout, packedX));
     auto add = std::make_unique<test::AddConstantStep>(1.0f);
@@ -207,33 +208,43 @@ struct PackPlan {
   TensorId x, mask, out, layout, packedX, plusOne;
 };
 
+// Narrow rows move on one thread; rows of 16 KiB (196 KiB in all) on the team.
 TEST(TokenLayout, ExecutorRunsRowStepsOnPackedRows) {
-  PackPlan p;
-  ASSERT_TRUE(validatePlan(p.plan).ok());
-  const int64_t batch = 3, seq = 4;
-  std::vector<float> x(batch * seq * 2), mask = keyPadding({4, 1, 2}, seq, -1e4f);
-  for (size_t i = 0; i < x.size(); ++i)
-    x[i] = float(i);
-  std::vector<RunTensor> inputs(2), outputs(1);
-  inputs[0].data = x.data(), inputs[0].dtype = DType::F32, inputs[0].rank = 3;
-  inputs[0].dims[0] = batch, inputs[0].dims[1] = seq, inputs[0].dims[2] = 2;
-  inputs[1].data = mask.data(), inputs[1].dtype = DType::F32, inputs[1].rank = 4;
-  inputs[1].dims[0] = batch, inputs[1].dims[1] = 1, inputs[1].dims[2] = 1, inputs[1].dims[3] = seq;
-  RunProfile profile;
-  Status status = execute(p.plan, inputs, outputs, nullptr, &profile);
-  ASSERT_TRUE(status.ok()) << status.message();
-  // The row step saw the 7 real tokens only.
-  EXPECT_NE(profile.stepWork[2].shapes.find("[1, 7, 2]"), std::string::npos)
-      << profile.stepWork[2].shapes;
-  const float *out = static_cast<const float *>(outputs[0].data);
-  const int64_t lengths[3] = {4, 1, 2};
-  for (int64_t b = 0; b < batch; ++b)
-    for (int64_t s = 0; s < seq; ++s)
-      for (int64_t c = 0; c < 2; ++c) {
-        int64_t i = (b * seq + s) * 2 + c;
-        EXPECT_EQ(out[i], s < lengths[b] ? x[i] + 1.0f : 0.0f) << b << "," << s << "," << c;
-      }
-  std::free(outputs[0].data);
+  for (int64_t width : {int64_t(2), int64_t(4096)}) {
+    PackPlan p(width);
+    ASSERT_TRUE(validatePlan(p.plan).ok());
+    const int64_t batch = 3, seq = 4;
+    std::vector<float> x(batch * seq * width), mask = keyPadding({4, 1, 2}, seq, -1e4f);
+    for (size_t i = 0; i < x.size(); ++i)
+      x[i] = float(i);
+    std::vector<RunTensor> inputs(2), outputs(1);
+    inputs[0].data = x.data(), inputs[0].dtype = DType::F32, inputs[0].rank = 3;
+    inputs[0].dims[0] = batch, inputs[0].dims[1] = seq, inputs[0].dims[2] = width;
+    inputs[1].data = mask.data(), inputs[1].dtype = DType::F32, inputs[1].rank = 4;
+    inputs[1].dims[0] = batch, inputs[1].dims[1] = 1, inputs[1].dims[2] = 1,
+    inputs[1].dims[3] = seq;
+    RunProfile profile;
+    Status status = execute(p.plan, inputs, outputs, nullptr, &profile);
+    ASSERT_TRUE(status.ok()) << status.message();
+    // The row step saw the 7 real tokens only.
+    EXPECT_NE(profile.stepWork[2].shapes.find("[1, 7, " + std::to_string(width) + "]"),
+              std::string::npos)
+        << profile.stepWork[2].shapes;
+    const float *out = static_cast<const float *>(outputs[0].data);
+    const int64_t lengths[3] = {4, 1, 2};
+    int64_t wrong = 0;
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t s = 0; s < seq; ++s)
+        for (int64_t c = 0; c < width; ++c) {
+          int64_t i = (b * seq + s) * width + c;
+          const float want = s < lengths[b] ? x[i] + 1.0f : 0.0f;
+          if (out[i] != want && ++wrong <= 5)
+            ADD_FAILURE() << "width " << width << " at " << b << "," << s << "," << c << ": "
+                          << out[i] << ", want " << want;
+        }
+    EXPECT_EQ(wrong, 0) << "width " << width;
+    std::free(outputs[0].data);
+  }
 }
 
 } // namespace
