@@ -321,6 +321,9 @@ struct SpecWriter {
   }
   void operator()(const recipe::PackTokens &r) { w.i32(r.in), w.i32(r.layout), w.i32(r.out); }
   void operator()(const recipe::UnpackTokens &r) { w.i32(r.in), w.i32(r.layout), w.i32(r.out); }
+  void operator()(const recipe::EmbeddingSum &r) {
+    w.vec(r.tables), w.vec(r.indices), w.i32(r.layout), w.i32(r.out);
+  }
   void operator()(const recipe::Copy &r) { w.i32(r.in), w.i32(r.out); }
   void operator()(const recipe::Concat &r) { w.vec(r.ins), w.i32(r.axis), w.i32(r.out); }
   void operator()(const recipe::Reduce &r) { w.u8(uint8_t(r.kind)), w.i32(r.in), w.vec(r.axes), w.i32(r.out); }
@@ -631,6 +634,12 @@ struct SpecReader {
       t.in = r.i32(), t.layout = r.i32(), t.out = r.i32();
       return t;
     }
+    case 26: {
+      EmbeddingSum e{};
+      e.tables = r.vec<TensorId>(), e.indices = r.vec<TensorId>();
+      e.layout = r.i32(), e.out = r.i32();
+      return e;
+    }
     }
     if (r.error.empty())
       r.error = "unknown step recipe " + std::to_string(index);
@@ -638,7 +647,7 @@ struct SpecReader {
   }
 };
 
-static_assert(std::variant_size_v<StepRecipe::Call> == 26,
+static_assert(std::variant_size_v<StepRecipe::Call> == 27,
               "a new recipe needs its SpecWriter and SpecReader cases and a format version bump");
 
 // ---- Kernel options ---------------------------------------------------------

@@ -39,9 +39,9 @@ namespace octet::rt {
 /// passed negated; 9: a qlinear's column groups; 10: the VNNI GEMMs' kernel
 /// sets that prefetch into L1; 11: the int8 attention dot kernel reads its
 /// row-group count; 12: the bf16 (vdpbf16ps) one too; 13: the FP32 and bf16
-/// GEMM kernels prefetch B, in two sets; 14: bf16 linears' fast GELU); a
-/// reader rejects any other.
-constexpr uint32_t kPlanFormatVersion = 14;
+/// GEMM kernels prefetch B, in two sets; 14: bf16 linears' fast GELU; 15:
+/// the embedding_sum step); a reader rejects any other.
+constexpr uint32_t kPlanFormatVersion = 15;
 
 struct PlanImage {
   std::vector<uint8_t> plan;

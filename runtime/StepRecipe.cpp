@@ -89,6 +89,10 @@ StepPtr callFactory(const StepRecipe::Call &call, const KernelOptions &options,
     StepPtr operator()(const UnpackTokens &r) {
       return orError(makeUnpackTokens(r.in, r.layout, r.out), "unpack_tokens", error);
     }
+    StepPtr operator()(const EmbeddingSum &r) {
+      return orError(makeEmbeddingSum(r.tables, r.indices, r.layout, r.out), "embedding_sum",
+                     error);
+    }
   };
   return std::visit(Visitor{options, error}, call);
 }

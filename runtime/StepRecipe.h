@@ -132,6 +132,11 @@ struct PackTokens {
 struct UnpackTokens {
   TensorId in, layout, out;
 };
+struct EmbeddingSum {
+  std::vector<TensorId> tables, indices;
+  TensorId layout; ///< -1: none
+  TensorId out;
+};
 } // namespace recipe
 
 struct StepRecipe {
@@ -144,7 +149,7 @@ struct StepRecipe {
                    recipe::LayerNorm, recipe::Attention, recipe::FusedElementwise,
                    recipe::Quantize, recipe::Dequantize, recipe::QuantizePerRow, recipe::QLinear,
                    recipe::GatherND, recipe::GatherElements, recipe::TokenLayout,
-                   recipe::PackTokens, recipe::UnpackTokens>;
+                   recipe::PackTokens, recipe::UnpackTokens, recipe::EmbeddingSum>;
   Call call;
 };
 

@@ -91,6 +91,16 @@ StepPtr makePackTokens(TensorId in, TensorId layout, TensorId out);
 /// out ([batch, seq, …]) = in's rows back at their positions, 0 at padding
 /// (layout Packed or KeyPadding), else a copy of in.
 StepPtr makeUnpackTokens(TensorId in, TensorId layout, TensorId out);
+/// An encoder's embeddings: row (b, s) of out = tables[0][indices[0][b, s]] +
+/// tables[1][indices[1][b, s]] + ..., summed in f32 in that order (tables f32
+/// [rows, N] with contiguous rows; indices i64/i32 [1 or batch, seq],
+/// negative ones from the end, every one checked first: one out of range is
+/// an error naming it). With a token layout (else layout -1) out is what
+/// pack_tokens of the sum would give: the real tokens' rows when Packed
+/// (padding computes nothing), else every position. At least two tables (else
+/// null). OpenMP over the tokens when large (runtime/EmbeddingSumStep.cpp).
+StepPtr makeEmbeddingSum(std::vector<TensorId> tables, std::vector<TensorId> indices,
+                         TensorId layout, TensorId out);
 /// A 1-D integer tensor of scalar values (shape tensors).
 StepPtr makeFromElements(std::vector<ScalarId> elements, TensorId out);
 /// Batched, broadcasting f32 matmul of two run-time tensors (ONNX MatMul

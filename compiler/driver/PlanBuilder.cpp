@@ -91,6 +91,7 @@ FailureOr<std::unique_ptr<rt::Plan>> PlanWalker::build() {
     return failure();
   if (constantsMode_ == octet::PlanConstants::Take)
     countBlobUses();
+  findEmbeddingSums();
   for (Operation &op : block) {
     if (failed(visit(&op)))
       return failure();

@@ -200,6 +200,11 @@ LogicalResult PlanWalker::visitLayerNorm(Operation *op) {
 LogicalResult PlanWalker::visit(Operation *op) {
   if (isa<octet::ConstantOp, func::ReturnOp>(op))
     return success(); // constants become tensors when used; returns at the end
+  if (foldedGathers_.contains(op))
+    return visitFoldedGather(cast<octet::GatherOp>(op));
+  if (auto it = embeddingSums_.find(op); it != embeddingSums_.end())
+    return it->second.pack ? success() // built at its pack_tokens
+                           : buildEmbeddingSum(cast<octet::FusedOp>(op));
   if (op->getNumResults() == 1 && !isa<RankedTensorType>(op->getResult(0).getType()))
     return visitIndexOp(op);
   if (isa<octet::QuantizeOp, octet::DequantizeOp>(op))

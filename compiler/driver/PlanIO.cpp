@@ -15,6 +15,11 @@ using octet::joinNodeNames;
 
 LogicalResult PlanWalker::visitTokenOp(Operation *op) {
   using K = Scalar::Kind;
+  if (auto pack = dyn_cast<octet::PackTokensOp>(op))
+    if (auto fused = pack->getOperand(0).getDefiningOp<octet::FusedOp>())
+      if (auto it = embeddingSums_.find(fused);
+          it != embeddingSums_.end() && it->second.pack == pack)
+        return buildEmbeddingSum(fused);
   FailureOr<std::vector<TensorId>> insOr = tensorOperands(op);
   if (failed(insOr))
     return failure();

@@ -7,7 +7,9 @@
 //   PlanStorage.cpp  tensors, constants and blobs, views, arena slots;
 //   PlanFp32.cpp     the FP32 op visitors and programFromRegion;
 //   PlanInt8.cpp     the INT8 op visitors (quantize, qlinear, per-row);
-//   PlanIO.cpp       inputs, outputs and the token layout ops.
+//   PlanIO.cpp       inputs, outputs and the token layout ops;
+//   PlanEmbedding.cpp embedding sums (gathers, their sum and its pack) as
+//                    one step.
 // Only those files include this header.
 //
 //===----------------------------------------------------------------------===//
@@ -161,6 +163,26 @@ private:
   /// itself (AttentionSpec::outputType) and the quantize is skipped: one pass
   /// over the output instead of two (docs/attention-int8.md).
   LogicalResult foldOutputQuantize(octet::AttentionOp attention, rt::AttentionSpec &spec);
+  // ---- embedding sums (PlanEmbedding.cpp) ----
+  /// Before the walk: the octet.fused sums of embedding gathers (and their
+  /// pack_tokens) that become one embedding_sum step.
+  void findEmbeddingSums();
+  /// Whether index tensor `ids` stays intact while a step writes arena slot
+  /// `outputSlot`: an argument, a constant, a view of one, or another slot.
+  bool indicesOutliveStep(Value ids, int64_t outputSlot) const;
+  /// A folded gather: its table and index tensors, no step.
+  LogicalResult visitFoldedGather(octet::GatherOp gather);
+  /// The embedding_sum step of `fused`, at its pack_tokens if it has one.
+  LogicalResult buildEmbeddingSum(octet::FusedOp fused);
+  struct EmbeddingSumParts {
+    SmallVector<octet::GatherOp> gathers; ///< in the order the sum adds them
+    octet::PackTokensOp pack;             ///< null: the sum is not packed
+  };
+  DenseMap<Operation *, EmbeddingSumParts> embeddingSums_; ///< by fused op
+  llvm::DenseSet<Operation *> foldedGathers_;
+  /// Each folded gather's table and index tensors.
+  DenseMap<Operation *, std::pair<TensorId, TensorId>> foldedOperands_;
+
   /// Whether `a` and `b` (or the tensors they view) are in the same arena slot.
   bool sharesArenaSlot(TensorId a, TensorId b) const;
   /// Builds the step with rt::buildStep (so it keeps its recipe, for AOT).
