@@ -1,15 +1,17 @@
 //===- EmbeddingSumStep.cpp - an encoder's embedding sum, packed ----------===//
 //
 // out[row] = table_0[index_0[b, s]] + table_1[index_1[b, s]] + ... in f32,
-// summed in the order given (the octet.fused additions it replaces round the
-// same way), one row per token. With a token layout (docs/padding-free.md)
-// the rows of a Packed batch go straight to their packed rows, padding
-// positions computing nothing; other modes keep every position, as
-// pack_tokens does. The plan builder folds BERT-family embeddings (word,
-// token type and position gathers, their sum and its pack_tokens) into this
-// one pass (compiler/driver/PlanEmbedding.cpp): separate, the gathers wrote
-// three [batch, seq, N] tensors, the sum read them back and the pack copied
-// the real rows again (0.5 ms of BERT-base at 32 sentences of 38 tokens).
+// summed in the order given (the additions it replaces round the same way),
+// one row per token; with one table, that table's row. With a token layout
+// (docs/padding-free.md) the rows of a Packed batch go straight to their
+// packed rows, padding positions computing nothing; other modes keep every
+// position, as pack_tokens does. The plan builder folds BERT-family
+// embeddings (word, token type and position gathers, their sum and its
+// pack_tokens; or each gather and its pack_tokens, where the packing comes
+// first) into it (compiler/driver/PlanEmbedding.cpp): separate, the gathers
+// wrote three [batch, seq, N] tensors, the sum read them back and the pack
+// copied the real rows again (0.5 ms of BERT-base at 32 sentences of 38
+// tokens).
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/Steps.h"
@@ -38,7 +40,8 @@ public:
     outputs = {out};
   }
   std::string kind() const override {
-    return layout_ >= 0 ? "embedding_sum+pack_tokens" : "embedding_sum";
+    return std::string(sources_ > 1 ? "embedding_sum" : "gather") +
+           (layout_ >= 0 ? "+pack_tokens" : "");
   }
 
   Work work(const ExecContext &ctx) const override {
@@ -117,6 +120,10 @@ private:
   static void sumRows(const std::vector<Source> &sources, int64_t b, int64_t s, int64_t n,
                       float *__restrict o) {
     const float *__restrict r0 = sources[0].row(b, s);
+    if (sources.size() == 1) {
+      std::memcpy(o, r0, size_t(n) * sizeof(float));
+      return;
+    }
     const float *__restrict r1 = sources[1].row(b, s);
     if (sources.size() == 2) {
       for (int64_t j = 0; j < n; ++j)
@@ -191,7 +198,7 @@ private:
 
 StepPtr makeEmbeddingSum(std::vector<TensorId> tables, std::vector<TensorId> indices,
                          TensorId layout, TensorId out) {
-  if (tables.size() < 2 || tables.size() != indices.size())
+  if (tables.empty() || tables.size() != indices.size())
     return nullptr;
   return std::make_unique<EmbeddingSumStep>(std::move(tables), std::move(indices), layout, out);
 }

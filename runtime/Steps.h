@@ -97,7 +97,7 @@ StepPtr makeUnpackTokens(TensorId in, TensorId layout, TensorId out);
 /// negative ones from the end, every one checked first: one out of range is
 /// an error naming it). With a token layout (else layout -1) out is what
 /// pack_tokens of the sum would give: the real tokens' rows when Packed
-/// (padding computes nothing), else every position. At least two tables (else
+/// (padding computes nothing), else every position. At least one table (else
 /// null). OpenMP over the tokens when large (runtime/EmbeddingSumStep.cpp).
 StepPtr makeEmbeddingSum(std::vector<TensorId> tables, std::vector<TensorId> indices,
                          TensorId layout, TensorId out);

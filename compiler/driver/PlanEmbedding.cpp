@@ -20,30 +20,43 @@ namespace rt = octet::rt;
 
 namespace {
 
-/// The gathers `fused` adds, in the order its body sums them, when it is an
-/// embedding sum: each operand an octet.gather on axis 0 of a constant f32
-/// [rows, N] table with rank-2 integer indices, used by nothing else; the
-/// body a chain of arith.addf, each adding one more block argument to the
-/// sum so far, every argument used once; the result [batch, seq, N].
-std::optional<SmallVector<octet::GatherOp>> embeddingGathers(octet::FusedOp fused) {
+/// `v`'s gather when it is an embedding lookup used once: an octet.gather on
+/// axis 0 of a constant f32 [rows, N] table with rank-2 integer indices.
+octet::GatherOp embeddingGather(Value v, int64_t &width) {
+  auto gather = v.getDefiningOp<octet::GatherOp>();
+  if (!gather || gather.getAxis() != 0 || !v.hasOneUse() ||
+      !gather.getData().getDefiningOp<octet::ConstantOp>())
+    return nullptr;
+  auto table = dyn_cast<RankedTensorType>(gather.getData().getType());
+  auto ids = dyn_cast<RankedTensorType>(gather.getIndices().getType());
+  if (!table || table.getRank() != 2 || !table.getElementType().isF32() ||
+      table.isDynamicDim(1) || !ids || ids.getRank() != 2 ||
+      !isa<IntegerType>(ids.getElementType()))
+    return nullptr;
+  if (width >= 0 && table.getDimSize(1) != width)
+    return nullptr;
+  width = table.getDimSize(1);
+  return gather;
+}
+
+/// The order in which a fused op's body sums its block arguments, when the
+/// body is a chain of arith.addf, each adding one more argument to the sum so
+/// far (either side: f32 addition commutes exactly), every argument once.
+std::optional<SmallVector<unsigned>> additionOrder(octet::FusedOp fused) {
   const unsigned count = fused.getInputs().size();
-  auto resultType = dyn_cast<RankedTensorType>(fused.getResult().getType());
-  if (count < 2 || !resultType || resultType.getRank() != 3)
-    return std::nullopt;
   Block &body = fused.getBody().front();
   auto yield = dyn_cast<octet::YieldOp>(body.getTerminator());
-  if (!yield || yield->getNumOperands() != 1 ||
+  if (count < 2 || !yield || yield->getNumOperands() != 1 ||
       std::distance(body.begin(), body.end()) != std::ptrdiff_t(count))
     return std::nullopt;
-  // Walk the chain back from the yield: each add takes the sum so far and one
-  // argument (either side: f32 addition commutes exactly).
+  auto argOf = [&](Value v) -> int {
+    auto arg = dyn_cast<BlockArgument>(v);
+    return arg && arg.getOwner() == &body && arg.hasOneUse() ? int(arg.getArgNumber()) : -1;
+  };
+  // Back from the yield: each add takes the sum so far and one argument.
   SmallVector<unsigned> order;
   Value sum = yield->getOperand(0);
   while (auto add = sum.getDefiningOp<arith::AddFOp>()) {
-    auto argOf = [&](Value v) -> int {
-      auto arg = dyn_cast<BlockArgument>(v);
-      return arg && arg.getOwner() == &body ? int(arg.getArgNumber()) : -1;
-    };
     const int lhs = argOf(add.getLhs()), rhs = argOf(add.getRhs());
     if (lhs >= 0 && rhs >= 0 && order.size() + 2 == count) {
       order.push_back(unsigned(rhs)), order.push_back(unsigned(lhs));
@@ -59,74 +72,97 @@ std::optional<SmallVector<octet::GatherOp>> embeddingGathers(octet::FusedOp fuse
     return std::nullopt;
   std::reverse(order.begin(), order.end()); // the first two added, then the rest
   SmallVector<bool> seen(count, false);
-  SmallVector<octet::GatherOp> gathers;
-  int64_t width = resultType.getDimSize(2);
   for (unsigned i : order) {
-    if (seen[i] || !body.getArgument(i).hasOneUse())
+    if (seen[i])
       return std::nullopt;
     seen[i] = true;
-    Value input = fused.getInputs()[i];
-    auto gather = input.getDefiningOp<octet::GatherOp>();
-    if (!gather || gather.getAxis() != 0 || !input.hasOneUse() ||
-        !gather.getData().getDefiningOp<octet::ConstantOp>())
+  }
+  return order;
+}
+
+/// The gathers `sum` adds, in the order it adds them, when it is an embedding
+/// sum of [batch, seq, N]: an octet.fused of additions (additionOrder) or an
+/// octet.add of two embedding gathers; or, packed (`packed`), one embedding
+/// gather alone.
+std::optional<SmallVector<octet::GatherOp>> embeddingGathers(Operation *sum, bool packed) {
+  auto resultType = dyn_cast<RankedTensorType>(sum->getResult(0).getType());
+  if (sum->getNumResults() != 1 || !resultType || resultType.getRank() != 3)
+    return std::nullopt;
+  int64_t width = resultType.isDynamicDim(2) ? -1 : resultType.getDimSize(2);
+  SmallVector<Value> operands;
+  if (auto fused = dyn_cast<octet::FusedOp>(sum)) {
+    std::optional<SmallVector<unsigned>> order = additionOrder(fused);
+    if (!order)
       return std::nullopt;
-    auto table = dyn_cast<RankedTensorType>(gather.getData().getType());
-    auto ids = dyn_cast<RankedTensorType>(gather.getIndices().getType());
-    if (!table || table.getRank() != 2 || !table.getElementType().isF32() ||
-        table.isDynamicDim(1) || !ids || ids.getRank() != 2 ||
-        !isa<IntegerType>(ids.getElementType()))
+    for (unsigned i : *order)
+      operands.push_back(fused.getInputs()[i]);
+  } else if (isa<octet::AddOp>(sum)) {
+    operands = {sum->getOperand(0), sum->getOperand(1)};
+  } else if (isa<octet::GatherOp>(sum) && packed) {
+    operands = {sum->getResult(0)};
+  } else {
+    return std::nullopt;
+  }
+  SmallVector<octet::GatherOp> gathers;
+  for (Value v : operands) {
+    octet::GatherOp gather = embeddingGather(v, width);
+    if (!gather)
       return std::nullopt;
-    if (!ShapedType::isDynamic(width) && table.getDimSize(1) != width)
-      return std::nullopt;
-    width = table.getDimSize(1);
     gathers.push_back(gather);
   }
   return gathers;
 }
 
-/// The fused op's pack_tokens, where that is its only user.
-octet::PackTokensOp packOf(octet::FusedOp fused) {
-  if (!fused->hasOneUse())
+/// `sum`'s pack_tokens, where that is its only user.
+octet::PackTokensOp packOf(Operation *sum) {
+  if (!sum->hasOneUse())
     return nullptr;
-  auto pack = dyn_cast<octet::PackTokensOp>(*fused->getUsers().begin());
-  return pack && pack->getOperand(0) == fused.getResult() ? pack : nullptr;
+  auto pack = dyn_cast<octet::PackTokensOp>(*sum->getUsers().begin());
+  return pack && pack->getOperand(0) == sum->getResult(0) ? pack : nullptr;
 }
 
 } // namespace
 
-bool PlanWalker::indicesOutliveStep(Value ids, int64_t outputSlot) const {
-  // The step reads the indices while it writes its output: an arena slot the
-  // memory planner handed on to the output once the gathers were done with
-  // the indices would be overwritten under it.
+bool PlanWalker::indicesOutliveStep(Value ids, Operation *gather, Operation *step) const {
+  // The step reads the indices where `step` stands, later than the gather
+  // did: an arena slot the memory planner handed on, after the gather, to an
+  // op up to and including `step` would be overwritten under it.
   while (Operation *def = ids.getDefiningOp()) {
     if (isa<octet::ConstantOp>(def))
       return true;
     const int64_t slot = slotOf(def, cast<OpResult>(ids).getResultNumber());
-    if (isa<octet::ReshapeOp, octet::SliceOp, octet::ExpandOp, octet::TransposeOp>(def) &&
-        slot < 0) {
+    if (slot < 0 && isa<octet::ReshapeOp, octet::SliceOp, octet::ExpandOp, octet::TransposeOp>(def)) {
       ids = def->getOperand(0); // a view: what it views
       continue;
     }
-    return slot >= 0 && slot != outputSlot;
+    if (slot < 0)
+      return true; // a buffer of its own
+    for (Operation *op = gather->getNextNode(); op; op = op->getNextNode()) {
+      for (unsigned r = 0; r < op->getNumResults(); ++r)
+        if (slotOf(op, r) == slot)
+          return false;
+      if (op == step)
+        break;
+    }
+    return true;
   }
   return true; // a function argument
 }
 
 void PlanWalker::findEmbeddingSums() {
   for (Operation &op : func_.front()) {
-    auto fused = dyn_cast<octet::FusedOp>(&op);
-    if (!fused)
+    if (!isa<octet::FusedOp, octet::AddOp, octet::GatherOp>(&op))
       continue;
-    std::optional<SmallVector<octet::GatherOp>> gathers = embeddingGathers(fused);
+    octet::PackTokensOp pack = packOf(&op);
+    std::optional<SmallVector<octet::GatherOp>> gathers = embeddingGathers(&op, bool(pack));
     if (!gathers)
       continue;
-    octet::PackTokensOp pack = packOf(fused);
-    const int64_t outputSlot = pack ? slotOf(pack) : slotOf(fused);
+    Operation *step = pack ? pack.getOperation() : &op;
     if (!llvm::all_of(*gathers, [&](octet::GatherOp g) {
-          return indicesOutliveStep(g.getIndices(), outputSlot);
+          return indicesOutliveStep(g.getIndices(), g, step);
         }))
       continue;
-    EmbeddingSumParts &parts = embeddingSums_[fused];
+    EmbeddingSumParts &parts = embeddingSums_[&op];
     parts.gathers = std::move(*gathers);
     parts.pack = pack;
     for (octet::GatherOp g : parts.gathers)
@@ -145,13 +181,13 @@ LogicalResult PlanWalker::visitFoldedGather(octet::GatherOp gather) {
   return success();
 }
 
-LogicalResult PlanWalker::buildEmbeddingSum(octet::FusedOp fused) {
-  const EmbeddingSumParts &parts = embeddingSums_.find(fused)->second;
+LogicalResult PlanWalker::buildEmbeddingSum(Operation *sum) {
+  const EmbeddingSumParts &parts = embeddingSums_.find(sum)->second;
   rt::recipe::EmbeddingSum call;
   for (octet::GatherOp g : parts.gathers) {
     auto it = foldedOperands_.find(g);
     if (it == foldedOperands_.end())
-      return fused->emitError() << "its embedding gathers were not visited first", failure();
+      return sum->emitError() << "its embedding gathers were not visited first", failure();
     call.tables.push_back(it->second.first);
     call.indices.push_back(it->second.second);
   }
@@ -164,8 +200,8 @@ LogicalResult PlanWalker::buildEmbeddingSum(octet::FusedOp fused) {
       shape[0] = plan_->tensors[ids].shape[0];
       break;
     }
-  Operation *op = fused;
-  Value result = fused.getResult();
+  Operation *op = sum;
+  Value result = sum->getResult(0);
   call.layout = -1;
   if (octet::PackTokensOp pack = parts.pack) {
     auto dims = packedDims_.find(pack.getOperand(1));

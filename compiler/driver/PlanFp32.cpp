@@ -203,8 +203,7 @@ LogicalResult PlanWalker::visit(Operation *op) {
   if (foldedGathers_.contains(op))
     return visitFoldedGather(cast<octet::GatherOp>(op));
   if (auto it = embeddingSums_.find(op); it != embeddingSums_.end())
-    return it->second.pack ? success() // built at its pack_tokens
-                           : buildEmbeddingSum(cast<octet::FusedOp>(op));
+    return it->second.pack ? success() : buildEmbeddingSum(op); // else at its pack_tokens
   if (op->getNumResults() == 1 && !isa<RankedTensorType>(op->getResult(0).getType()))
     return visitIndexOp(op);
   if (isa<octet::QuantizeOp, octet::DequantizeOp>(op))

@@ -16,10 +16,9 @@ using octet::joinNodeNames;
 LogicalResult PlanWalker::visitTokenOp(Operation *op) {
   using K = Scalar::Kind;
   if (auto pack = dyn_cast<octet::PackTokensOp>(op))
-    if (auto fused = pack->getOperand(0).getDefiningOp<octet::FusedOp>())
-      if (auto it = embeddingSums_.find(fused);
-          it != embeddingSums_.end() && it->second.pack == pack)
-        return buildEmbeddingSum(fused);
+    if (Operation *sum = pack->getOperand(0).getDefiningOp())
+      if (auto it = embeddingSums_.find(sum); it != embeddingSums_.end() && it->second.pack == pack)
+        return buildEmbeddingSum(sum);
   FailureOr<std::vector<TensorId>> insOr = tensorOperands(op);
   if (failed(insOr))
     return failure();

@@ -167,18 +167,20 @@ private:
   /// Before the walk: the octet.fused sums of embedding gathers (and their
   /// pack_tokens) that become one embedding_sum step.
   void findEmbeddingSums();
-  /// Whether index tensor `ids` stays intact while a step writes arena slot
-  /// `outputSlot`: an argument, a constant, a view of one, or another slot.
-  bool indicesOutliveStep(Value ids, int64_t outputSlot) const;
+  /// Whether index tensor `ids`, which `gather` reads, is still intact when
+  /// `step` (a later op) runs: an argument, a constant, a view of one, or a
+  /// slot no op after the gather up to `step` writes.
+  bool indicesOutliveStep(Value ids, Operation *gather, Operation *step) const;
   /// A folded gather: its table and index tensors, no step.
   LogicalResult visitFoldedGather(octet::GatherOp gather);
-  /// The embedding_sum step of `fused`, at its pack_tokens if it has one.
-  LogicalResult buildEmbeddingSum(octet::FusedOp fused);
+  /// The embedding_sum step of `sum` (an octet.fused or octet.add of
+  /// gathers, or a packed gather), at its pack_tokens if it has one.
+  LogicalResult buildEmbeddingSum(Operation *sum);
   struct EmbeddingSumParts {
     SmallVector<octet::GatherOp> gathers; ///< in the order the sum adds them
     octet::PackTokensOp pack;             ///< null: the sum is not packed
   };
-  DenseMap<Operation *, EmbeddingSumParts> embeddingSums_; ///< by fused op
+  DenseMap<Operation *, EmbeddingSumParts> embeddingSums_; ///< by sum op
   llvm::DenseSet<Operation *> foldedGathers_;
   /// Each folded gather's table and index tensors.
   DenseMap<Operation *, std::pair<TensorId, TensorId>> foldedOperands_;
