@@ -236,21 +236,36 @@ TEST(GemmF32, KernelsPrefetchTheNextSliceInTwoSets) {
 TEST(GemmF32, NextPanelSlice) {
   alignas(64) static char packed[4096];
   // 3 panels of 1000 bytes, K blocks of 300 (the last 100).
-  NextSlice s = nextPanelSlice(packed, 1, 3, 1000, 0, 4, 300, 100);
+  const PanelGeometry g{1000, 300, 100};
+  NextSlice s = nextPanelSlice(packed, 1, 3, 0, 4, g);
   EXPECT_EQ(s.data, packed + 1300);
   EXPECT_EQ(s.bytes, 300);
-  s = nextPanelSlice(packed, 1, 3, 1000, 2, 4, 300, 100);
+  s = nextPanelSlice(packed, 1, 3, 2, 4, g);
   EXPECT_EQ(s.data, packed + 1900);
   EXPECT_EQ(s.bytes, 100);
-  s = nextPanelSlice(packed, 1, 3, 1000, 3, 4, 300, 100);
+  s = nextPanelSlice(packed, 1, 3, 3, 4, g);
   EXPECT_EQ(s.data, packed + 2000);
   EXPECT_EQ(s.bytes, 300);
-  s = nextPanelSlice(packed, 2, 3, 1000, 3, 4, 300, 100);
+  s = nextPanelSlice(packed, 2, 3, 3, 4, g);
   EXPECT_EQ(s.data, packed);
   EXPECT_EQ(s.bytes, 300);
-  s = nextPanelSlice(packed, 0, 3, 1000, 0, 1, 1000, 1000); // one K block
+  s = nextPanelSlice(packed, 0, 3, 0, 1, {1000, 1000, 1000}); // one K block
   EXPECT_EQ(s.data, packed + 1000);
   EXPECT_EQ(s.bytes, 1000);
+}
+
+// f32: K elements of 4 bytes; bf16: pairs in 4 bytes, an odd K's last pair half padding.
+TEST(GemmF32, PanelGeometry) {
+  PanelGeometry f32 = PanelGeometry::of(1000, 384, 16, 1);
+  EXPECT_EQ(f32.panelBytes, 1000 * 64);
+  EXPECT_EQ(f32.kcBytes, 384 * 64);
+  EXPECT_EQ(f32.lastKBytes, (1000 - 768) * 64);
+  PanelGeometry bf16 = PanelGeometry::of(1001, 384, 16, 2);
+  EXPECT_EQ(bf16.panelBytes, 501 * 64);
+  EXPECT_EQ(bf16.kcBytes, 192 * 64);
+  EXPECT_EQ(bf16.lastKBytes, 117 * 64); // 233 elements: 117 pairs
+  PanelGeometry one = PanelGeometry::of(45, 45, 32, 1);
+  EXPECT_EQ(one.lastKBytes, one.panelBytes);
 }
 
 TEST(GemmF32, FirstReadsAreTheFirstRowTilesKernels) {

@@ -84,6 +84,8 @@ void GemmBf16::run(const float *a, int64_t m, int64_t lda, float *c, int64_t ldc
   const int64_t mBlock = gemm_blocking::mBlock(m, k_, mr_, panels_, 2),
                 mBlocks = ceilDiv(m, mBlock);
   const int64_t kBlocks = std::max<int64_t>(1, ceilDiv(k_, kc_));
+  // Pairs of bf16 per K step: a K block of kc elements is kc / 2 pair rows.
+  const PanelGeometry geometry = PanelGeometry::of(k_, kc_, nr_, 2);
   StealingSchedule schedule(mBlocks * panels_, omp_get_max_threads());
   // The next step's code, a part per item (NextStepPrefetch.h).
   const NextStepReads *nextStep = NextStepReads::published();
@@ -124,11 +126,7 @@ void GemmBf16::run(const float *a, int64_t m, int64_t lda, float *c, int64_t ldc
                          kb > 0,
                          kb == kBlocks - 1,
                          columnInputs.empty() ? nullptr : columnInputs.data() + col};
-        // Pairs of bf16 per K step: a K block of kc elements is kc / 2 pair rows.
-        const int64_t kcBytes = std::min(kc_, k_) * nr_ * 2;
-        const NextSlice next =
-            nextPanelSlice(packedB_, p, panels_, kPairs_ * nr_ * 4, kb, kBlocks, kcBytes,
-                           ceilDiv(k_ - (kBlocks - 1) * kc_, 2) * nr_ * 4);
+        const NextSlice next = nextPanelSlice(packedB_, p, panels_, kb, kBlocks, geometry);
         const int64_t perCall = args.k / GemmTileAvx512::kUnroll * kPanelPrefetchLines * 64;
         runRowTiles(
             args, row0, rowEnd, mr_, [&](int rows) { return kernel(rows, tailPanel); }, next,

@@ -72,6 +72,7 @@ void GemmF32::run(const float *a, int64_t m, int64_t lda, float *c, int64_t ldc,
       padColumnInputs(epilogue_.elementwise, n_, panels_ * nr_, columns);
   const int64_t mBlock = mc(m), mBlocks = ceilDiv(m, mBlock);
   const int64_t kBlocks = std::max<int64_t>(1, ceilDiv(k_, kc_));
+  const PanelGeometry geometry = PanelGeometry::of(k_, kc_, nr_, 1);
   const int64_t threads = omp_get_max_threads();
   StealingSchedule schedule(mBlocks * panels_, threads);
   // The next step's code, a part per item (NextStepPrefetch.h).
@@ -102,9 +103,7 @@ void GemmF32::run(const float *a, int64_t m, int64_t lda, float *c, int64_t ldc,
                          kb > 0,
                          kb == kBlocks - 1,
                          columnInputs.empty() ? nullptr : columnInputs.data() + col};
-        const int64_t kBytes = std::min(kc_, k_) * nr_ * 4;
-        const NextSlice next = nextPanelSlice(packedB_, p, panels_, k_ * nr_ * 4, kb, kBlocks,
-                                              kBytes, (k_ - (kBlocks - 1) * kc_) * nr_ * 4);
+        const NextSlice next = nextPanelSlice(packedB_, p, panels_, kb, kBlocks, geometry);
         const int64_t perCall =
             args.k / GemmTileAvx512::kUnroll * kPanelPrefetchLines * 64; // K steps of floats
         runRowTiles(

@@ -21,6 +21,7 @@
 #define OCTET_COMPILER_CODEGEN_X86_GEMMF32_H
 
 #include "compiler/codegen/CpuFeatures.h"
+#include "compiler/codegen/GemmBlocking.h"
 #include "compiler/codegen/HugePages.h"
 #include "compiler/codegen/WeightLayout.h"
 #include "compiler/codegen/StealingSchedule.h"
@@ -145,17 +146,29 @@ inline size_t panelKernelIndex(int mr, int rows, bool tailPanel) {
   return size_t(((hostIsAmd() ? mr : 0) + rows - 1) * 2 + tailPanel);
 }
 
+/// Where a packed panel's K blocks lie: K rows of NR 4-byte groups, each
+/// group `perGroup` K elements (f32: 1; bf16 pairs: 2), cut into blocks of kc
+/// elements (a multiple of perGroup), the last one shorter.
+struct PanelGeometry {
+  int64_t panelBytes, kcBytes, lastKBytes;
+  static PanelGeometry of(int64_t k, int64_t kc, int nr, int perGroup) {
+    using gemm_blocking::ceilDiv;
+    const int64_t row = int64_t(nr) * 4, kBlocks = std::max<int64_t>(1, ceilDiv(k, kc));
+    return {ceilDiv(k, perGroup) * row, kc / perGroup * row,
+            ceilDiv(k - (kBlocks - 1) * kc, perGroup) * row};
+  }
+};
+
 /// The next slice after K block `kb` of panel `p`: the panel's next K block,
 /// else the first block of the next panel (the next item of the thread's
-/// range: after the last panel, the next block's first). Panels are
-/// `panelBytes` apart, K blocks `kcBytes` (the last `lastKBytes`).
-inline NextSlice nextPanelSlice(const void *packed, int64_t p, int64_t panels,
-                                int64_t panelBytes, int64_t kb, int64_t kBlocks, int64_t kcBytes,
-                                int64_t lastKBytes) {
+/// range: after the last panel, the next block's first).
+inline NextSlice nextPanelSlice(const void *packed, int64_t p, int64_t panels, int64_t kb,
+                                int64_t kBlocks, const PanelGeometry &g) {
   const char *base = static_cast<const char *>(packed);
   if (kb + 1 < kBlocks)
-    return {base + p * panelBytes + (kb + 1) * kcBytes, kb + 2 < kBlocks ? kcBytes : lastKBytes};
-  return {base + (p + 1) % panels * panelBytes, kBlocks > 1 ? kcBytes : lastKBytes};
+    return {base + p * g.panelBytes + (kb + 1) * g.kcBytes,
+            kb + 2 < kBlocks ? g.kcBytes : g.lastKBytes};
+  return {base + (p + 1) % panels * g.panelBytes, kBlocks > 1 ? g.kcBytes : g.lastKBytes};
 }
 
 /// The kernels each of `threads` threads calls first in a run of M rows cut
