@@ -236,6 +236,64 @@ TEST(VectorMath, GeluTanhFast) {
   checkFastGelu(UnaryOp::GeluTanhFast, geluTanhRef);
 }
 
+/// n floats (a multiple of 16) through expFast.
+class ExpFastKernel : public KernelGenerator {
+public:
+  ExpFastKernel() : KernelGenerator("exp_fast", Isa::Avx512) {}
+
+protected:
+  void generate() override {
+    VectorMath math(*this, constants_, {zmm2, zmm3}, {});
+    Xbyak::Label loop;
+    L(loop);
+    vmovups(zmm0, ptr[rdi]);
+    math.expFast(zmm1, zmm0);
+    vmovups(ptr[rsi], zmm1);
+    add(rdi, 64);
+    add(rsi, 64);
+    sub(rdx, 16);
+    jnz(loop);
+    vzeroupper();
+    ret();
+    constants_.emit();
+  }
+
+private:
+  ConstantTable constants_{*this};
+};
+
+std::vector<float> expFast(std::vector<float> x) {
+  x.resize((x.size() + 15) / 16 * 16, 0.0f);
+  std::vector<float> y(x.size());
+  ExpFastKernel kernel;
+  kernel.entry<void (*)(const float *, float *, int64_t)>()(x.data(), y.data(),
+                                                            int64_t(x.size()));
+  return y;
+}
+
+// The bound VectorMath.h states, over the softmax's arguments (x <= 0) and
+// positive ones within range; the special values; the underflow to 0.
+TEST(VectorMath, ExpFast) {
+  REQUIRE_AVX512();
+  std::vector<float> x = linspace(-87.3, 0, 1000000);
+  for (float v : linspace(0, 88, 100000))
+    x.push_back(v);
+  std::vector<float> y = expFast(x);
+  double worst = 0;
+  for (size_t i = 0; i < x.size(); ++i)
+    worst = std::max(worst, std::fabs(double(y[i]) / std::exp(double(x[i])) - 1.0));
+  EXPECT_LE(worst, 1e-5);
+  EXPECT_GT(worst, 1e-6) << "the bound is loose: measure and tighten it";
+  y = expFast({-kInf, kNaN, 0.0f, -0.0f, -104.0f, -200.0f, -1e30f, -FLT_MAX});
+  EXPECT_EQ(y[0], 0.0f);
+  EXPECT_TRUE(std::isnan(y[1]));
+  EXPECT_NEAR(y[2], 1.0f, 1e-5f);
+  EXPECT_NEAR(y[3], 1.0f, 1e-5f);
+  EXPECT_LT(y[4], 1e-44f); // a denormal at most
+  for (int i = 5; i < 8; ++i)
+    EXPECT_EQ(y[i], 0.0f) << i;
+}
+
 /// Loads 16 floats, reduces, stores the broadcast result.
 class ReduceKernel : public KernelGenerator {
 public:

@@ -345,7 +345,12 @@ void AttentionSoftmaxKernel::emitRows(int count) {
     forRows([&](int i, const RowRegisters &r) {
       load(r.val, ptr[rowX[i] + rCol], tail);
       vsubps(r.val, r.val, r.max);
-      math_.exp(r.val, r.val);
+      // Weighted (the int8 path): the row is quantized to 8 bits of its
+      // largest weighted value, so expFast's 1e-5 moves a code only near a tie.
+      if (weighted_)
+        math_.expFast(r.val, r.val);
+      else
+        math_.exp(r.val, r.val);
       accumulate(r, tail, false);
       if (weighted_) {
         load(r.tmp, ptr[rWeights + rCol], tail);

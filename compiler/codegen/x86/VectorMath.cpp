@@ -18,6 +18,11 @@ constexpr uint32_t kAbsMask = 0x7fffffffu;
 // exp(r) = 1 + r * q(r) on r in [0, ln2] (floor reduction), q lowest first.
 constexpr float kExpQ[] = {9.999998212e-01f, 5.000056028e-01f, 1.666106731e-01f,
                            4.191598669e-02f, 7.788009010e-03f, 1.952184131e-03f};
+// 2^f on [0, 1), relative minimax (lowest first): 2.7e-6 evaluated in f32.
+constexpr float kExp2Fast[] = {1.000002623e+00f, 6.930038333e-01f, 2.414427549e-01f,
+                               5.201146379e-02f, 1.353417058e-02f};
+// t below this gives 0 whatever f is (2^-160 times less than 2): only f's is clamped.
+constexpr float kExpFastFloor = -160.0f;
 // erf(x) = x + x * P(x^2) for |x| < 1.
 constexpr float kErfSmall[] = {1.283791661e-01f, -3.761262596e-01f, 1.128360033e-01f,
                                -2.685444430e-02f, 5.189535208e-03f, -8.020841051e-04f,
@@ -226,6 +231,19 @@ void VectorMath::expCore(const Zmm &d, const Zmm &s, const Zmm &t, const Zmm &p)
 }
 
 void VectorMath::exp(const Zmm &d, const Zmm &s) { expCore(d, s, zmm(0), zmm(1)); }
+
+// exp(x) = 2^floor(t) 2^f, t = x log2e, f = t - floor(t): vscalefps floors the
+// unclamped t itself, so a NaN stays NaN and -inf gives 0 while f comes from t
+// clamped (finite, in [0, 1)).
+void VectorMath::expFast(const Zmm &d, const Zmm &s) {
+  const Zmm &t = zmm(0), &f = zmm(1);
+  gen_.vmulps(t, s, constant(kLog2e));
+  gen_.vmaxps(f, t, constant(kExpFastFloor)); // a NaN t takes the bound
+  gen_.vrndscaleps(d, f, kRoundFloor);
+  gen_.vsubps(f, f, d);
+  horner(d, f, kExp2Fast, size(kExp2Fast));
+  gen_.vscalefps(d, d, t);
+}
 
 // Two regions blended per lane; NaN lanes take the small-|x| branch (NGE_UQ
 // is true for unordered), which propagates them.
