@@ -77,8 +77,9 @@ void GemmBf16::run(const float *a, int64_t m, int64_t lda, float *c, int64_t ldc
   if (!hostSupported())
     throw std::runtime_error("GemmBf16: cannot run on this host: it lacks AVX512-BF16 (host has: " +
                              CpuFeatures::host().describe() + ")");
-  const ColumnInputs columnInputs =
-      padColumnInputs(epilogue_.elementwise, n_, panels_ * nr_, columns);
+  ColumnInputs storage;
+  const float *inputs = columnInputs(epilogue_.elementwise, n_, panels_ * nr_, columns, storage,
+                                     c, c + (m - 1) * ldc + n_);
   std::unique_ptr<uint16_t, ScratchDeleter> aBf16(
       CacheLineAllocator<uint16_t>().allocate(size_t(m * aStride_)));
   const int64_t mBlock = gemm_blocking::mBlock(m, k_, mr_, panels_, 2),
@@ -125,7 +126,7 @@ void GemmBf16::run(const float *a, int64_t m, int64_t lda, float *c, int64_t ldc
                          ceilDiv(std::min(kc_, k_ - k0), 2),
                          kb > 0,
                          kb == kBlocks - 1,
-                         columnInputs.empty() ? nullptr : columnInputs.data() + col};
+                         inputs ? inputs + col : nullptr};
         const NextSlice next = nextPanelSlice(packedB_, p, panels_, kb, kBlocks, geometry);
         const int64_t perCall = args.k / GemmTileAvx512::kUnroll * kPanelPrefetchLines * 64;
         runRowTiles(

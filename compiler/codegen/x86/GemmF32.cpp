@@ -37,17 +37,27 @@ PackedWeights packB(const float *b, int64_t k, int64_t n, WeightLayout layout) {
   return packed;
 }
 
-ColumnInputs padColumnInputs(const EpilogueEmitter *elementwise, int64_t n, int64_t paddedN,
-                             const float *const *columns) {
+const float *columnInputs(const EpilogueEmitter *elementwise, int64_t n, int64_t paddedN,
+                          const float *const *columns, ColumnInputs &storage,
+                          const void *outBegin, const void *outEnd) {
   const int count = elementwise ? elementwise->columnInputCount() : 0;
-  ColumnInputs padded(size_t(count * paddedN), 0.0f);
-  for (int c = 0; c < count; ++c) {
+  for (int c = 0; c < count; ++c)
     if (!columns || !columns[c])
       throw std::invalid_argument("run: the epilogue reads " + std::to_string(count) +
                                   " per-column inputs: input " + std::to_string(c) + " is missing");
-    std::copy(columns[c], columns[c] + n, padded.begin() + c * paddedN);
-  }
-  return padded;
+  if (count == 0)
+    return nullptr;
+  // BERT's FFN-in (N 3072, whole 48-column panels): no copy for each run,
+  // unless the output would overwrite it while other threads read it.
+  const auto at = reinterpret_cast<uintptr_t>(columns ? columns[0] : nullptr);
+  const bool apart = at + uintptr_t(n) * sizeof(float) <= reinterpret_cast<uintptr_t>(outBegin) ||
+                     at >= reinterpret_cast<uintptr_t>(outEnd);
+  if (count == 1 && n == paddedN && apart)
+    return columns[0];
+  storage.assign(size_t(count * paddedN), 0.0f);
+  for (int c = 0; c < count; ++c)
+    std::copy(columns[c], columns[c] + n, storage.begin() + c * paddedN);
+  return storage.data();
 }
 
 GemmF32::GemmF32(int64_t n, int64_t k, const float *packedB, GemmF32Epilogue epilogue,
@@ -68,8 +78,9 @@ void GemmF32::run(const float *a, int64_t m, int64_t lda, float *c, int64_t ldc,
   assert((!epilogue_.residual || residual) && "epilogue needs a residual");
   if (m <= 0)
     return;
-  const ColumnInputs columnInputs =
-      padColumnInputs(epilogue_.elementwise, n_, panels_ * nr_, columns);
+  ColumnInputs storage;
+  const float *inputs = columnInputs(epilogue_.elementwise, n_, panels_ * nr_, columns, storage,
+                                     c, c + (m - 1) * ldc + n_);
   const int64_t mBlock = mc(m), mBlocks = ceilDiv(m, mBlock);
   const int64_t kBlocks = std::max<int64_t>(1, ceilDiv(k_, kc_));
   const PanelGeometry geometry = PanelGeometry::of(k_, kc_, nr_, 1);
@@ -102,7 +113,7 @@ void GemmF32::run(const float *a, int64_t m, int64_t lda, float *c, int64_t ldc,
                          std::min(kc_, k_ - k0),
                          kb > 0,
                          kb == kBlocks - 1,
-                         columnInputs.empty() ? nullptr : columnInputs.data() + col};
+                         inputs ? inputs + col : nullptr};
         const NextSlice next = nextPanelSlice(packedB_, p, panels_, kb, kBlocks, geometry);
         const int64_t perCall =
             args.k / GemmTileAvx512::kUnroll * kPanelPrefetchLines * 64; // K steps of floats

@@ -84,13 +84,17 @@ using PackedWeights = std::vector<float, WeightAllocator<float>>;
 /// Packs B into ceil(N/NR) panels of [K][NR] (columns past N are zero).
 PackedWeights packB(const float *b, int64_t k, int64_t n, WeightLayout layout);
 
-/// The per-column inputs of `elementwise` for one GEMM run, copied into rows
-/// of `paddedN` floats (whole panels, zero padded: the kernels read whole
-/// vectors): `columns[c]` points at input c's N floats. Throws
-/// std::invalid_argument when one is missing.
+/// The per-column inputs of `elementwise` for one GEMM run as the kernels read
+/// them: rows of `paddedN` floats (whole panels: the kernels read whole
+/// vectors), `paddedN` apart; `columns[c]` points at input c's N floats. One
+/// input whose N fills whole panels and that lies outside the run's output
+/// bytes [outBegin, outEnd) is read where it lies; else they are copied, zero
+/// padded, into `storage`. Null without inputs. Throws std::invalid_argument
+/// when one is missing.
 using ColumnInputs = std::vector<float, CacheLineAllocator<float>>;
-ColumnInputs padColumnInputs(const EpilogueEmitter *elementwise, int64_t n, int64_t paddedN,
-                              const float *const *columns);
+const float *columnInputs(const EpilogueEmitter *elementwise, int64_t n, int64_t paddedN,
+                          const float *const *columns, ColumnInputs &storage,
+                          const void *outBegin, const void *outEnd);
 
 struct GemmF32Epilogue {
   bool residual = false; ///< run() gets a residual [M, N] to add

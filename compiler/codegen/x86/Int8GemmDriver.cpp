@@ -270,9 +270,13 @@ Int8GemmRunStats Int8GemmDriver::runWith(const uint8_t *a, int64_t m, int64_t ld
     reject("run: the GEMM takes per-row activation scales: need M of them");
   if (params_.residual && (!residual || ldr < n_))
     reject("run: the epilogue adds a residual: need one with ldr >= N " + std::to_string(n_));
-  ColumnInputs columnInputs;
+  ColumnInputs storage;
+  const float *inputs = nullptr;
   try {
-    columnInputs = padColumnInputs(params_.elementwise, n_, panels_ * nr_, columns);
+    const int64_t outBytes = params_.output == QuantOutput::F32 ? 4 : 1;
+    const char *out = static_cast<const char *>(c);
+    inputs = columnInputs(params_.elementwise, n_, panels_ * nr_, columns, storage, out,
+                          out + ((m - 1) * ldc + n_) * outBytes);
   } catch (const std::invalid_argument &e) {
     reject(e.what());
   }
@@ -284,7 +288,7 @@ Int8GemmRunStats Int8GemmDriver::runWith(const uint8_t *a, int64_t m, int64_t ld
                   params_.residual ? residual : nullptr,
                   ldr,
                   params_.xScalePerRow ? xScale : nullptr,
-                  columnInputs.empty() ? nullptr : columnInputs.data(),
+                  inputs,
                   params_.output == QuantOutput::F32 ? 4 : 1};
   if (family_.schedule == Int8GemmSchedule::RegisterTile)
     return runRegisterTiles(call, invoke);

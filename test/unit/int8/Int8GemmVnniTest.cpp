@@ -885,6 +885,38 @@ TEST(Int8GemmVnni, FastGeluOnlyForRequantizedOutputs) {
   EXPECT_EQ(errorOf([&] { Int8GemmDriver g(packed, params); }), "");
 }
 
+// A per-column input whose N fills whole panels is read in place, unless the
+// output overwrites it: here it lies in C's first rows, which the first row
+// tile writes before the others read the column.
+TEST(Int8GemmVnni, ColumnInputInsideTheOutputIsCopiedFirst) {
+  SKIP_WITHOUT_VNNI();
+  auto program = octet::test::geluTimesColumnEpilogue();
+  ASSERT_TRUE(program);
+  const int64_t m = 40, n = 48, k = 8;
+  Problem p(m, n, k, 77);
+  std::vector<float> column(n);
+  for (int64_t j = 0; j < n; ++j)
+    column[j] = 0.5f + float(j % 7) / 7.0f;
+  const PackedInt8 packed =
+      packInt8(octet::PackIsa::Avx512Vnni, p.bKN.data(), k, n, WeightLayout::KN);
+  Int8GemmParams params = biasParams(p);
+  params.elementwise = program.get();
+  params.output = QuantOutput::U8;
+  params.outScale = 0.05f;
+  params.outZeroPoint = 3;
+  Int8GemmDriver gemm(packed, params);
+  std::vector<uint8_t> want(m * n);
+  const float *apart[] = {column.data()};
+  gemm.run(p.a.data(), m, p.lda, want.data(), n, nullptr, 0, nullptr, apart);
+  std::vector<float> buffer(m * n / 4 + 16); // C's bytes, the column in its first 192
+  std::copy(column.begin(), column.end(), buffer.begin());
+  const float *inside[] = {buffer.data()};
+  gemm.run(p.a.data(), m, p.lda, buffer.data(), n, nullptr, 0, nullptr, inside);
+  const uint8_t *got = reinterpret_cast<const uint8_t *>(buffer.data());
+  for (int64_t i = 0; i < m * n; ++i)
+    ASSERT_EQ(int(got[i]), int(want[i])) << "row " << i / n << " column " << i % n;
+}
+
 // After a fast GELU the requantize is fma(v, 1/out_scale, out_zp), clamped to
 // the type's range in f32 and rounded once: NaN takes the low bound and
 // infinities and huge values saturate, as on the other requantize path, and a
