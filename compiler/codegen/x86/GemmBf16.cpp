@@ -78,8 +78,8 @@ void GemmBf16::run(const float *a, int64_t m, int64_t lda, float *c, int64_t ldc
     throw std::runtime_error("GemmBf16: cannot run on this host: it lacks AVX512-BF16 (host has: " +
                              CpuFeatures::host().describe() + ")");
   ColumnInputs storage;
-  const float *inputs = columnInputs(epilogue_.elementwise, n_, panels_ * nr_, columns, storage,
-                                     c, c + (m - 1) * ldc + n_);
+  const float *inputs = columnInputs(epilogue_.elementwise, n_, panels_ * nr_, columns, storage, c,
+                                     c + (m - 1) * ldc + n_);
   std::unique_ptr<uint16_t, ScratchDeleter> aBf16(
       CacheLineAllocator<uint16_t>().allocate(size_t(m * aStride_)));
   const int64_t mBlock = gemm_blocking::mBlock(m, k_, mr_, panels_, 2),

@@ -38,8 +38,8 @@ PackedWeights packB(const float *b, int64_t k, int64_t n, WeightLayout layout) {
 }
 
 const float *columnInputs(const EpilogueEmitter *elementwise, int64_t n, int64_t paddedN,
-                          const float *const *columns, ColumnInputs &storage,
-                          const void *outBegin, const void *outEnd) {
+                          const float *const *columns, ColumnInputs &storage, const void *outBegin,
+                          const void *outEnd) {
   const int count = elementwise ? elementwise->columnInputCount() : 0;
   for (int c = 0; c < count; ++c)
     if (!columns || !columns[c])
@@ -79,8 +79,8 @@ void GemmF32::run(const float *a, int64_t m, int64_t lda, float *c, int64_t ldc,
   if (m <= 0)
     return;
   ColumnInputs storage;
-  const float *inputs = columnInputs(epilogue_.elementwise, n_, panels_ * nr_, columns, storage,
-                                     c, c + (m - 1) * ldc + n_);
+  const float *inputs = columnInputs(epilogue_.elementwise, n_, panels_ * nr_, columns, storage, c,
+                                     c + (m - 1) * ldc + n_);
   const int64_t mBlock = mc(m), mBlocks = ceilDiv(m, mBlock);
   const int64_t kBlocks = std::max<int64_t>(1, ceilDiv(k_, kc_));
   const PanelGeometry geometry = PanelGeometry::of(k_, kc_, nr_, 1);

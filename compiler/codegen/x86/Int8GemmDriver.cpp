@@ -280,16 +280,11 @@ Int8GemmRunStats Int8GemmDriver::runWith(const uint8_t *a, int64_t m, int64_t ld
   } catch (const std::invalid_argument &e) {
     reject(e.what());
   }
-  const Call call{a,
-                  m,
-                  lda,
-                  static_cast<uint8_t *>(c),
-                  ldc,
-                  params_.residual ? residual : nullptr,
-                  ldr,
-                  params_.xScalePerRow ? xScale : nullptr,
-                  inputs,
-                  params_.output == QuantOutput::F32 ? 4 : 1};
+  const Call call{a,      m,
+                  lda,    static_cast<uint8_t *>(c),
+                  ldc,    params_.residual ? residual : nullptr,
+                  ldr,    params_.xScalePerRow ? xScale : nullptr,
+                  inputs, params_.output == QuantOutput::F32 ? 4 : 1};
   if (family_.schedule == Int8GemmSchedule::RegisterTile)
     return runRegisterTiles(call, invoke);
   return runAmxTiles(call, invoke);
