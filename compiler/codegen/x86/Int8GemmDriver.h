@@ -23,7 +23,8 @@
 //  - the per-column precompute: compensation -a_zp * colsum_B[n] (negated:
 //    the VNNI kernel starts its sums from it), the combined
 //    scale x_scale * w_scale[n], the bias, padded to whole panels (kernels
-//    read whole vectors), and the program's per-column inputs per run;
+//    read whole vectors), and the program's per-column inputs per run
+//    (columnInputs: in place where one fills whole panels);
 //  - the epilogue configuration every kernel is generated with;
 //  - the kernels for every call shape (rows 1..MR, full and tail panel),
 //    generated at construction (no support from the host needed: a plan for
