@@ -108,10 +108,10 @@ private:
   struct Source {
     const float *table = nullptr;
     int64_t rowStride = 0;
-    std::vector<int64_t> ids; ///< [idBatch, seq], negative ones wrapped
-    int64_t idBatch = 1, seq = 0;
+    std::vector<int64_t> ids; ///< [idBatch, idSeq], negative ones wrapped
+    int64_t idBatch = 1, idSeq = 1;
     const float *row(int64_t b, int64_t s) const {
-      return table + ids[size_t((idBatch == 1 ? 0 : b) * seq + s)] * rowStride;
+      return table + ids[size_t((idBatch == 1 ? 0 : b) * idSeq + (idSeq == 1 ? 0 : s))] * rowStride;
     }
   };
 
@@ -147,8 +147,8 @@ private:
     return std::string(dtypeName(ctx.dtype(t))) + " " + shapeString(ctx.shape(t));
   }
 
-  /// Source i's table ([V, n] f32, rows contiguous) and ids ([1 or batch, seq]
-  /// i64/i32, any strides), every id checked against [-V, V) as Gather does.
+  /// Source i's table ([V, n] f32, rows contiguous) and ids ([1 or batch, 1 or
+  /// seq] i64/i32, any strides), every id checked against [-V, V) as Gather does.
   Status readSource(const ExecContext &ctx, int i, int64_t batch, int64_t seq, int64_t n,
                     Source &source) const {
     const TensorId table = inputs[size_t(i)], ids = inputs[size_t(sources_ + i)];
@@ -162,20 +162,21 @@ private:
                   " are not i64 or i32 [batch, seq]");
     // As the sum they replace: the position ids of a model for shorter
     // sequences stop short of a long batch.
-    if (ctx.dim(ids, 1) != seq || (ctx.dim(ids, 0) != 1 && ctx.dim(ids, 0) != batch))
+    if ((ctx.dim(ids, 1) != 1 && ctx.dim(ids, 1) != seq) ||
+        (ctx.dim(ids, 0) != 1 && ctx.dim(ids, 0) != batch))
       return fail("the indices " + describe(ctx, ids) + " of table " + std::to_string(i) +
                   " and the " + std::to_string(batch) + " x " + std::to_string(seq) +
                   " tokens do not broadcast");
     const int64_t rows = ctx.dim(table, 0);
     source.table = ctx.data<float>(table);
     source.rowStride = ctx.strides(table)[0];
-    source.idBatch = ctx.dim(ids, 0), source.seq = seq;
-    source.ids.resize(size_t(source.idBatch * seq));
+    source.idBatch = ctx.dim(ids, 0), source.idSeq = ctx.dim(ids, 1);
+    source.ids.resize(size_t(source.idBatch * source.idSeq));
     const std::vector<int64_t> strides = ctx.strides(ids);
     const void *base = idType == DType::I64 ? static_cast<const void *>(ctx.data<int64_t>(ids))
                                             : static_cast<const void *>(ctx.data<int32_t>(ids));
     for (int64_t b = 0; b < source.idBatch; ++b)
-      for (int64_t s = 0; s < seq; ++s) {
+      for (int64_t s = 0; s < source.idSeq; ++s) {
         const int64_t at = b * strides[0] + s * strides[1];
         const int64_t v = idType == DType::I64 ? static_cast<const int64_t *>(base)[at]
                                                : int64_t(static_cast<const int32_t *>(base)[at]);
@@ -185,7 +186,7 @@ private:
                       " is out of range [" + std::to_string(-rows) + ", " +
                       std::to_string(rows) + ") for table " + std::to_string(i) + " " +
                       describe(ctx, table));
-        source.ids[size_t(b * seq + s)] = v < 0 ? v + rows : v;
+        source.ids[size_t(b * source.idSeq + s)] = v < 0 ? v + rows : v;
       }
     return Status();
   }

@@ -93,7 +93,7 @@ StepPtr makePackTokens(TensorId in, TensorId layout, TensorId out);
 StepPtr makeUnpackTokens(TensorId in, TensorId layout, TensorId out);
 /// An encoder's embeddings: row (b, s) of out = tables[0][indices[0][b, s]] +
 /// tables[1][indices[1][b, s]] + ..., summed in f32 in that order (tables f32
-/// [rows, N] with contiguous rows; indices i64/i32 [1 or batch, seq],
+/// [rows, N] with contiguous rows; indices i64/i32 [1 or batch, 1 or seq],
 /// negative ones from the end, every one checked first: one out of range is
 /// an error naming it). With a token layout (else layout -1) out is what
 /// pack_tokens of the sum would give: the real tokens' rows when Packed

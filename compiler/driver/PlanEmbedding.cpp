@@ -192,14 +192,15 @@ LogicalResult PlanWalker::buildEmbeddingSum(Operation *sum) {
     call.indices.push_back(it->second.second);
   }
   // [batch, seq, N] from the operands (the gathers' results have no
-  // tensors): the batch of indices that do not broadcast over it.
-  std::vector<ScalarId> shape = {constant(1), plan_->tensors[call.indices[0]].shape[1],
+  // tensors): each dim from the first indices that do not broadcast over it.
+  std::vector<ScalarId> shape = {constant(1), constant(1),
                                  plan_->tensors[call.tables[0]].shape[1]};
-  for (TensorId ids : call.indices)
-    if (!isConstant(plan_->tensors[ids].shape[0], 1)) {
-      shape[0] = plan_->tensors[ids].shape[0];
-      break;
-    }
+  for (int d = 0; d < 2; ++d)
+    for (TensorId ids : call.indices)
+      if (!isConstant(plan_->tensors[ids].shape[d], 1)) {
+        shape[d] = plan_->tensors[ids].shape[d];
+        break;
+      }
   Operation *op = sum;
   Value result = sum->getResult(0);
   call.layout = -1;

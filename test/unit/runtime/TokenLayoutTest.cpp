@@ -279,6 +279,8 @@ struct EmbeddingPlan {
     ScalarId batch = scalar(dim);
     dim.dim = 1;
     ScalarId seq = scalar(dim);
+    dim.input = 2; // the position ids' own length: seq, or 1 (broadcast)
+    ScalarId positionsSeq = scalar(dim);
     ScalarId one = constant(1), n = constant(width);
     Scalar packed;
     packed.kind = Scalar::Kind::PackedDim;
@@ -300,7 +302,7 @@ struct EmbeddingPlan {
     };
     const TensorId ids = tensor(DType::I64, {batch, seq}, Storage::Input, 0);
     const TensorId mask = tensor(DType::F32, {batch, one, one, seq}, Storage::Input, 1);
-    const TensorId positions = tensor(DType::I64, {one, seq}, Storage::Input, 2);
+    const TensorId positions = tensor(DType::I64, {one, positionsSeq}, Storage::Input, 2);
     const TensorId wordTable =
         tensor(DType::F32, {constant(kWords), n}, Storage::Constant, -1, word.data());
     const TensorId positionTable =
@@ -343,7 +345,7 @@ TEST(TokenLayout, EmbeddingSumWritesThePackedRows) {
       inputs[1].dims[0] = batch, inputs[1].dims[1] = 1, inputs[1].dims[2] = 1,
       inputs[1].dims[3] = seq;
       inputs[2].data = positions.data(), inputs[2].dtype = DType::I64, inputs[2].rank = 2;
-      inputs[2].dims[0] = 1, inputs[2].dims[1] = seq;
+      inputs[2].dims[0] = 1, inputs[2].dims[1] = int64_t(positions.size());
       Status status = execute(p.plan, inputs, outputs);
       if (status.ok()) {
         const float *o = static_cast<const float *>(outputs[0].data);
@@ -376,6 +378,17 @@ TEST(TokenLayout, EmbeddingSumWritesThePackedRows) {
     EXPECT_NE(status.message().find("index 7 at position [1, 3]"), std::string::npos)
         << status.message();
     EXPECT_NE(status.message().find("[-7, 7)"), std::string::npos) << status.message();
+    // Ids of one position broadcast over the sequence; of two, they do not.
+    ids[7] = 5, positions = {-2};
+    status = run(got);
+    ASSERT_TRUE(status.ok()) << status.message();
+    const int64_t w9 = (ids[9] + EmbeddingPlan::kWords) % EmbeddingPlan::kWords; // -7: row 0
+    EXPECT_EQ(got[(2 * seq + 1) * width + width - 1],
+              p.word[w9 * width + width - 1] + p.position[3 * width + width - 1]); // -2: row 3
+    positions = {0, 1};
+    status = run(got);
+    ASSERT_FALSE(status.ok());
+    EXPECT_NE(status.message().find("do not broadcast"), std::string::npos) << status.message();
   }
 }
 
