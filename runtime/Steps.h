@@ -98,7 +98,7 @@ StepPtr makeUnpackTokens(TensorId in, TensorId layout, TensorId out);
 /// an error naming it). With a token layout (else layout -1) out is what
 /// pack_tokens of the sum would give: the real tokens' rows when Packed
 /// (padding computes nothing), else every position. At least one table (else
-/// null). OpenMP over the tokens when large (runtime/EmbeddingSumStep.cpp).
+/// null). OpenMP over the tokens when large (runtime/TokenSteps.cpp).
 StepPtr makeEmbeddingSum(std::vector<TensorId> tables, std::vector<TensorId> indices,
                          TensorId layout, TensorId out);
 /// A 1-D integer tensor of scalar values (shape tensors).

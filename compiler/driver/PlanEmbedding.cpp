@@ -6,7 +6,7 @@
 // (docs/padding-free.md). Built op by op, the gathers write one [batch, seq,
 // N] tensor each, the sum reads them back and the pack copies the real rows
 // again. The builder folds them into one embedding_sum step
-// (runtime/EmbeddingSumStep.cpp) that sums each token's table rows straight
+// (runtime/TokenSteps.cpp) that sums each token's table rows straight
 // into its (packed) row, summing in the order the body adds, so the result is
 // the same bits. Like foldOutputQuantize, a choice made where the steps are
 // built: the IR (and the interpreter) keep the gathers, the sum and the pack.

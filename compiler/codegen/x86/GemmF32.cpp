@@ -115,11 +115,8 @@ void GemmF32::run(const float *a, int64_t m, int64_t lda, float *c, int64_t ldc,
                          kb == kBlocks - 1,
                          inputs ? inputs + col : nullptr};
         const NextSlice next = nextPanelSlice(packedB_, p, panels_, kb, kBlocks, geometry);
-        const int64_t perCall =
-            args.k / GemmTileAvx512::kUnroll * kPanelPrefetchLines * 64; // K steps of floats
         runRowTiles(
-            args, row0, rowEnd, mr_, [&](int rows) { return kernel(rows, tailPanel); }, next,
-            perCall);
+            args, row0, rowEnd, mr_, [&](int rows) { return kernel(rows, tailPanel); }, next);
       }
     });
   }

@@ -101,12 +101,6 @@ struct GemmF32Epilogue {
   const EpilogueEmitter *elementwise = nullptr; ///< must outlive the GemmF32
 };
 
-/// Lines of the next B slice the FP32 and bf16 kernels prefetch per unrolled
-/// K step (GemmF32Avx512Config::bPrefetchLines). A K step reads NR x 4 bytes of
-/// B (3 lines at NR 48, kUnroll steps per unrolled one): two lines cover the
-/// next slice in the first 6 row tiles of a block.
-constexpr int kPanelPrefetchLines = 2;
-
 /// The tile kernels of a panel GEMM: for rows 1..mr, one for a full panel of
 /// nr columns and one for the last panel (N's tail), each prefetching the next
 /// slice into L2 (prefetcht1) and, a second set, into L1 and L2 (prefetcht0:

@@ -62,14 +62,22 @@ struct NextSlice {
   int64_t bytes = 0;
 };
 
+/// Lines of the next B slice the FP32 and bf16 kernels prefetch per unrolled
+/// K step (GemmF32Avx512Config::bPrefetchLines). A K step reads NR x 4 bytes of
+/// B (3 lines at NR 48, kUnroll steps per unrolled one): two lines cover the
+/// next slice in the first 6 row tiles of a block.
+constexpr int kPanelPrefetchLines = 2;
+
 /// Calls kernelFor(rows)(&args) on the row tiles of [row0, rowEnd), `mr` rows
 /// each (the last fewer), `args` set for row0 and moved down between calls
 /// (A, C and, where present, the residual): the drivers reuse one argument
-/// block per slice rather than fill one per call. Each call prefetches
-/// `prefetchBytesPerCall` of `next` after the calls before it.
+/// block per slice rather than fill one per call. Each call prefetches the
+/// kPanelPrefetchLines lines per unrolled step of its args.k K steps of
+/// `next`, after the calls before it.
 template <typename KernelFor>
 void runRowTiles(GemmF32Args args, int64_t row0, int64_t rowEnd, int mr, KernelFor kernelFor,
-                 const NextSlice &next = {}, int64_t prefetchBytesPerCall = 0) {
+                 const NextSlice &next = {}) {
+  const int64_t prefetchBytesPerCall = args.k / GemmTileAvx512::kUnroll * kPanelPrefetchLines * 64;
   int64_t prefetched = 0;
   for (int64_t row = row0; row < rowEnd; row += mr) {
     if (row > row0) {

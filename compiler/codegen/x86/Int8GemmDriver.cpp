@@ -453,10 +453,10 @@ Int8GemmRunStats Int8GemmDriver::runRegisterTiles(const Call &r, Invoke invoke) 
   StealingSchedule schedule(items, threads);
   // The next step's code, a part per item (NextStepPrefetch.h).
   const NextStepReads *nextStep = NextStepReads::published();
-#pragma omp parallel if (mBlocks * panels_ > 1) reduction(+ : calls, fewTilesCalls, stolenPairs)
+#pragma omp parallel if (items > 1) reduction(+ : calls, fewTilesCalls, stolenPairs)
   {
     const int thread = omp_get_thread_num();
-    NextStepPrefetcher prefetcher(nextStep, thread, ceilDiv(mBlocks * panels_, threads));
+    NextStepPrefetcher prefetcher(nextStep, thread, ceilDiv(items, threads));
     // s32 sums of one (M block, panel) between K blocks, reused across runs.
     thread_local std::vector<int32_t, CacheLineAllocator<int32_t>> partial;
     if (kBlocks > 1 && int64_t(partial.size()) < mBlock * nr_)

@@ -15,11 +15,12 @@
 // brackets the max measured by an instruction-exact scalar model of these
 // sequences (fmaf for vfmadd, y0 = rsqrt * (1 +- 2^-14) for vrsqrt14ps):
 //   exp        <= 2 ulp [1.48]  Cody-Waite floor reduction, degree-6 minimax, vscalefps
-//   expFast    |rel err| <= 1e-5 [6.42e-6] for x >= -87.3: 2^t, t = x log2e rounded once,
-//              degree-4 minimax of 2^f on [0, 1); only for results rounded to 8 bits
-//              (the int8 attention's weighted softmax: P' codes of 1/255 of the row's
-//              largest). 0 below the f32 range, NaN kept, exp(-inf) = 0; +inf gives
-//              NaN (a softmax's x = z - max is never +inf).
+//   expFast    |rel err| <= 1e-5 [6.42e-6, the kernel itself over its test's sweep]
+//              for x >= -87.3: 2^t, t = x log2e rounded once, degree-4 minimax of 2^f
+//              on [0, 1); only for results rounded to 8 bits (the int8 attention's
+//              weighted softmax: P' codes of 1/255 of the row's largest). 0 below the
+//              f32 range, NaN kept, exp(-inf) = 0; +inf gives NaN (a softmax's
+//              x = z - max is never +inf).
 //   erf        <= 2 ulp [1.12]  |x| < 1: x + x P6(x^2); else 1 - exp(Q8(min(|x|, 4)))
 //   tanh       <= 2 ulp [1.49]  |x| < 0.625: x + x s P5(s); else (1-e)/(1+e), e = exp(-2|x|)
 //   sigmoid    <= 3 ulp [2.58]  e = exp(-|x|): 1/(1+e) or e/(1+e), one division
@@ -131,8 +132,8 @@ public:
   void abs(const Zmm &dst, const Zmm &src);
   /// exp(-inf) = 0, overflow to +inf, denormal results rounded, NaN kept. 2 zmm.
   void exp(const Zmm &dst, const Zmm &src);
-  /// exp to 1e-5 relative (see above), 5 FMA-pipe and 5 add-pipe instructions
-  /// against exp's 10 and 5. 2 zmm.
+  /// exp to 1e-5 relative (see above): 5 instructions on the FMA pipes
+  /// (vmulps, 4 FMAs) and 4 on the add pipes, against exp's 9 and 4. 2 zmm.
   void expFast(const Zmm &dst, const Zmm &src);
   /// 4 zmm, 1 opmask.
   void erf(const Zmm &dst, const Zmm &src);

@@ -3,7 +3,7 @@
 // The plan builder folds a BERT-family embedding sum (gathers of constant
 // tables, their octet.fused additions, and its pack_tokens) into one
 // embedding_sum step (compiler/driver/PlanEmbedding.cpp,
-// runtime/EmbeddingSumStep.cpp): the plan has no gather steps, the rows are
+// runtime/TokenSteps.cpp): the plan has no gather steps, the rows are
 // the sums in the body's order bit for bit, padding computes nothing, bad
 // ids are errors, and sums it cannot fold keep their steps.
 //
