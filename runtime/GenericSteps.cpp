@@ -884,7 +884,6 @@ public:
     if (Status s = checkIndexing(ctx); !s.ok())
       return s;
     TensorId data = inputs[0], indices = inputs[1], out = outputs[0];
-    const DType indexType = ctx.dtype(indices);
     Shape dataShape = ctx.shape(data), indexShape = ctx.shape(indices);
     int rank = int(dataShape.size());
     int axis = axis_ < 0 ? axis_ + rank : axis_;
@@ -898,30 +897,12 @@ public:
       return s;
 
     // Read and check every index before writing anything.
-    int64_t dim = dataShape[axis], count = product(indexShape);
-    std::vector<int64_t> index(static_cast<size_t>(count));
-    Shape indexStrides = ctx.strides(indices), flat = contiguousStrides(indexShape);
-    Loop<2> indexLoop = makeLoop<2>(indexShape, {&flat, &indexStrides});
-    int64_t bad = -1, badValue = 0;
-    visitDType(indexType, [&](auto tag) {
-      using I = typename decltype(tag)::type;
-      const I *src = ctx.data<I>(indices);
-      runRange(indexLoop, 0, count,
-               [&](int64_t position, int64_t n, const std::array<int64_t, 2> &off,
-                   const std::array<int64_t, 2> &st) {
-                 for (int64_t i = 0; i < n; ++i) {
-                   int64_t v = int64_t(src[off[1] + i * st[1]]);
-                   if ((v < -dim || v >= dim) && bad < 0) {
-                     bad = position + i;
-                     badValue = v;
-                   }
-                   index[size_t(position + i)] = v < 0 ? v + dim : v;
-                 }
-               });
-    });
-    if (bad >= 0)
-      return fail("index " + std::to_string(badValue) + " at position " +
-                  indexString(indexShape, bad) + " of the indices " + describe(ctx, indices) +
+    const int64_t dim = dataShape[axis], count = product(indexShape);
+    std::vector<int64_t> index;
+    const BadIndex bad = readIndices(ctx, indices, dim, index);
+    if (bad.position >= 0)
+      return fail("index " + std::to_string(bad.value) + " at position " +
+                  indexString(indexShape, bad.position) + " of the indices " + describe(ctx, indices) +
                   " is out of range [" + std::to_string(-dim) + ", " + std::to_string(dim) +
                   ") for axis " + std::to_string(axis) + " of the data " + describe(ctx, data));
 

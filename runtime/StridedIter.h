@@ -173,6 +173,43 @@ void forEachRun(const Loop<N> &loop, Inner &&inner, int64_t cost = 1) {
     runRange(loop, c * chunk, std::min(total, (c + 1) * chunk), inner);
 }
 
+/// The first index out of range that readIndices found: its flat row-major
+/// position in the indices (-1: none) and its value.
+struct BadIndex {
+  int64_t position = -1;
+  int64_t value = 0;
+};
+
+/// Every index of the i64 or i32 tensor `indices` (any strides) into `out`,
+/// row-major, each in [-dim, dim) and wrapped to [0, dim) as numpy.take does:
+/// Gather and the embedding sum read and check them all before writing
+/// anything. The caller has checked the dtype.
+inline BadIndex readIndices(const ExecContext &ctx, TensorId indices, int64_t dim,
+                            std::vector<int64_t> &out) {
+  const std::vector<int64_t> shape = ctx.shape(indices), strides = ctx.strides(indices),
+                             flat = contiguousStrides(shape);
+  const int64_t count = product(shape);
+  out.resize(size_t(count));
+  BadIndex bad;
+  auto read = [&](const auto *src) {
+    runRange(makeLoop<2>(shape, {&flat, &strides}), 0, count,
+             [&](int64_t position, int64_t n, const std::array<int64_t, 2> &off,
+                 const std::array<int64_t, 2> &st) {
+               for (int64_t i = 0; i < n; ++i) {
+                 const int64_t v = int64_t(src[off[1] + i * st[1]]);
+                 if ((v < -dim || v >= dim) && bad.position < 0)
+                   bad = {position + i, v};
+                 out[size_t(position + i)] = v < 0 ? v + dim : v;
+               }
+             });
+  };
+  if (ctx.dtype(indices) == DType::I64)
+    read(ctx.data<int64_t>(indices));
+  else
+    read(ctx.data<int32_t>(indices));
+  return bad;
+}
+
 } // namespace octet::rt::strided
 
 #endif

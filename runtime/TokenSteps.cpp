@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/Steps.h"
+#include "runtime/StridedIter.h"
 #include "runtime/TokenLayout.h"
 
 #include <cstring>
@@ -239,15 +240,18 @@ public:
       const int64_t row = rowOf ? rowOf[p] : p;
       if (row < 0)
         continue; // padding: no row
+      const int64_t b = p / seq, s = p % seq;
       // The rows two tokens ahead while this one's are summed: a word's row
       // is anywhere in a table of tens of MB (BERT-base: 94 MB), from DRAM.
+      // A row this token reads too (a token type's, broadcast ids) is in L1.
       if (const int64_t ahead = p + kTokensAhead; ahead < positions)
         for (const Source &source : sources) {
-          const char *next = reinterpret_cast<const char *>(source.row(ahead / seq, ahead % seq));
+          const float *next = source.row(ahead / seq, ahead % seq);
+          if (next == source.row(b, s))
+            continue;
           for (int64_t at = 0; at < n * 4; at += 64)
-            __builtin_prefetch(next + at);
+            __builtin_prefetch(reinterpret_cast<const char *>(next) + at);
         }
-      const int64_t b = p / seq, s = p % seq;
       sumRows(sources, b, s, n, dst + row * n);
     }
     return Status();
@@ -319,23 +323,13 @@ private:
     source.table = ctx.data<float>(table);
     source.rowStride = ctx.strides(table)[0];
     source.idBatch = ctx.dim(ids, 0), source.idSeq = ctx.dim(ids, 1);
-    source.ids.resize(size_t(source.idBatch * source.idSeq));
-    const std::vector<int64_t> strides = ctx.strides(ids);
-    const void *base = idType == DType::I64 ? static_cast<const void *>(ctx.data<int64_t>(ids))
-                                            : static_cast<const void *>(ctx.data<int32_t>(ids));
-    for (int64_t b = 0; b < source.idBatch; ++b)
-      for (int64_t s = 0; s < source.idSeq; ++s) {
-        const int64_t at = b * strides[0] + s * strides[1];
-        const int64_t v = idType == DType::I64 ? static_cast<const int64_t *>(base)[at]
-                                               : int64_t(static_cast<const int32_t *>(base)[at]);
-        if (v < -rows || v >= rows)
-          return fail("index " + std::to_string(v) + " at position [" + std::to_string(b) + ", " +
-                      std::to_string(s) + "] of the indices " + describe(ctx, ids) +
-                      " is out of range [" + std::to_string(-rows) + ", " +
-                      std::to_string(rows) + ") for table " + std::to_string(i) + " " +
-                      describe(ctx, table));
-        source.ids[size_t(b * source.idSeq + s)] = v < 0 ? v + rows : v;
-      }
+    const strided::BadIndex bad = strided::readIndices(ctx, ids, rows, source.ids);
+    if (bad.position >= 0)
+      return fail("index " + std::to_string(bad.value) + " at position " +
+                  strided::indexString(ctx.shape(ids), bad.position) + " of the indices " +
+                  describe(ctx, ids) + " is out of range [" + std::to_string(-rows) + ", " +
+                  std::to_string(rows) + ") for table " + std::to_string(i) + " " +
+                  describe(ctx, table));
     return Status();
   }
 

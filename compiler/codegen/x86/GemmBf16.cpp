@@ -79,7 +79,7 @@ void GemmBf16::run(const float *a, int64_t m, int64_t lda, float *c, int64_t ldc
                              CpuFeatures::host().describe() + ")");
   ColumnInputs storage;
   const float *inputs = columnInputs(epilogue_.elementwise, n_, panels_ * nr_, columns, storage, c,
-                                     c + (m - 1) * ldc + n_);
+                                     m, ldc, sizeof(float));
   std::unique_ptr<uint16_t, ScratchDeleter> aBf16(
       CacheLineAllocator<uint16_t>().allocate(size_t(m * aStride_)));
   const int64_t mBlock = gemm_blocking::mBlock(m, k_, mr_, panels_, 2),

@@ -38,8 +38,8 @@ PackedWeights packB(const float *b, int64_t k, int64_t n, WeightLayout layout) {
 }
 
 const float *columnInputs(const EpilogueEmitter *elementwise, int64_t n, int64_t paddedN,
-                          const float *const *columns, ColumnInputs &storage, const void *outBegin,
-                          const void *outEnd) {
+                          const float *const *columns, ColumnInputs &storage, const void *out,
+                          int64_t m, int64_t ldc, int64_t outBytes) {
   const int count = elementwise ? elementwise->columnInputCount() : 0;
   for (int c = 0; c < count; ++c)
     if (!columns || !columns[c])
@@ -50,8 +50,9 @@ const float *columnInputs(const EpilogueEmitter *elementwise, int64_t n, int64_t
   // BERT's FFN-in (N 3072, whole 48-column panels): no copy for each run,
   // unless the output would overwrite it while other threads read it.
   const auto at = reinterpret_cast<uintptr_t>(columns ? columns[0] : nullptr);
-  const bool apart = at + uintptr_t(n) * sizeof(float) <= reinterpret_cast<uintptr_t>(outBegin) ||
-                     at >= reinterpret_cast<uintptr_t>(outEnd);
+  const auto outBegin = reinterpret_cast<uintptr_t>(out);
+  const uintptr_t outEnd = outBegin + uintptr_t(((m - 1) * ldc + n) * outBytes);
+  const bool apart = at + uintptr_t(n) * sizeof(float) <= outBegin || at >= outEnd;
   if (count == 1 && n == paddedN && apart)
     return columns[0];
   storage.assign(size_t(count * paddedN), 0.0f);
@@ -80,7 +81,7 @@ void GemmF32::run(const float *a, int64_t m, int64_t lda, float *c, int64_t ldc,
     return;
   ColumnInputs storage;
   const float *inputs = columnInputs(epilogue_.elementwise, n_, panels_ * nr_, columns, storage, c,
-                                     c + (m - 1) * ldc + n_);
+                                     m, ldc, sizeof(float));
   const int64_t mBlock = mc(m), mBlocks = ceilDiv(m, mBlock);
   const int64_t kBlocks = std::max<int64_t>(1, ceilDiv(k_, kc_));
   const PanelGeometry geometry = PanelGeometry::of(k_, kc_, nr_, 1);

@@ -88,13 +88,14 @@ PackedWeights packB(const float *b, int64_t k, int64_t n, WeightLayout layout);
 /// them: rows of `paddedN` floats (whole panels: the kernels read whole
 /// vectors), `paddedN` apart; `columns[c]` points at input c's N floats. One
 /// input whose N fills whole panels and that lies outside the run's output
-/// bytes [outBegin, outEnd) is read where it lies; else they are copied, zero
-/// padded, into `storage`. Null without inputs. Throws std::invalid_argument
-/// when one is missing.
+/// (`m` rows of N elements of `outBytes` bytes, `ldc` elements apart from
+/// `out`) is read where it lies; else they are copied, zero padded, into
+/// `storage`. Null without inputs. Throws std::invalid_argument when one is
+/// missing.
 using ColumnInputs = std::vector<float, CacheLineAllocator<float>>;
 const float *columnInputs(const EpilogueEmitter *elementwise, int64_t n, int64_t paddedN,
-                          const float *const *columns, ColumnInputs &storage,
-                          const void *outBegin, const void *outEnd);
+                          const float *const *columns, ColumnInputs &storage, const void *out,
+                          int64_t m, int64_t ldc, int64_t outBytes);
 
 struct GemmF32Epilogue {
   bool residual = false; ///< run() gets a residual [M, N] to add

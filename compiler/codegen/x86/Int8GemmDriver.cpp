@@ -273,10 +273,8 @@ Int8GemmRunStats Int8GemmDriver::runWith(const uint8_t *a, int64_t m, int64_t ld
   ColumnInputs storage;
   const float *inputs = nullptr;
   try {
-    const int64_t outBytes = params_.output == QuantOutput::F32 ? 4 : 1;
-    const char *out = static_cast<const char *>(c);
-    inputs = columnInputs(params_.elementwise, n_, panels_ * nr_, columns, storage, out,
-                          out + ((m - 1) * ldc + n_) * outBytes);
+    inputs = columnInputs(params_.elementwise, n_, panels_ * nr_, columns, storage, c, m, ldc,
+                          params_.output == QuantOutput::F32 ? 4 : 1);
   } catch (const std::invalid_argument &e) {
     reject(e.what());
   }

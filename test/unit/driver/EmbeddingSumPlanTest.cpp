@@ -290,8 +290,9 @@ TEST_F(EmbeddingSumPlan, SumsItCannotFoldKeepTheirSteps) {
     std::vector<float> out;
     rt::Status status = run(*plan, ids, types, mask, 2, 2, out);
     ASSERT_TRUE(status.ok()) << status.message();
-    if (!subtract)
+    if (!subtract) {
       EXPECT_EQ(out[kWidth + 3], expected(2, 1, 1, 3));
+    }
   }
 }
 

@@ -487,8 +487,9 @@ TEST(Ceilings, HandoffBetweenTwoThreadsIsPositive) {
   // The sampler records it with the peaks (the median of its samples).
   ComputePeakSampler sampler(2, false, false);
   sampler.sample();
-  if (std::thread::hardware_concurrency() >= 2)
+  if (std::thread::hardware_concurrency() >= 2) {
     EXPECT_GT(sampler.peaks().handoffNs, 1);
+  }
   EXPECT_EQ(handoffNote(kFarHandoffNs), "");
   EXPECT_NE(handoffNote(2 * kFarHandoffNs).find("far apart"), std::string::npos);
 }

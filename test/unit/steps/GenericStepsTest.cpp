@@ -1845,8 +1845,9 @@ TEST(BinaryStep, ModSignRulesOnEveryType) {
       }
       ASSERT_TRUE(runStep(tp, makeBinary(BinaryKind::FMod, a, b, out)).ok());
       EXPECT_EQ(getValues<T>(tp, out, 6), fmod);
-      if (dtype == DType::F16) // fmod(-4, 2) is -0
+      if (dtype == DType::F16) { // fmod(-4, 2) is -0
         EXPECT_TRUE(std::signbit(float(tp.data<Half>(out)[0])));
+      }
     });
   }
   // The extremes of the new signed types: MIN % -1 is 0 (it would trap), MIN / -1 wraps.
