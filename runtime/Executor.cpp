@@ -2,6 +2,7 @@
 #include "runtime/Executor.h"
 #include "compiler/codegen/HugePages.h"
 #include "compiler/codegen/x86/NextStepPrefetch.h"
+#include "runtime/NextReadsCache.h"
 #include "runtime/TokenLayout.h"
 
 #include <algorithm>
@@ -681,21 +682,16 @@ bool run(const Plan &plan, const RunTensor *inputs, size_t numInputs, RunTensor 
     profile->stepWork.assign(plan.steps.size(), Work());
   }
   // The next step's cold first reads, which each step prefetches as it runs
-  // where it takes part (compiler/codegen/x86/NextStepPrefetch.h).
-  x86::NextStepReads nextReads;
-  const int64_t threads = omp_get_max_threads();
+  // where it takes part (compiler/codegen/x86/NextStepPrefetch.h), as this
+  // thread's last runs of the same shapes found them (runtime/NextReadsCache.h).
+  NextReadsCache::Lease nextReadsCache(plan, omp_get_max_threads());
+  nextReadsCache->beginSegment(0, ctx.scalars_);
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const Step &step = *plan.steps[i];
-    nextReads.perThread.clear();
-    // After a token_layout step the shapes change: nothing to publish. A
-    // hint: were it to fail (out of memory), the run goes on without it.
-    if (i + 1 < plan.steps.size() && !step.definesTokenLayout()) {
-      try {
-        plan.steps[i + 1]->firstReads(ctx, threads, nextReads);
-      } catch (...) {
-        nextReads.perThread.clear();
-      }
-    }
+    // After a token_layout step the shapes change: nothing to publish.
+    const x86::NextStepReads *nextReads = i + 1 < plan.steps.size() && !step.definesTokenLayout()
+                                              ? &nextReadsCache->readsOf(i + 1, ctx)
+                                              : nullptr;
     if (observer && *observer) {
       Status observed = (*observer)(i, ctx);
       if (!observed.ok()) {
@@ -707,7 +703,7 @@ bool run(const Plan &plan, const RunTensor *inputs, size_t numInputs, RunTensor 
     const auto start =
         profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     try {
-      const x86::NextStepReads::Scope published(&nextReads);
+      const x86::NextStepReads::Scope published(nextReads);
       status = step.run(ctx);
       if (profile) {
         profile->stepSeconds[i] =
@@ -728,8 +724,11 @@ bool run(const Plan &plan, const RunTensor *inputs, size_t numInputs, RunTensor 
                                   status.message()};
       return false;
     }
-    if (step.definesTokenLayout() && !repack(step))
-      return false;
+    if (step.definesTokenLayout()) {
+      if (!repack(step))
+        return false;
+      nextReadsCache->beginSegment(i + 1, ctx.scalars_);
+    }
   }
 
   // Outputs the steps did not write in place (an input, a constant, a view).

@@ -1,6 +1,7 @@
 //===- Plan.cpp - dtypes, the Plan listing, ExecContext shapes ------------===//
 #include "runtime/Plan.h"
 
+#include <atomic>
 #include <sstream>
 
 namespace octet::rt {
@@ -57,6 +58,11 @@ const char *dtypeName(DType dtype) {
     return "f16";
   }
   return "?";
+}
+
+uint64_t newPlanSerial() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
 }
 
 std::string shapeString(const std::vector<int64_t> &shape) {

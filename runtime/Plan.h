@@ -173,7 +173,9 @@ public:
   /// What each of `threads` threads reads first, when that is likely cold (a
   /// GEMM's first weight slice, from DRAM), for the step before this one to
   /// prefetch as it runs (compiler/codegen/x86/NextStepPrefetch.h). Called
-  /// with this run's shapes. Default: nothing.
+  /// with this run's shapes, and a function of the scalars and `threads`
+  /// only: each thread keeps what it got for the next runs of the same
+  /// shapes (runtime/NextReadsCache.h). Default: nothing.
   virtual void firstReads(const ExecContext &, int64_t /*threads*/, x86::NextStepReads &) const {}
 
   std::string location; ///< the op it implements (ONNX node name), for messages
@@ -207,7 +209,13 @@ private:
   mutable std::string error_;
 };
 
+/// A number no other Plan of this process has had (Plan::serial).
+uint64_t newPlanSerial();
+
 struct Plan {
+  /// This Plan's identity for what a thread keeps between runs of it (the
+  /// executor's next-step reads), where an address could be a new Plan's.
+  uint64_t serial = newPlanSerial();
   std::vector<Scalar> scalars;
   std::vector<TensorInfo> tensors;
   std::vector<ScalarId> arenaSlots; ///< byte size of each slot (laid out 64-byte aligned)

@@ -6,6 +6,7 @@
 // so that the row step sees [1, real tokens] (docs/padding-free.md).
 //
 //===----------------------------------------------------------------------===//
+#include "compiler/codegen/x86/NextStepPrefetch.h"
 #include "runtime/Executor.h"
 #include "runtime/Steps.h"
 #include "runtime/TokenLayout.h"
@@ -245,6 +246,54 @@ TEST(TokenLayout, ExecutorRunsRowStepsOnPackedRows) {
     EXPECT_EQ(wrong, 0) << "width " << width;
     std::free(outputs[0].data);
   }
+}
+
+/// x + 1 that counts how often the executor asks its first reads, and for
+/// how many rows.
+class AskedAddStep final : public test::AddConstantStep {
+public:
+  AskedAddStep() : AddConstantStep(1.0f) {}
+  void firstReads(const ExecContext &ctx, int64_t, octet::x86::NextStepReads &) const override {
+    asked.push_back(ctx.dim(inputs[0], 1));
+  }
+  mutable std::vector<int64_t> asked;
+};
+
+// The executor keeps each step's first reads for the next runs of the same
+// shapes (runtime/NextReadsCache.h); after token_layout the packed rows are
+// part of the shapes: a new mix of lengths with the same input dims is asked
+// again, the same mix is not.
+TEST(TokenLayout, NextStepReadsFollowThePackedRows) {
+  PackPlan p;
+  auto asked = std::make_unique<AskedAddStep>();
+  AskedAddStep *add = asked.get();
+  asked->inputs = p.plan.steps[2]->inputs;
+  asked->outputs = p.plan.steps[2]->outputs;
+  p.plan.steps[2] = std::move(asked);
+  ASSERT_TRUE(validatePlan(p.plan).ok());
+  const int64_t batch = 3, seq = 4;
+  std::vector<float> x(batch * seq * 2, 1.0f);
+  auto run = [&](const std::vector<int64_t> &lengths) {
+    std::vector<float> mask = keyPadding(lengths, seq, -1e4f);
+    std::vector<RunTensor> inputs(2), outputs(1);
+    inputs[0].data = x.data(), inputs[0].dtype = DType::F32, inputs[0].rank = 3;
+    inputs[0].dims[0] = batch, inputs[0].dims[1] = seq, inputs[0].dims[2] = 2;
+    inputs[1].data = mask.data(), inputs[1].dtype = DType::F32, inputs[1].rank = 4;
+    inputs[1].dims[0] = batch, inputs[1].dims[1] = 1, inputs[1].dims[2] = 1,
+    inputs[1].dims[3] = seq;
+    Status status = execute(p.plan, inputs, outputs);
+    ASSERT_TRUE(status.ok()) << status.message();
+    std::free(outputs[0].data);
+  };
+  run({4, 1, 2});
+  run({4, 1, 2});
+  EXPECT_EQ(add->asked, (std::vector<int64_t>{7}));
+  run({4, 4, 2});
+  run({2, 1, 4});
+  run({2, 1, 4});
+  EXPECT_EQ(add->asked, (std::vector<int64_t>{7, 10, 7}));
+  run({4, 4, 4}); // no padding: not packed, the padded shapes
+  EXPECT_EQ(add->asked, (std::vector<int64_t>{7, 10, 7, 4}));
 }
 
 /// token_layout(mask) → embedding_sum(word[ids] + position[positions]) into
