@@ -12,8 +12,8 @@ thread_local NextReadsCache threadCache;
 NextReadsCache::Lease::Lease(const Plan &plan, int64_t threads)
     : own_(threadCache.busy_ ? std::make_unique<NextReadsCache>() : nullptr),
       cache_(own_ ? own_.get() : &threadCache) {
-  cache_->busy_ = true;
   cache_->beginRun(plan, threads);
+  cache_->busy_ = true; // after what may throw: a failed Lease holds nothing
 }
 
 NextReadsCache::Lease::~Lease() { cache_->busy_ = false; }
@@ -22,7 +22,9 @@ void NextReadsCache::beginRun(const Plan &plan, int64_t threads) {
   plan_ = &plan;
   if (plan.serial == planSerial_ && threads == threads_ && reads_.size() == plan.steps.size())
     return;
-  planSerial_ = plan.serial;
+  // The Plan's serial last: were an allocation to throw (the run fails with
+  // "out of memory"), the next run starts over.
+  planSerial_ = 0;
   threads_ = threads;
   reads_.assign(plan.steps.size(), x86::NextStepReads());
   valid_.assign(plan.steps.size(), 0);
@@ -34,6 +36,7 @@ void NextReadsCache::beginRun(const Plan &plan, int64_t threads) {
       first = i + 1;
     }
   segments_.push_back({first, plan.steps.size(), {}, false});
+  planSerial_ = plan.serial;
 }
 
 void NextReadsCache::beginSegment(size_t first, const std::vector<int64_t> &scalars) {
