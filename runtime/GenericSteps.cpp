@@ -875,6 +875,40 @@ protected:
   }
 };
 
+/// Row r of the contiguous dst = the `innerShape` elements of src at element
+/// offset rowOffset(r), `innerStrides` apart (Gather's and GatherND's copy):
+/// one memcpy a row where they are contiguous, one load a row where a row is
+/// one element (the attention mask's GatherND). OpenMP over the rows when large.
+template <typename T, typename RowOffset>
+void copyRows(const T *src, T *dst, int64_t rows, const Shape &innerShape,
+              const Shape &innerStrides, RowOffset rowOffset) {
+  const int64_t inner = product(innerShape);
+  if (inner == 1) {
+#pragma omp parallel for schedule(static) if (rows > kParallelThreshold)
+    for (int64_t row = 0; row < rows; ++row)
+      dst[row] = src[rowOffset(row)];
+    return;
+  }
+  const Shape innerFlat = contiguousStrides(innerShape);
+  const Loop<2> innerLoop = makeLoop<2>(innerShape, {&innerFlat, &innerStrides});
+  const bool innerContiguous = innerLoop.shape.size() == 1 && innerLoop.strides[0][1] == 1;
+#pragma omp parallel for schedule(static) if (rows * inner > kParallelThreshold && rows > 1)
+  for (int64_t row = 0; row < rows; ++row) {
+    const T *from = src + rowOffset(row);
+    T *to = dst + row * inner;
+    if (innerContiguous) {
+      std::memcpy(to, from, size_t(inner) * sizeof(T));
+      continue;
+    }
+    runRange(innerLoop, 0, inner,
+             [&](int64_t, int64_t n, const std::array<int64_t, 2> &off,
+                 const std::array<int64_t, 2> &st) {
+               for (int64_t i = 0; i < n; ++i)
+                 to[off[0] + i * st[0]] = from[off[1] + i * st[1]];
+             });
+  }
+}
+
 class GatherStep final : public IndexingStep {
 public:
   explicit GatherStep(int axis) : axis_(axis) {}
@@ -924,31 +958,12 @@ public:
                for (int64_t i = 0; i < n; ++i)
                  outerOffsets[size_t(position + i)] = off[1] + i * st[1];
              });
-    Shape innerFlat = contiguousStrides(innerShape);
-    Loop<2> innerLoop = makeLoop<2>(innerShape, {&innerFlat, &innerStrides});
-    bool innerContiguous = innerLoop.shape.size() == 1 && innerLoop.strides[0][1] == 1;
-
     visitDType(ctx.dtype(data), [&](auto tag) {
       using T = typename decltype(tag)::type;
-      const T *src = ctx.data<T>(data);
-      T *dst = ctx.data<T>(out);
-      int64_t rows = outer * count;
-#pragma omp parallel for schedule(static) if (rows * inner > kParallelThreshold && rows > 1)
-      for (int64_t row = 0; row < rows; ++row) {
-        int64_t o = row / count, j = row % count;
-        const T *from = src + outerOffsets[size_t(o)] + index[size_t(j)] * axisStride;
-        T *to = dst + row * inner;
-        if (innerContiguous || inner == 1) {
-          std::memcpy(to, from, size_t(inner) * sizeof(T));
-          continue;
-        }
-        runRange(innerLoop, 0, inner,
-                 [&](int64_t, int64_t n, const std::array<int64_t, 2> &off,
-                     const std::array<int64_t, 2> &st) {
-                   for (int64_t i = 0; i < n; ++i)
-                     to[off[0] + i * st[0]] = from[off[1] + i * st[1]];
-                 });
-      }
+      copyRows(ctx.data<T>(data), ctx.data<T>(out), outer * count, innerShape, innerStrides,
+               [&](int64_t row) {
+                 return outerOffsets[size_t(row / count)] + index[size_t(row % count)] * axisStride;
+               });
     });
     return Status();
   }
@@ -1069,34 +1084,10 @@ public:
     }
 
     Shape innerStrides(dataStrides.begin() + b + tuple, dataStrides.end());
-    Shape innerFlat = contiguousStrides(innerShape);
-    Loop<2> innerLoop = makeLoop<2>(innerShape, {&innerFlat, &innerStrides});
-    bool innerContiguous = innerLoop.shape.size() == 1 && innerLoop.strides[0][1] == 1;
     visitDType(ctx.dtype(data), [&](auto tag) {
       using T = typename decltype(tag)::type;
-      const T *src = ctx.data<T>(data);
-      T *dst = ctx.data<T>(out);
-      if (inner == 1) { // the attention mask's case: one element per tuple
-#pragma omp parallel for schedule(static) if (rows > kParallelThreshold)
-        for (int64_t row = 0; row < rows; ++row)
-          dst[row] = src[offsets[size_t(row)]];
-        return;
-      }
-#pragma omp parallel for schedule(static) if (rows * inner > kParallelThreshold && rows > 1)
-      for (int64_t row = 0; row < rows; ++row) {
-        const T *from = src + offsets[size_t(row)];
-        T *to = dst + row * inner;
-        if (innerContiguous) {
-          std::memcpy(to, from, size_t(inner) * sizeof(T));
-          continue;
-        }
-        runRange(innerLoop, 0, inner,
-                 [&](int64_t, int64_t n, const std::array<int64_t, 2> &off,
-                     const std::array<int64_t, 2> &st) {
-                   for (int64_t i = 0; i < n; ++i)
-                     to[off[0] + i * st[0]] = from[off[1] + i * st[1]];
-                 });
-      }
+      copyRows(ctx.data<T>(data), ctx.data<T>(out), rows, innerShape, innerStrides,
+               [&](int64_t row) { return offsets[size_t(row)]; });
     });
     return Status();
   }
