@@ -114,16 +114,25 @@ std::string indexTuple(int64_t flat, const RunTensor &tensor) {
 
 // ---- Input validation --------------------------------------------------------
 
+/// The caller's array of `what` ("inputs", "outputs"): `count` of them where
+/// the Plan has `expected`, and not null unless empty.
+bool checkTensorArray(const char *what, size_t expected, const RunTensor *tensors, size_t count,
+                      Failure &f) {
+  if (count != expected) {
+    f = {RunError::InvalidArgument, "expected " + std::to_string(expected) + " " + what +
+                                        ", got " + std::to_string(count)};
+    return false;
+  }
+  if (count && !tensors) {
+    f = {RunError::InvalidArgument, std::string("the ") + what + " array is null"};
+    return false;
+  }
+  return true;
+}
+
 bool validateInputs(const Plan &plan, const RunTensor *inputs, size_t numInputs, Failure &f) {
-  if (numInputs != plan.inputs.size()) {
-    f = {RunError::InvalidArgument, "expected " + std::to_string(plan.inputs.size()) +
-                                        " inputs, got " + std::to_string(numInputs)};
+  if (!checkTensorArray("inputs", plan.inputs.size(), inputs, numInputs, f))
     return false;
-  }
-  if (numInputs && !inputs) {
-    f = {RunError::InvalidArgument, "the inputs array is null"};
-    return false;
-  }
   for (size_t i = 0; i < numInputs; ++i) {
     const IoInfo &io = plan.inputs[i];
     const RunTensor &in = inputs[i];
@@ -464,15 +473,8 @@ std::string tensorWhere(const Plan &plan, TensorId t) {
 
 bool run(const Plan &plan, const RunTensor *inputs, size_t numInputs, RunTensor *outputs,
          size_t numOutputs, Failure &f, RunProfile *profile, const StepObserver *observer) {
-  if (numOutputs != plan.outputs.size()) {
-    f = {RunError::InvalidArgument, "expected " + std::to_string(plan.outputs.size()) +
-                                        " outputs, got " + std::to_string(numOutputs)};
+  if (!checkTensorArray("outputs", plan.outputs.size(), outputs, numOutputs, f))
     return false;
-  }
-  if (numOutputs && !outputs) {
-    f = {RunError::InvalidArgument, "the outputs array is null"};
-    return false;
-  }
   for (size_t i = 0; i < numOutputs; ++i)
     outputs[i].allocated = false;
   if (!validateInputs(plan, inputs, numInputs, f))
