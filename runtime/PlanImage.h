@@ -40,8 +40,9 @@ namespace octet::rt {
 /// sets that prefetch into L1; 11: the int8 attention dot kernel reads its
 /// row-group count; 12: the bf16 (vdpbf16ps) one too; 13: the FP32 and bf16
 /// GEMM kernels prefetch B, in two sets; 14: bf16 linears' fast GELU; 15:
-/// the embedding_sum step); a reader rejects any other.
-constexpr uint32_t kPlanFormatVersion = 15;
+/// the embedding_sum step; 16: a VNNI GEMM kernel call runs several row
+/// tiles); a reader rejects any other.
+constexpr uint32_t kPlanFormatVersion = 16;
 
 struct PlanImage {
   std::vector<uint8_t> plan;

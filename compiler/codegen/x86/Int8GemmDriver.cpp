@@ -304,9 +304,11 @@ Int8GemmRunStats Int8GemmDriver::runCounted(const uint8_t *a, int64_t m, int64_t
       throw std::runtime_error(std::string("Int8GemmDriver (") + family_.name +
                                "): cannot run on this host: " + why);
   return runWith(a, m, lda, c, ldc, residual, ldr, xScale, columns,
-                 [](const Int8GemmKernel &, AnyKernelFn fn, const auto &args) {
+                 [](const Int8GemmKernel &, AnyKernelFn fn, auto &args) {
+                   // A RegisterTile kernel moves its block's row fields
+                   // (Int8GemmVnniArgs::tiles); an AMX one reads its own.
                    using Args = std::decay_t<decltype(args)>;
-                   reinterpret_cast<void (*)(const Args *)>(fn)(&args);
+                   reinterpret_cast<void (*)(Args *)>(fn)(&args);
                  });
 }
 
@@ -323,7 +325,7 @@ Int8GemmRunStats Int8GemmDriver::runEmulated(const uint8_t *a, int64_t m, int64_
                              "lacks AVX-512 (host has: " +
                              CpuFeatures::host().describe() + ")");
   return runWith(a, m, lda, c, ldc, residual, ldr, xScale, columns,
-                 [](const Int8GemmKernel &kernel, AnyKernelFn fn, const auto &args) {
+                 [](const Int8GemmKernel &kernel, AnyKernelFn fn, auto &args) {
                    using Args = std::decay_t<decltype(args)>;
                    if constexpr (std::is_same_v<Args, Int8GemmAmxArgs>) {
                      thread_local AmxTileEmulator amx; // tile state is per thread, as on the CPU
@@ -497,34 +499,25 @@ Int8GemmRunStats Int8GemmDriver::runRegisterTiles(const Call &r, Invoke invoke) 
         const auto [tiles, shortRows, tallTiles, set] =
             blockTiles(rowEnd - rowBegin, len, minLines);
         const int64_t linesPerCall = kGroups / GemmTileAvx512::kUnroll * paces_[set];
-        int64_t prefetched = 0;
-        // One argument block for the slice's tiles: each call changes only
-        // the row-dependent fields (a few stores, not the whole block).
+        // One argument block for the slice's tiles, its tall tiles then its
+        // short ones, one call each: the kernel moves the row fields and the
+        // prefetch from tile to tile (Int8GemmVnniArgs::tiles).
         Int8GemmVnniArgs args = tileArgs<Int8GemmVnniArgs>(r, rowBegin, col);
         args.a += k0;
         args.b = b;
         args.partial = kBlocks > 1 ? partial.data() : nullptr;
         args.kGroups = kGroups, args.kTail = kTail;
         args.accumulate = kb > 0, args.last = kb == kBlocks - 1;
-        const int64_t cRowBytes = r.ldc * r.elementBytes;
-        int rows = 0;
-        for (int64_t row = rowBegin, tile = 0; row < rowEnd; row += rows, ++tile) {
-          if (tile > 0) {
-            args.a += rows * r.lda;
-            args.c = static_cast<char *>(args.c) + rows * cRowBytes;
-            if (args.residual)
-              args.residual += rows * r.ldr;
-            if (args.xScale)
-              args.xScale += rows;
-            if (args.partial)
-              args.partial += rows * nr_;
-          }
-          rows = int(shortRows + (tile < tallTiles));
-          args.bPrefetch = prefetched < nextBytes ? next + prefetched : b;
-          prefetched += linesPerCall * 64;
-          const size_t at = kernelIndex(rows, tailPanel, set);
+        args.bPrefetch = nextBytes > 0 ? next : b;
+        args.prefetchLeft = nextBytes, args.prefetchStep = linesPerCall * 64;
+        for (const auto &[rows, count] :
+             {std::pair{shortRows + 1, tallTiles}, std::pair{shortRows, tiles - tallTiles}}) {
+          if (count <= 0 || rows <= 0)
+            continue;
+          args.tiles = count;
+          const size_t at = kernelIndex(int(rows), tailPanel, set);
           invoke(*kernels_[at], entries_[at], args);
-          ++calls, fewTilesCalls += set % paceCount_ > 0;
+          calls += count, fewTilesCalls += set % paceCount_ > 0 ? count : 0;
         }
       }
     });

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstring>
 #include <stdexcept>
+#include <utility>
 
 namespace octet::x86 {
 using namespace Xbyak;
@@ -139,6 +140,8 @@ void Int8GemmKernelVnni::afterUnrolledSteps() {
 void Int8GemmKernelVnni::generate() {
   const int partialRow = nr_ * 4; // bytes
   preamble();
+  Label tileTop;
+  L(tileTop);
   loadTile(offsetof(Int8GemmVnniArgs, kGroups), offsetof(Int8GemmVnniArgs, b),
            offsetof(Int8GemmVnniArgs, a), offsetof(Int8GemmVnniArgs, lda), sizeof(uint8_t));
   mov(regPrefetch_, ptr[regArgs_ + offsetof(Int8GemmVnniArgs, bPrefetch)]);
@@ -214,6 +217,41 @@ void Int8GemmKernelVnni::generate() {
     loadRows(offsetof(Int8GemmVnniArgs, c), offsetof(Int8GemmVnniArgs, ldc), outputBytes());
   });
   L(done);
+  // On to the next row tile: the fields move in the caller's block (the
+  // registers are all free here), then the count.
+  const auto field = [&](size_t offset) { return qword[regArgs_ + offset]; };
+  auto moveRows = [&](size_t pointer, size_t ld, int elementBytes) {
+    mov(rcx, field(ld));
+    imul(rcx, rcx, mr_ * elementBytes);
+    add(field(pointer), rcx);
+  };
+  moveRows(offsetof(Int8GemmVnniArgs, a), offsetof(Int8GemmVnniArgs, lda), sizeof(uint8_t));
+  moveRows(offsetof(Int8GemmVnniArgs, c), offsetof(Int8GemmVnniArgs, ldc), outputBytes());
+  if (config_.epilogue.residual)
+    moveRows(offsetof(Int8GemmVnniArgs, residual), offsetof(Int8GemmVnniArgs, ldr), sizeof(float));
+  for (const auto &[pointer, bytes] :
+       {std::pair{offsetof(Int8GemmVnniArgs, xScale), mr_ * 4},
+        std::pair{offsetof(Int8GemmVnniArgs, partial), mr_ * partialRow}}) {
+    Label isNull;
+    cmp(field(pointer), 0);
+    je(isNull);
+    add(field(pointer), bytes);
+    L(isNull);
+  }
+  Label ownSlice;
+  mov(rax, field(offsetof(Int8GemmVnniArgs, prefetchLeft)));
+  mov(rdx, field(offsetof(Int8GemmVnniArgs, prefetchStep)));
+  sub(rax, rdx);
+  mov(field(offsetof(Int8GemmVnniArgs, prefetchLeft)), rax);
+  mov(rcx, field(offsetof(Int8GemmVnniArgs, b)));
+  test(rax, rax);
+  jle(ownSlice);
+  mov(rcx, field(offsetof(Int8GemmVnniArgs, bPrefetch)));
+  add(rcx, rdx);
+  L(ownSlice);
+  mov(field(offsetof(Int8GemmVnniArgs, bPrefetch)), rcx);
+  dec(field(offsetof(Int8GemmVnniArgs, tiles)));
+  jg(tileTop, T_NEAR);
   postamble();
 
   emitU8S8Constants();

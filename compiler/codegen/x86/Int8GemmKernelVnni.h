@@ -65,8 +65,18 @@ struct Int8GemmVnniArgs {
   /// lines per kUnroll K groups from here on (the driver's next slice of B;
   /// prefetches never fault, so any value is safe, null included).
   const int8_t *bPrefetch;
+  /// Row tiles of the kernel's height to run, one below the other (0 or 1:
+  /// one). After each the kernel moves a, c, residual, xScale and partial
+  /// (those not null) down by its rows, lowers prefetchLeft by prefetchStep
+  /// and moves bPrefetch on by prefetchStep while prefetchLeft stays above 0
+  /// (else to b): a call returns with them at the tile after its last and
+  /// tiles at 0 (or below). One call per run of equal tiles instead of one
+  /// per tile (docs/int8-gemm.md).
+  int64_t tiles;
+  int64_t prefetchLeft; ///< bytes of the next slice not yet prefetched, at this tile
+  int64_t prefetchStep; ///< bytes a tile's K loop prefetches
 };
-using Int8GemmVnniFn = void (*)(const Int8GemmVnniArgs *);
+using Int8GemmVnniFn = void (*)(Int8GemmVnniArgs *);
 
 /// Config: rows 1..maxRows(nr, scratch), nr 16, 32, 48 or 64, kTailBytes K % 4,
 /// bPrefetchLines 1, 2 or 4.

@@ -610,6 +610,29 @@ TEST(Int8GemmVnni, KTailNeverReadsPastTheRow) {
   }
 }
 
+/// Random u8 A (m x k) and s8 B (k x n), B packed for VNNI, and a kernel
+/// config for `rows`-row tiles of it with the unit epilogue arrays.
+struct DirectKernelCase {
+  std::vector<uint8_t> a;
+  std::vector<int8_t> b;
+  PackedInt8 packed;
+  Int8GemmKernelConfig config;
+  std::vector<int32_t> comp;
+  std::vector<float> scale, bias;
+  DirectKernelCase(int rows, int64_t m, int64_t k, int64_t n, unsigned seed)
+      : a(size_t(m * k)), b(size_t(k * n)) {
+    std::mt19937 gen{seed};
+    for (uint8_t &x : a)
+      x = uint8_t(gen());
+    for (int8_t &x : b)
+      x = int8_t(gen());
+    packed = packInt8(octet::PackIsa::Avx512Vnni, b.data(), k, n, WeightLayout::KN);
+    config.rows = rows, config.nr = packed.nr, config.columns = int(n);
+    comp.assign(size_t(packed.nr), 0);
+    scale.assign(size_t(packed.nr), 1.0f), bias.assign(size_t(packed.nr), 0.0f);
+  }
+};
+
 // Int8GemmVnniArgs::bPrefetch is only ever a prefetch's address (the driver
 // points it at the next B slice, which may lie past the weight): null, an
 // unreadable page or garbage must neither fault nor change C (prefetcht1 and
@@ -618,18 +641,13 @@ TEST(Int8GemmVnni, BPrefetchAddressIsNeverLoaded) {
   SKIP_WITHOUT_VNNI();
   const int rows = 4;
   const int64_t k = 64, n = 16; // 16 K groups: 4 unrolled iterations, 4 prefetches
-  std::mt19937 gen{11};
-  std::vector<uint8_t> a(rows * k);
-  std::vector<int8_t> b(k * n);
-  for (uint8_t &x : a)
-    x = uint8_t(gen());
-  for (int8_t &x : b)
-    x = int8_t(gen());
-  const PackedInt8 packed = packInt8(octet::PackIsa::Avx512Vnni, b.data(), k, n, WeightLayout::KN);
-  Int8GemmKernelConfig config;
-  config.rows = rows, config.nr = packed.nr, config.columns = int(n);
-  std::vector<int32_t> comp(packed.nr, 0);
-  std::vector<float> scale(packed.nr, 1.0f), bias(packed.nr, 0.0f);
+  DirectKernelCase x(rows, rows, k, n, 11);
+  const auto &a = x.a;
+  const auto &b = x.b;
+  const PackedInt8 &packed = x.packed;
+  Int8GemmKernelConfig config = x.config;
+  const std::vector<int32_t> &comp = x.comp;
+  const std::vector<float> &scale = x.scale, &bias = x.bias;
   const long page = sysconf(_SC_PAGESIZE);
   void *guard = mmap(nullptr, page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   ASSERT_NE(guard, MAP_FAILED);
@@ -660,6 +678,58 @@ TEST(Int8GemmVnni, BPrefetchAddressIsNeverLoaded) {
         }
     }
   munmap(guard, page);
+}
+
+// One call runs `tiles` row tiles one below the other (the driver's tall
+// tiles, then its short ones) and leaves the row fields and the prefetch at
+// the tile after them (Int8GemmVnniArgs::tiles).
+TEST(Int8GemmVnni, OneCallRunsSeveralRowTiles) {
+  SKIP_WITHOUT_VNNI();
+  const int rows = 3, tiles = 4, m = rows * tiles;
+  const int64_t k = 40, n = 20, ldc = 24; // 10 K groups: 2 unrolled steps and 2 more
+  DirectKernelCase x(rows, m, k, n, 5);
+  const auto &a = x.a;
+  const auto &b = x.b;
+  const PackedInt8 &packed = x.packed;
+  x.config.epilogue.xScalePerRow = true;
+  Int8GemmKernelVnni kernel(x.config);
+  const std::vector<int32_t> &comp = x.comp;
+  const std::vector<float> &scale = x.scale, &bias = x.bias;
+  std::vector<float> xScale(m);
+  for (int i = 0; i < m; ++i)
+    xScale[i] = 0.5f + 0.25f * float(i % 5);
+  std::vector<float> c(m * ldc, -1.0f);
+  Int8GemmVnniArgs args{};
+  args.a = a.data(), args.b = packed.data.data(), args.c = c.data();
+  args.comp = comp.data(), args.scale = scale.data(), args.bias = bias.data();
+  args.lda = k, args.ldc = ldc, args.xScale = xScale.data();
+  args.kGroups = k / 4, args.last = 1;
+  const int8_t *next = packed.data.data() + 4096;
+  args.bPrefetch = next, args.prefetchLeft = 100, args.prefetchStep = 64, args.tiles = tiles;
+  kernel.entry<Int8GemmVnniFn>()(&args);
+  for (int i = 0; i < m; ++i)
+    for (int64_t j = 0; j < ldc; ++j) {
+      int64_t ref = 0;
+      for (int64_t kk = 0; kk < k; ++kk)
+        ref += int64_t(a[i * k + kk]) * b[kk * n + j];
+      const float want = j < n ? float(ref) * xScale[i] : -1.0f;
+      ASSERT_EQ(c[i * ldc + j], want) << "C[" << i << "][" << j << "]";
+    }
+  EXPECT_EQ(args.a, a.data() + m * k);
+  EXPECT_EQ(args.c, static_cast<void *>(c.data() + m * ldc));
+  EXPECT_EQ(args.xScale, xScale.data() + m);
+  EXPECT_EQ(args.partial, nullptr) << "a null field moved";
+  EXPECT_EQ(args.prefetchLeft, 100 - tiles * 64);
+  EXPECT_EQ(args.bPrefetch, packed.data.data()) << "past the next slice: the own one";
+  EXPECT_LE(args.tiles, 0);
+
+  // While bytes of the next slice are left, each tile's prefetch starts where
+  // the tile before stopped.
+  args.a = a.data(), args.c = c.data(), args.xScale = xScale.data();
+  args.bPrefetch = next, args.prefetchLeft = 200, args.tiles = 2;
+  kernel.entry<Int8GemmVnniFn>()(&args);
+  EXPECT_EQ(args.bPrefetch, next + 128);
+  EXPECT_EQ(args.prefetchLeft, 72);
 }
 
 // Packing is plain C++: checked on every host.
