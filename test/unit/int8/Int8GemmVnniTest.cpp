@@ -710,9 +710,9 @@ TEST(Int8GemmVnni, OneCallRunsSeveralRowTiles) {
   for (int i = 0; i < m; ++i)
     for (int64_t j = 0; j < ldc; ++j) {
       int64_t ref = 0;
-      for (int64_t kk = 0; kk < k; ++kk)
+      for (int64_t kk = 0; kk < k && j < n; ++kk)
         ref += int64_t(a[i * k + kk]) * b[kk * n + j];
-      const float want = j < n ? float(ref) * xScale[i] : -1.0f;
+      const float want = j < n ? float(ref) * xScale[i] : -1.0f; // past N: untouched
       ASSERT_EQ(c[i * ldc + j], want) << "C[" << i << "][" << j << "]";
     }
   EXPECT_EQ(args.a, a.data() + m * k);
