@@ -35,7 +35,8 @@
 //       block of a B panel fits in L1d, K cut into equal blocks, between K
 //       blocks a tile's s32 sums wait in a per-thread [Mc][NR] buffer; Mc
 //       such that Mc x K bytes of A fit in half of L2, M cut into equal
-//       blocks, each block into row tiles of equal height (at most MR);
+//       blocks, each block into row tiles of equal height (at most MR),
+//       one kernel call per run of tiles of one height;
 //       threads take (M block, panel) pairs, panels innermost
 //       (gemm_blocking, GemmF32's rule with bytes for floats), in static
 //       ranges whose tails idle threads take (StealingSchedule). For a weight

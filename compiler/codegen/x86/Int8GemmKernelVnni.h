@@ -1,7 +1,8 @@
 //===- Int8GemmKernelVnni.h - AVX-512 VNNI u8 x s8 -> s32 micro-kernel -*- C++ -*-===//
 //
-// One MR x NR tile of C = epilogue(A_u8 * B_s8) over one K block (the driver,
-// Int8GemmDriver.h, does the blocking and threading).
+// One MR x NR tile of C = epilogue(A_u8 * B_s8) over one K block, or a run
+// of such tiles one below the other in one call (Int8GemmVnniArgs::tiles; the
+// driver, Int8GemmDriver.h, does the blocking and threading).
 //
 // Packed B (PackIsa::Avx512Vnni): ceil(N / NR) panels of [ceil(K / 4)][NR][4]
 // s8, element (k, n) at ((p * K4 + k / 4) * NR + n % NR) * 4 + k % 4 with
