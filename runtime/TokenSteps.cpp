@@ -1,11 +1,12 @@
 //===- TokenSteps.cpp - padding-free batches: layout, pack, unpack --------===//
 //
 // octet.token_layout, octet.pack_tokens and octet.unpack_tokens
-// (docs/padding-free.md), and the embedding sum that packs its own rows. The layout step decides, from the run's masks,
-// whether padding is dropped; the executor then re-evaluates the packed dims
-// (Scalar::Kind::PackedDim) so that every step between pack and unpack sees
-// [1, rows, …] tensors. Pack and unpack move whole rows (bytes of the
-// trailing dims) and need contiguous tensors.
+// (docs/padding-free.md), and the embedding sum that packs its own rows. The
+// layout step decides, from the run's masks, whether padding is dropped; the
+// executor then re-evaluates the packed dims (Scalar::Kind::PackedDim) so
+// that every step between pack and unpack sees [1, rows, …] tensors. Pack
+// and unpack move whole rows (bytes of the trailing dims) and need
+// contiguous tensors.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/Steps.h"
@@ -258,7 +259,7 @@ public:
   }
 
 private:
-  /// One table and its checked row ids, [1 or batch, seq].
+  /// One table and its checked row ids, [1 or batch, 1 or seq].
   struct Source {
     const float *table = nullptr;
     int64_t rowStride = 0;

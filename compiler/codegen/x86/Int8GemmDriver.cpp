@@ -270,11 +270,12 @@ Int8GemmRunStats Int8GemmDriver::runWith(const uint8_t *a, int64_t m, int64_t ld
     reject("run: the GEMM takes per-row activation scales: need M of them");
   if (params_.residual && (!residual || ldr < n_))
     reject("run: the epilogue adds a residual: need one with ldr >= N " + std::to_string(n_));
+  const int outBytes = params_.output == QuantOutput::F32 ? 4 : 1;
   ColumnInputs storage;
   const float *inputs = nullptr;
   try {
-    inputs = columnInputs(params_.elementwise, n_, panels_ * nr_, columns, storage, c, m, ldc,
-                          params_.output == QuantOutput::F32 ? 4 : 1);
+    inputs =
+        columnInputs(params_.elementwise, n_, panels_ * nr_, columns, storage, c, m, ldc, outBytes);
   } catch (const std::invalid_argument &e) {
     reject(e.what());
   }
@@ -282,7 +283,7 @@ Int8GemmRunStats Int8GemmDriver::runWith(const uint8_t *a, int64_t m, int64_t ld
                   lda,    static_cast<uint8_t *>(c),
                   ldc,    params_.residual ? residual : nullptr,
                   ldr,    params_.xScalePerRow ? xScale : nullptr,
-                  inputs, params_.output == QuantOutput::F32 ? 4 : 1};
+                  inputs, outBytes};
   if (family_.schedule == Int8GemmSchedule::RegisterTile)
     return runRegisterTiles(call, invoke);
   return runAmxTiles(call, invoke);
@@ -498,7 +499,7 @@ Int8GemmRunStats Int8GemmDriver::runRegisterTiles(const Call &r, Invoke invoke) 
         // vpdpbusd's latency.
         const auto [tiles, shortRows, tallTiles, set] =
             blockTiles(rowEnd - rowBegin, len, minLines);
-        const int64_t linesPerCall = kGroups / GemmTileAvx512::kUnroll * paces_[set];
+        const int64_t linesPerTile = kGroups / GemmTileAvx512::kUnroll * paces_[set];
         // One argument block for the slice's tiles, its tall tiles then its
         // short ones, one call each: the kernel moves the row fields and the
         // prefetch from tile to tile (Int8GemmVnniArgs::tiles).
@@ -509,7 +510,7 @@ Int8GemmRunStats Int8GemmDriver::runRegisterTiles(const Call &r, Invoke invoke) 
         args.kGroups = kGroups, args.kTail = kTail;
         args.accumulate = kb > 0, args.last = kb == kBlocks - 1;
         args.bPrefetch = nextBytes > 0 ? next : b;
-        args.prefetchLeft = nextBytes, args.prefetchStep = linesPerCall * 64;
+        args.prefetchLeft = nextBytes, args.prefetchStep = linesPerTile * 64;
         for (const auto &[rows, count] :
              {std::pair{shortRows + 1, tallTiles}, std::pair{shortRows, tiles - tallTiles}}) {
           if (count <= 0 || rows <= 0)

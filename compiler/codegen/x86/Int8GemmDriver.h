@@ -138,11 +138,12 @@ std::string checkInt8GemmShape(int64_t n, int64_t k);
 /// "" or what is wrong with `params` for N columns.
 std::string checkInt8GemmParams(const Int8GemmParams &params, int64_t n);
 
-/// Kernel calls of one run, summed over threads; configuration loads and
-/// tile releases count on the AmxTiles schedule only.
+/// What one run computed, summed over threads: `calls` counts tiles (on
+/// RegisterTile the row tiles, several per kernel call; on AmxTiles one per
+/// call); configuration loads and tile releases count on AmxTiles only.
 struct Int8GemmRunStats {
   int64_t calls = 0, configLoads = 0, releases = 0;
-  /// RegisterTile: calls of a kernel set faster than the driver's own (blocks
+  /// RegisterTile: row tiles of a kernel set faster than the driver's own (blocks
   /// of few tiles, prefetchSet; rows split on AMD, kRowSplitBigWeightBytesAmd)
   int64_t fewTilesCalls = 0;
   /// RegisterTile: (M block, panel) pairs a thread took from the back of
