@@ -222,7 +222,7 @@ void ElementwiseApplier::buildJit(const KernelOptions &options,
   jitError_ = error;
 }
 
-Status ElementwiseApplier::apply(const ExecContext &ctx, const std::string &where,
+Status ElementwiseApplier::apply(const ExecContext &ctx, const StepWhere &where,
                                  float *outData) const {
   const std::vector<int64_t> shape = ctx.shape(output_);
   const int rank = int(shape.size());
@@ -407,7 +407,7 @@ Status ElementwiseApplier::apply(const ExecContext &ctx, const std::string &wher
 }
 
 Status residualRows(const ExecContext &ctx, TensorId r, const std::vector<int64_t> &outShape,
-                    const std::string &at, const float *&data, int64_t &ld,
+                    const StepWhere &at, const float *&data, int64_t &ld,
                     std::vector<float> &copy) {
   RowView rv;
   if (ctx.dtype(r) != DType::F32)
@@ -481,7 +481,7 @@ ColumnExtras columnExtras(const ElementwiseProgram &rest, const std::vector<bool
 }
 
 Status columnPointers(const ExecContext &ctx, const std::vector<TensorId> &extras,
-                      const std::vector<int> &columns, int64_t n, const std::string &at,
+                      const std::vector<int> &columns, int64_t n, const StepWhere &at,
                       std::vector<const float *> &out) {
   out.clear();
   for (int e : columns) {

@@ -44,8 +44,7 @@ void gatherBroadcast(const ExecContext &ctx, TensorId t, const std::vector<int64
 /// into `r` when it has that shape and one row stride, else into `copy`
 /// (broadcast materialized, ld = the last dim). Errors name `at`.
 Status residualRows(const ExecContext &ctx, TensorId r, const std::vector<int64_t> &outShape,
-                    const std::string &at, const float *&data, int64_t &ld,
-                    std::vector<float> &copy);
+                    const StepWhere &at, const float *&data, int64_t &ld, std::vector<float> &copy);
 
 // ---- Program analyses ------------------------------------------------------
 
@@ -83,7 +82,7 @@ public:
   /// output's shape instead of the output tensor (whose type and strides are
   /// then ignored); an input that is the output tensor reads the buffer too.
   /// (makeQLinear: an f32 scratch that is requantized afterwards.)
-  Status apply(const ExecContext &ctx, const std::string &where, float *outData = nullptr) const;
+  Status apply(const ExecContext &ctx, const StepWhere &where, float *outData = nullptr) const;
 
 private:
   ElementwiseProgram program_;
@@ -116,7 +115,7 @@ ColumnExtras columnExtras(const ElementwiseProgram &rest, const std::vector<bool
 /// The data of `columns` (indices into `extras`): each must be f32 with N
 /// values and a unit stride along its last axis; else an error naming `at`.
 Status columnPointers(const ExecContext &ctx, const std::vector<TensorId> &extras,
-                      const std::vector<int> &columns, int64_t n, const std::string &at,
+                      const std::vector<int> &columns, int64_t n, const StepWhere &at,
                       std::vector<const float *> &out);
 
 } // namespace octet::rt

@@ -33,10 +33,6 @@ namespace {
 
 using Op = ElementwiseProgram::Op;
 
-std::string where(const Step &step) {
-  return step.kind() + (step.location.empty() ? "" : " (" + step.location + ")");
-}
-
 // ---- makeFusedElementwise ----------------------------------------------------
 
 class FusedElementwiseStep : public Step {
@@ -50,7 +46,7 @@ public:
   std::string kind() const override {
     return applier_.hasJit() ? "elementwise.jit_avx512" : "elementwise.interpreter";
   }
-  Status run(const ExecContext &ctx) const override { return applier_.apply(ctx, where(*this)); }
+  Status run(const ExecContext &ctx) const override { return applier_.apply(ctx, StepWhere(*this)); }
   /// The program's ops per output element; every input (at its own size) and the output once.
   Work work(const ExecContext &ctx) const override {
     Work w = Step::work(ctx);
@@ -160,7 +156,7 @@ public:
 };
 
 Status LinearStep::run(const ExecContext &ctx) const {
-  const std::string at = where(*this);
+  const StepWhere at(*this);
   const TensorId in = spec_.input, out = spec_.output;
   if (ctx.dtype(in) != DType::F32 || ctx.dtype(out) != DType::F32)
     return Status::error(at + ": input and output must be f32");
@@ -324,7 +320,7 @@ public:
     std::string error;
     StepPtr step = buildResolvedLinear(spec_, std::nullopt, options_, error);
     if (!step)
-      return Status::error(where(*this) + ": " + error);
+      return Status::error(StepWhere(*this) + ": " + error);
     step->location = location;
     Status status = step->run(ctx);
     step.reset();
@@ -435,7 +431,7 @@ public:
 };
 
 /// Contiguous [rows, n] rows of `t` (a copy when its rows are not dense).
-Status denseRows(const ExecContext &ctx, TensorId t, int64_t rows, int64_t n, const std::string &at,
+Status denseRows(const ExecContext &ctx, TensorId t, int64_t rows, int64_t n, const StepWhere &at,
                  const char *what, const float *&data, std::vector<float> &copy) {
   if (ctx.dtype(t) != DType::F32)
     return Status::error(at + ": " + what + " must be f32");
@@ -455,7 +451,7 @@ Status denseRows(const ExecContext &ctx, TensorId t, int64_t rows, int64_t n, co
 
 /// The dense data of an output of `shape` and type `dtype`, or an error.
 Status denseOutput(const ExecContext &ctx, TensorId t, const std::vector<int64_t> &shape,
-                   DType dtype, const std::string &at, const char *what, void *&data) {
+                   DType dtype, const StepWhere &at, const char *what, void *&data) {
   if (ctx.shape(t) != shape || ctx.dtype(t) != dtype)
     return Status::error(at + ": " + what + " must be " + dtypeName(dtype) + " of shape " +
                          shapeString(shape) + ", got " + dtypeName(ctx.dtype(t)) + " " +
@@ -467,7 +463,7 @@ Status denseOutput(const ExecContext &ctx, TensorId t, const std::vector<int64_t
 }
 
 Status LayerNormStep::run(const ExecContext &ctx) const {
-  const std::string at = where(*this);
+  const StepWhere at(*this);
   const int64_t n = spec_.n;
   const std::vector<int64_t> shape = ctx.shape(spec_.x);
   if (shape.empty() || shape.back() != n)

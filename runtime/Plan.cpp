@@ -276,6 +276,10 @@ Work Step::work(const ExecContext &ctx) const {
   return w;
 }
 
+std::string StepWhere::str() const {
+  return step_.kind() + (step_.location.empty() ? "" : " (" + step_.location + ")");
+}
+
 std::vector<int64_t> ExecContext::shape(TensorId t) const {
   const auto &ids = plan_.tensors[t].shape;
   std::vector<int64_t> dims(ids.size());

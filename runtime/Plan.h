@@ -185,6 +185,24 @@ public:
   std::shared_ptr<const StepRecipe> recipe;
 };
 
+/// A step's place in run-time error messages, "kind (ONNX node)": spelled
+/// out only when a message is built, so that a run that succeeds composes no
+/// strings (kind() builds several) and reads none of the step's cold fields.
+class StepWhere {
+public:
+  explicit StepWhere(const Step &step) : step_(step) {}
+  std::string str() const;
+
+private:
+  const Step &step_;
+};
+inline std::string operator+(const StepWhere &where, const std::string &text) {
+  return where.str() + text;
+}
+inline std::string operator+(const StepWhere &where, const char *text) {
+  return where.str() + text;
+}
+
 /// Bytes that tensors (TensorInfo::constant) or step recipes point into.
 struct ConstantRange {
   const void *data = nullptr;

@@ -43,10 +43,6 @@ onednn::U8S8Gelu geluOnly(const ElementwiseProgram &p) {
                                              : onednn::U8S8Gelu::None;
 }
 
-std::string where(const Step &step) {
-  return step.kind() + (step.location.empty() ? "" : " (" + step.location + ")");
-}
-
 /// A zero point tensor's element i (u8, i8 or i32) as int32; 0 without one.
 int32_t zeroPointAt(const ExecContext &ctx, TensorId t, int64_t i) {
   if (t < 0)
@@ -88,13 +84,13 @@ Status axisMap(const ExecContext &ctx, const Step &step, TensorId in, TensorId s
   const int rank = ctx.rank(in);
   int a = axis < 0 ? axis + rank : axis;
   if (a < 0 || a >= rank)
-    return Status::error(where(step) + ": axis " + std::to_string(axis) + " is out of range");
+    return Status::error(StepWhere(step) + ": axis " + std::to_string(axis) + " is out of range");
   map.perAxis = true;
   map.dim = ctx.dim(in, a);
   for (int d = a + 1; d < rank; ++d)
     map.inner *= ctx.dim(in, d);
   if (count != map.dim)
-    return Status::error(where(step) + ": " + std::to_string(count) + " scales for axis " +
+    return Status::error(StepWhere(step) + ": " + std::to_string(count) + " scales for axis " +
                          std::to_string(a) + " of " + std::to_string(map.dim));
   return Status();
 }
@@ -116,7 +112,7 @@ protected:
     if (Status s = axisMap(ctx, *this, inputs[0], scale_, axis_, map); !s.ok())
       return s;
     if (ctx.numElements(outputs[0]) != ctx.numElements(inputs[0]))
-      return Status::error(where(*this) + ": output size differs from the input's");
+      return Status::error(StepWhere(*this) + ": output size differs from the input's");
     return Status();
   }
   TensorId scale_, zp_;
@@ -143,7 +139,7 @@ public:
       return s;
     const DType outType = ctx.dtype(out);
     if (ctx.dtype(in) != DType::F32 || (outType != DType::U8 && outType != DType::I8))
-      return Status::error(where(*this) + ": needs an f32 input and a u8 or i8 output, not " +
+      return Status::error(StepWhere(*this) + ": needs an f32 input and a u8 or i8 output, not " +
                            dtypeName(ctx.dtype(in)) + " -> " + dtypeName(outType));
     const int64_t total = ctx.numElements(in);
     const float *x = ctx.data<float>(in), *scale = ctx.data<float>(scale_);
@@ -235,7 +231,7 @@ private:
 };
 
 Status QuantizePerRowStep::run(const ExecContext &ctx) const {
-  const std::string at = where(*this);
+  const StepWhere at(*this);
   const TensorId in = inputs[0], out = outputs[0], scaleOut = outputs[1];
   if (ctx.dtype(in) != DType::F32 || ctx.dtype(out) != DType::U8 ||
       ctx.dtype(scaleOut) != DType::F32)
@@ -523,7 +519,7 @@ private:
 };
 
 Status QLinearStep::run(const ExecContext &ctx) const {
-  const std::string at = where(*this);
+  const StepWhere at(*this);
   const int64_t k = spec_.k, n = spec_.n;
   const TensorId in = spec_.input, out = spec_.output;
   if (ctx.dtype(in) != DType::U8 || ctx.dtype(out) != outType_)
@@ -618,7 +614,7 @@ Status QLinearStep::run(const ExecContext &ctx) const {
 /// ElementwiseProgram::evaluate per element, then the division requantize.
 Status QLinearStep::runReference(const ExecContext &ctx, const uint8_t *a, int64_t lda, int64_t m,
                                  const float *xScale, void *out, int64_t ldc) const {
-  const std::string at = where(*this);
+  const StepWhere at(*this);
   const int64_t k = spec_.k, n = spec_.n;
   const int32_t xZp = zeroPointAt(ctx, spec_.xZeroPoint, 0);
   float outScale = 1;
