@@ -42,7 +42,7 @@ namespace octet::rt {
 /// GEMM kernels prefetch B, in two sets; 14: bf16 linears' fast GELU; 15:
 /// the embedding_sum step; 16: a VNNI GEMM kernel call runs several row
 /// tiles); a reader rejects any other.
-constexpr uint32_t kPlanFormatVersion = 16;
+constexpr uint32_t kPlanFormatVersion = 17;
 
 struct PlanImage {
   std::vector<uint8_t> plan;

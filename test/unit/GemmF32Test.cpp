@@ -219,13 +219,15 @@ TEST(GemmF32, KernelsPrefetchTheNextSliceInTwoSets) {
       GemmF32Avx512Config c{rows, 48, 48, false, false, nullptr, 0, 2, toL1};
       GemmF32Avx512 kernel(c);
       std::vector<float> got(rows * 48, -1.0f), want(rows * 48, -1.0f);
+      // A call moves its block's row fields on (GemmF32Args::tiles): one each.
       GemmF32Args args{a.data(), panel.data(), got.data(), nullptr, nullptr, k, 48, 0, k, 0, 1,
                        nullptr, target};
       kernel.entry<GemmF32KernelFn>()(&args);
       c.bPrefetchLines = 0;
       GemmF32Avx512 plain(c);
-      args.c = want.data(), args.bPrefetch = nullptr;
-      plain.entry<GemmF32KernelFn>()(&args);
+      GemmF32Args plainArgs{a.data(), panel.data(), want.data(), nullptr, nullptr, k, 48, 0, k,
+                            0,        1,            nullptr};
+      plain.entry<GemmF32KernelFn>()(&plainArgs);
       EXPECT_EQ(got, want) << "prefetch target " << target << (toL1 ? ", into L1" : "");
     }
   munmap(guard, page);
@@ -233,6 +235,55 @@ TEST(GemmF32, KernelsPrefetchTheNextSliceInTwoSets) {
 
 // The slice after K block kb of panel p: the panel's next block (the last one
 // shorter), else the next panel's first block, panel 0 after the last.
+// One call runs a run of row tiles: the kernel moves A, C, the residual and
+// the prefetch on from tile to tile in the caller's block.
+TEST(GemmF32, OneCallRunsSeveralRowTiles) {
+  SKIP_WITHOUT_AVX512();
+  const int rows = 3, tiles = 4, m = rows * tiles;
+  const int64_t k = 10, n = 20, lda = 12, ldc = 24, ldr = 28; // 10: 2 unrolled steps, 2 more
+  std::vector<float> a(m * lda), b(k * n), bias(32, 0.0f), residual(m * ldr);
+  for (size_t i = 0; i < a.size(); ++i)
+    a[i] = float(int(i % 7) - 3); // small integers: every sum is exact
+  for (size_t i = 0; i < b.size(); ++i)
+    b[i] = float(int(i % 5) - 2);
+  for (int64_t j = 0; j < n; ++j)
+    bias[j] = float(j);
+  for (size_t i = 0; i < residual.size(); ++i)
+    residual[i] = float(int(i % 11));
+  PackedWeights panel = packB(b.data(), k, n, WeightLayout::KN); // one panel of 32
+  GemmF32Avx512 kernel(GemmF32Avx512Config{rows, 32, int(n), true, true, nullptr, 0, 2, true});
+  std::vector<float> c(m * ldc, -1.0f);
+  const float *next = panel.data() + 1024;
+  GemmF32Args args{a.data(), panel.data(), c.data(), bias.data(), residual.data(), lda, ldc, ldr,
+                   k,        0,            1,        nullptr,     next};
+  args.tiles = tiles, args.prefetchLeft = 100, args.prefetchStep = 64;
+  kernel.entry<GemmF32KernelFn>()(&args);
+  for (int i = 0; i < m; ++i)
+    for (int64_t j = 0; j < ldc; ++j) {
+      float want = -1.0f; // past N: untouched
+      if (j < n) {
+        want = bias[j] + residual[i * ldr + j];
+        for (int64_t kk = 0; kk < k; ++kk)
+          want += a[i * lda + kk] * b[kk * n + j];
+      }
+      ASSERT_EQ(c[i * ldc + j], want) << "C[" << i << "][" << j << "]";
+    }
+  EXPECT_EQ(args.a, a.data() + m * lda);
+  EXPECT_EQ(args.c, c.data() + m * ldc);
+  EXPECT_EQ(args.residual, residual.data() + m * ldr);
+  EXPECT_EQ(args.prefetchLeft, 100 - tiles * 64);
+  EXPECT_EQ(args.bPrefetch, panel.data()) << "past the next slice: the own one";
+  EXPECT_LE(args.tiles, 0);
+
+  // While bytes of the next slice are left, each tile's prefetch starts where
+  // the tile before stopped.
+  args.a = a.data(), args.c = c.data(), args.residual = residual.data();
+  args.bPrefetch = next, args.prefetchLeft = 200, args.tiles = 2;
+  kernel.entry<GemmF32KernelFn>()(&args);
+  EXPECT_EQ(args.bPrefetch, reinterpret_cast<const char *>(next) + 128);
+  EXPECT_EQ(args.prefetchLeft, 72);
+}
+
 TEST(GemmF32, NextPanelSlice) {
   alignas(64) static char packed[4096];
   // 3 panels of 1000 bytes, K blocks of 300 (the last 100).

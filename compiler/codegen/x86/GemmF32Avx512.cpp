@@ -59,6 +59,8 @@ void GemmF32Avx512::kStep(int step) {
 
 void GemmF32Avx512::generate() {
   preamble();
+  Label tileTop;
+  L(tileTop);
   loadTile(offsetof(GemmF32Args, k), offsetof(GemmF32Args, b), offsetof(GemmF32Args, a),
            offsetof(GemmF32Args, lda), sizeof(float));
   if (config_.bPrefetchLines)
@@ -105,6 +107,18 @@ void GemmF32Avx512::generate() {
         vmovups(dst, acc(i, j));
     }
   });
+  // On to the next row tile: the fields move in the caller's block.
+  TileRun run;
+  run.rows = {{offsetof(GemmF32Args, a), offsetof(GemmF32Args, lda), sizeof(float)},
+              {offsetof(GemmF32Args, c), offsetof(GemmF32Args, ldc), sizeof(float)}};
+  if (config_.residual)
+    run.rows.push_back(
+        {offsetof(GemmF32Args, residual), offsetof(GemmF32Args, ldr), sizeof(float)});
+  run.b = offsetof(GemmF32Args, b), run.bPrefetch = offsetof(GemmF32Args, bPrefetch);
+  run.prefetchLeft = offsetof(GemmF32Args, prefetchLeft);
+  run.prefetchStep = offsetof(GemmF32Args, prefetchStep);
+  run.tiles = offsetof(GemmF32Args, tiles);
+  nextTile(run, tileTop);
   postamble();
 
   if (config_.elementwise)

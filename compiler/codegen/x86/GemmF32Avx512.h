@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <utility>
 
 namespace octet::x86 {
 
@@ -52,8 +53,15 @@ struct GemmF32Args {
   /// Where the kernel prefetches bPrefetchLines lines per unrolled K step,
   /// moving on (a prefetch never faults: any address is safe).
   const void *bPrefetch = nullptr;
+  /// Row tiles this call runs (>= 1), each MR rows below the one before: the
+  /// kernel moves a, c and the residual on from tile to tile in this block,
+  /// and the prefetch: each tile takes prefetchStep bytes of the prefetchLeft
+  /// left of the next slice, then (covered) its own slice at b.
+  int64_t tiles = 1;
+  int64_t prefetchLeft = 0, prefetchStep = 0;
 };
-using GemmF32KernelFn = void (*)(const GemmF32Args *);
+/// Not const: a run of tiles moves the block's row fields (GemmF32Args::tiles).
+using GemmF32KernelFn = void (*)(GemmF32Args *);
 
 /// The B bytes a driver reads after the current slice (the next K block's,
 /// or the next panel's first), which its kernels prefetch.
@@ -68,30 +76,27 @@ struct NextSlice {
 /// next slice in the first 6 row tiles of a block.
 constexpr int kPanelPrefetchLines = 2;
 
-/// Calls kernelFor(rows)(&args) on the row tiles of [row0, rowEnd), `mr` rows
-/// each (the last fewer), `args` set for row0 and moved down between calls
-/// (A, C and, where present, the residual): the drivers reuse one argument
-/// block per slice rather than fill one per call. Each call prefetches the
+/// Runs the row tiles of [row0, rowEnd), `mr` rows each (the last fewer), with
+/// `args` set for row0: one call kernelFor(mr) for the full tiles and one
+/// kernelFor(rows) for the short last one, the kernel moving A, C and the
+/// residual from tile to tile (GemmF32Args::tiles), so that the second call
+/// starts where the first ended. Each tile prefetches the
 /// kPanelPrefetchLines lines per unrolled step of its args.k K steps of
-/// `next`, after the calls before it.
+/// `next`, after the tiles before it; once that is covered, its own
+/// (L1-resident) slice.
 template <typename KernelFor>
 void runRowTiles(GemmF32Args args, int64_t row0, int64_t rowEnd, int mr, KernelFor kernelFor,
                  const NextSlice &next = {}) {
-  const int64_t prefetchBytesPerCall = args.k / GemmTileAvx512::kUnroll * kPanelPrefetchLines * 64;
-  int64_t prefetched = 0;
-  for (int64_t row = row0; row < rowEnd; row += mr) {
-    if (row > row0) {
-      args.a += mr * args.lda;
-      args.c += mr * args.ldc;
-      if (args.residual)
-        args.residual += mr * args.ldr;
-    }
-    // The next slice a part per call; once it is covered, the call's own
-    // (L1-resident) slice.
-    args.bPrefetch = prefetched < next.bytes ? static_cast<const char *>(next.data) + prefetched
-                                             : static_cast<const void *>(args.b);
-    prefetched += prefetchBytesPerCall;
-    kernelFor(int(std::min<int64_t>(mr, rowEnd - row)))(&args);
+  const int64_t rows = rowEnd - row0;
+  args.bPrefetch = next.bytes > 0 ? next.data : static_cast<const void *>(args.b);
+  args.prefetchLeft = next.bytes;
+  args.prefetchStep = args.k / GemmTileAvx512::kUnroll * kPanelPrefetchLines * 64;
+  for (const auto &[tileRows, count] :
+       {std::pair<int64_t, int64_t>{mr, rows / mr}, std::pair<int64_t, int64_t>{rows % mr, 1}}) {
+    if (tileRows <= 0 || count <= 0)
+      continue;
+    args.tiles = count;
+    kernelFor(int(tileRows))(&args);
   }
 }
 

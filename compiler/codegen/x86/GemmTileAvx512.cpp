@@ -71,6 +71,37 @@ void GemmTileAvx512::loadTile(size_t kOffset, size_t bOffset, size_t aOffset, si
     vpxord(Zmm(r), Zmm(r), Zmm(r));
 }
 
+void GemmTileAvx512::nextTile(const TileRun &run, const Label &tileTop) {
+  const auto field = [&](size_t offset) { return qword[regArgs_ + offset]; };
+  for (const TileRun::Rows &rows : run.rows) {
+    mov(rcx, field(rows.ld));
+    if (mr_ * rows.elementBytes != 1)
+      imul(rcx, rcx, mr_ * rows.elementBytes);
+    add(field(rows.pointer), rcx);
+  }
+  for (const auto &[pointer, bytes] : run.blocks) {
+    Label isNull;
+    cmp(field(pointer), 0);
+    je(isNull);
+    add(field(pointer), bytes);
+    L(isNull);
+  }
+  Label ownSlice;
+  mov(rax, field(run.prefetchLeft));
+  mov(rdx, field(run.prefetchStep));
+  sub(rax, rdx);
+  mov(field(run.prefetchLeft), rax);
+  mov(rcx, field(run.b));
+  test(rax, rax);
+  jle(ownSlice);
+  mov(rcx, field(run.bPrefetch));
+  add(rcx, rdx);
+  L(ownSlice);
+  mov(field(run.bPrefetch), rcx);
+  dec(field(run.tiles));
+  jg(tileTop, T_NEAR);
+}
+
 void GemmTileAvx512::kLoop() {
   Label unrolled, remainder, remainderLoop, kDone;
   cmp(regK_, kUnroll);

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace octet::x86 {
@@ -127,6 +128,29 @@ protected:
   }
   /// Adds the f32 rows at regRow_ to the accumulators (masked on the N tail).
   void addRows();
+
+  /// The fields of a kernel's argument block that a call's run of row tiles
+  /// moves on from tile to tile (byte offsets into the block): the drivers
+  /// fill one block per (M block, panel, K block) slice and call once per
+  /// run of equal tiles, so that the C++ around the calls is per slice.
+  struct TileRun {
+    struct Rows {
+      size_t pointer, ld; ///< a row pointer and its stride in elements
+      int elementBytes;
+    };
+    std::vector<Rows> rows; ///< moved MR rows down
+    /// Moved by a fixed byte count (the next tile's part of a per-tile
+    /// buffer), where not null.
+    std::vector<std::pair<size_t, int>> blocks;
+    /// The B prefetch: the tile at bPrefetch takes prefetchStep bytes of the
+    /// prefetchLeft left of the next slice; once they are covered, the tiles
+    /// prefetch their own slice at b (L1 hits).
+    size_t b, bPrefetch, prefetchLeft, prefetchStep;
+    size_t tiles; ///< tiles left, >= 1 on entry
+  };
+  /// After a tile: moves `run`'s fields on and jumps back to `tileTop` while
+  /// tiles are left (rax, rcx and rdx are free by then).
+  void nextTile(const TileRun &run, const Xbyak::Label &tileTop);
   /// Applies `e` to every accumulator, with the zmm past them as scratch.
   /// Its per-column inputs (if any) are NR-padded rows of floats `columnStride`
   /// bytes apart from `columns`, which points at the tile's first column.

@@ -7,7 +7,6 @@
 #include <cstddef>
 #include <cstring>
 #include <stdexcept>
-#include <utility>
 
 namespace octet::x86 {
 using namespace Xbyak;
@@ -217,41 +216,20 @@ void Int8GemmKernelVnni::generate() {
     loadRows(offsetof(Int8GemmVnniArgs, c), offsetof(Int8GemmVnniArgs, ldc), outputBytes());
   });
   L(done);
-  // On to the next row tile: the fields move in the caller's block (the
-  // registers are all free here), then the count.
-  const auto field = [&](size_t offset) { return qword[regArgs_ + offset]; };
-  auto moveRows = [&](size_t pointer, size_t ld, int elementBytes) {
-    mov(rcx, field(ld));
-    imul(rcx, rcx, mr_ * elementBytes);
-    add(field(pointer), rcx);
-  };
-  moveRows(offsetof(Int8GemmVnniArgs, a), offsetof(Int8GemmVnniArgs, lda), sizeof(uint8_t));
-  moveRows(offsetof(Int8GemmVnniArgs, c), offsetof(Int8GemmVnniArgs, ldc), outputBytes());
+  // On to the next row tile: the fields move in the caller's block.
+  TileRun run;
+  run.rows = {{offsetof(Int8GemmVnniArgs, a), offsetof(Int8GemmVnniArgs, lda), sizeof(uint8_t)},
+              {offsetof(Int8GemmVnniArgs, c), offsetof(Int8GemmVnniArgs, ldc), outputBytes()}};
   if (config_.epilogue.residual)
-    moveRows(offsetof(Int8GemmVnniArgs, residual), offsetof(Int8GemmVnniArgs, ldr), sizeof(float));
-  for (const auto &[pointer, bytes] :
-       {std::pair{offsetof(Int8GemmVnniArgs, xScale), mr_ * 4},
-        std::pair{offsetof(Int8GemmVnniArgs, partial), mr_ * partialRow}}) {
-    Label isNull;
-    cmp(field(pointer), 0);
-    je(isNull);
-    add(field(pointer), bytes);
-    L(isNull);
-  }
-  Label ownSlice;
-  mov(rax, field(offsetof(Int8GemmVnniArgs, prefetchLeft)));
-  mov(rdx, field(offsetof(Int8GemmVnniArgs, prefetchStep)));
-  sub(rax, rdx);
-  mov(field(offsetof(Int8GemmVnniArgs, prefetchLeft)), rax);
-  mov(rcx, field(offsetof(Int8GemmVnniArgs, b)));
-  test(rax, rax);
-  jle(ownSlice);
-  mov(rcx, field(offsetof(Int8GemmVnniArgs, bPrefetch)));
-  add(rcx, rdx);
-  L(ownSlice);
-  mov(field(offsetof(Int8GemmVnniArgs, bPrefetch)), rcx);
-  dec(field(offsetof(Int8GemmVnniArgs, tiles)));
-  jg(tileTop, T_NEAR);
+    run.rows.push_back(
+        {offsetof(Int8GemmVnniArgs, residual), offsetof(Int8GemmVnniArgs, ldr), sizeof(float)});
+  run.blocks = {{offsetof(Int8GemmVnniArgs, xScale), mr_ * 4},
+                {offsetof(Int8GemmVnniArgs, partial), mr_ * partialRow}};
+  run.b = offsetof(Int8GemmVnniArgs, b), run.bPrefetch = offsetof(Int8GemmVnniArgs, bPrefetch);
+  run.prefetchLeft = offsetof(Int8GemmVnniArgs, prefetchLeft);
+  run.prefetchStep = offsetof(Int8GemmVnniArgs, prefetchStep);
+  run.tiles = offsetof(Int8GemmVnniArgs, tiles);
+  nextTile(run, tileTop);
   postamble();
 
   emitU8S8Constants();
