@@ -661,11 +661,14 @@ TEST(QLinearStep, RejectsBadSpecsAndShapes) {
   for (bool vnni : {false, true}) {
     StepPtr step = makeQLinear(spec, DType::F32, vnni ? KernelOptions() : noAvx512(), error);
     ASSERT_TRUE(step) << error;
+    step->location = "MatMul_7";
     Status st = h.run(*step);
     ASSERT_FALSE(st.ok());
     EXPECT_NE(st.message().find("per-row input scales must be a dense [1, 2, 1]"),
               std::string::npos)
         << st.message();
+    // Where: the step's kind and node, spelled out for the message (StepWhere).
+    EXPECT_EQ(st.message().rfind(step->kind() + " (MatMul_7): ", 0), 0u) << st.message();
   }
   QLinearSpec bad = spec;
   bad.epilogue.numInputs = 3; // two extras read, none given
