@@ -41,7 +41,8 @@ namespace octet::rt {
 /// row-group count; 12: the bf16 (vdpbf16ps) one too; 13: the FP32 and bf16
 /// GEMM kernels prefetch B, in two sets; 14: bf16 linears' fast GELU; 15:
 /// the embedding_sum step; 16: a VNNI GEMM kernel call runs several row
-/// tiles); a reader rejects any other.
+/// tiles; 17: an FP32 or bf16 GEMM kernel call too); a reader rejects any
+/// other.
 constexpr uint32_t kPlanFormatVersion = 17;
 
 struct PlanImage {

@@ -11,7 +11,6 @@
 
 #include "compiler/codegen/x86/GemmTileAvx512.h"
 
-#include <algorithm>
 #include <cstdint>
 #include <utility>
 
