@@ -59,6 +59,10 @@ for _feature, _present, _why in (
 try:
     with open("/proc/cpuinfo") as _cpuinfo:
         _flags = _cpuinfo.read().split()
+        # host-avx512: the AVX-512 kernels run here (F/BW/DQ/VL); without it every step
+        # runs oneDNN or compiled C++ (tests of the JIT kernels on the host need it).
+        if all(f in _flags for f in ("avx512f", "avx512bw", "avx512dq", "avx512vl")):
+            config.available_features.add("host-avx512")
         if "amx_int8" in _flags:
             config.available_features.add("host-amx")
         # host-amx-bf16: the bf16 attention path runs here (AMX-BF16 + AVX512-BF16).

@@ -518,9 +518,27 @@ def make_encoder(arch="bert", style="torchscript", opset=None, gelu="erf", layer
 
 # --------------------------------------------------------------------------- self-check
 
-def run_ort(model, feeds):
+def cpu_lacks_vnni():
+    """True on an x86 CPU without AVX-512 VNNI or AVX-VNNI: there ONNX Runtime's u8 x s8 GEMMs
+    use vpmaddubsw, whose s16 pair sums saturate (onnxruntime issues 6004 and 14642)."""
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            flags = cpuinfo.read().split()
+    except OSError:
+        return False
+    return "avx2" in flags and "avx512_vnni" not in flags and "avx_vnni" not in flags
+
+
+def run_ort(model, feeds, exact_int8=None):
+    """ORT's outputs with its default CPU kernels. exact_int8 (default: where the CPU lacks
+    VNNI) sets session.x64quantprecision, ORT's own switch to s16 products that do not
+    saturate, so its quantized GEMMs compute what the model says on every CPU."""
     import onnxruntime as ort
-    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    options = ort.SessionOptions()
+    if cpu_lacks_vnni() if exact_int8 is None else exact_int8:
+        options.add_session_config_entry("session.x64quantprecision", "1")
+    session = ort.InferenceSession(model.SerializeToString(), options,
+                                   providers=["CPUExecutionProvider"])
     names = [i.name for i in session.get_inputs()]
     return dict(zip([o.name for o in session.get_outputs()], session.run(None, {n: feeds[n] for n in names})))
 

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstring>
 #include <stdexcept>
+#include <string>
 
 namespace octet::x86 {
 using namespace Xbyak;
@@ -16,7 +17,21 @@ uint32_t tailMaskOf(int64_t n) { return (1u << (n % 16)) - 1; }
 constexpr uint8_t kUnord = 3;
 } // namespace
 
-bool quantizeKernelsSupported() { return CpuFeatures::host().supports(Isa::Avx512); }
+bool quantizeKernelsSupported() {
+  static const bool supported = CpuFeatures::host().supports(Isa::Avx512);
+  return supported;
+}
+
+namespace {
+// The kernels are generated for any target (a model.so compiled on this host
+// for another CPU); they refuse to run where they cannot.
+void requireHost(const char *kernel) {
+  if (!quantizeKernelsSupported())
+    throw std::runtime_error(std::string(kernel) +
+                             ": cannot run on this host: it lacks AVX-512 F/BW/DQ/VL (host has: " +
+                             CpuFeatures::host().describe() + ")");
+}
+} // namespace
 
 float quantizeRowScalar(const float *x, int64_t cols, uint8_t *q) {
   float absMax = 0.0f;
@@ -34,14 +49,13 @@ float quantizeRowScalar(const float *x, int64_t cols, uint8_t *q) {
 
 QuantizePerRowKernel::QuantizePerRowKernel()
     : KernelGenerator("quantize_per_row_u8_avx512", Isa::Avx512, 4096) {
-  if (!quantizeKernelsSupported())
-    throw std::invalid_argument("QuantizePerRowKernel: the host lacks AVX-512 F/BW/DQ/VL");
   fn_ = entry<Fn>();
 }
 
 void QuantizePerRowKernel::run(QuantizePerRowArgs args) const {
   if (args.rows <= 0 || args.cols <= 0)
     return;
+  requireHost("QuantizePerRowKernel");
   args.vectors = args.cols / 16;
   args.tailMask = tailMaskOf(args.cols);
   fn_(&args);
@@ -166,8 +180,8 @@ void QuantizePerRowKernel::generate() {
 
   align(64);
   L(constants);
-  for (uint32_t w : {0x7fffffffu, bitsOf(127.0f), bitsOf(1.0f), bitsOf(-127.0f), bitsOf(127.0f),
-                     128u})
+  for (uint32_t w :
+       {0x7fffffffu, bitsOf(127.0f), bitsOf(1.0f), bitsOf(-127.0f), bitsOf(127.0f), 128u})
     dd(w);
 }
 
@@ -183,14 +197,13 @@ QuantizeKernel::QuantizeKernel(QuantOutput output, QuantizeDivision division)
       output_(output), division_(division) {
   if (output == QuantOutput::F32)
     throw std::invalid_argument("QuantizeKernel: the output must be u8 or s8");
-  if (!quantizeKernelsSupported())
-    throw std::invalid_argument("QuantizeKernel: the host lacks AVX-512 F/BW/DQ/VL");
   fn_ = entry<Fn>();
 }
 
 void QuantizeKernel::run(const float *x, void *q, int64_t count, float scale, int32_t zp) const {
   if (count <= 0)
     return;
+  requireHost("QuantizeKernel");
   const int32_t lo = output_ == QuantOutput::U8 ? 0 : -128;
   if (zp < lo || zp > lo + 255)
     throw std::invalid_argument("QuantizeKernel: zero point " + std::to_string(zp) +

@@ -43,7 +43,8 @@ struct QuantizePerRowArgs {
 
 class QuantizePerRowKernel : public KernelGenerator {
 public:
-  /// Throws std::invalid_argument when the host lacks AVX-512 F/BW/DQ/VL.
+  /// Generates for any target; run() throws std::runtime_error on a host
+  /// without AVX-512 F/BW/DQ/VL.
   QuantizePerRowKernel();
   /// Quantizes args.rows rows (single-threaded; callers split rows across threads).
   void run(QuantizePerRowArgs args) const;
@@ -77,8 +78,8 @@ enum class QuantizeDivision { Exact, Reciprocal };
 
 class QuantizeKernel : public KernelGenerator {
 public:
-  /// `output`: U8 or S8. Throws std::invalid_argument for F32 or a host
-  /// without AVX-512 F/BW/DQ/VL.
+  /// `output`: U8 or S8 (std::invalid_argument for F32). Generates for any
+  /// target; run() throws std::runtime_error on a host without AVX-512 F/BW/DQ/VL.
   explicit QuantizeKernel(QuantOutput output, QuantizeDivision division = QuantizeDivision::Exact);
   /// q[i] = saturate(RNE(x[i] / scale) + zp), i < count (single-threaded);
   /// Reciprocal: x[i] * f32(1 / scale) in place of the division.

@@ -72,11 +72,20 @@ std::vector<float> awkwardRows(int64_t rows, int64_t cols, int64_t ld, unsigned 
     for (int64_t j = 0; j < cols; ++j) {
       float v = u(gen);
       switch ((r * 31 + j * 7) % 23) {
-      case 0: v = std::nearbyint(v * 4) / 4 + 0.5f; break; // halves: ties after / s = 1
-      case 1: v = 0; break;
-      case 2: v = -0.0f; break;
-      case 3: v = std::numeric_limits<float>::quiet_NaN(); break;
-      default: break;
+      case 0:
+        v = std::nearbyint(v * 4) / 4 + 0.5f;
+        break; // halves: ties after / s = 1
+      case 1:
+        v = 0;
+        break;
+      case 2:
+        v = -0.0f;
+        break;
+      case 3:
+        v = std::numeric_limits<float>::quiet_NaN();
+        break;
+      default:
+        break;
       }
       x[r * ld + j] = v;
     }
@@ -393,22 +402,31 @@ std::vector<Form> forms() {
   add("gelu", {{Op::Input, 0}, {Op::GeluErf, 0}}, false, "+epilogue");
   add("residual+gelu", {{Op::Input, 1}, {Op::Input, 0}, {Op::Add, 1, 0}, {Op::GeluErf, 2}}, false,
       "+residual+epilogue");
-  add("scale*2+1", {{Op::Input, 0}, {Op::Constant, -1, -1, 2}, {Op::Mul, 0, 1},
-                    {Op::Constant, -1, -1, 1}, {Op::Add, 2, 3}},
+  add("scale*2+1",
+      {{Op::Input, 0},
+       {Op::Constant, -1, -1, 2},
+       {Op::Mul, 0, 1},
+       {Op::Constant, -1, -1, 1},
+       {Op::Add, 2, 3}},
       true, "+epilogue");
   // Reads a [b, s, 1] extra: not the residual form, applied after the GEMM.
-  add("acc*row+residual", {{Op::Input, 0}, {Op::Input, 2}, {Op::Mul, 0, 1}, {Op::Input, 1},
-                           {Op::Add, 2, 3}},
-      true, "+post.");
+  add("acc*row+residual",
+      {{Op::Input, 0}, {Op::Input, 2}, {Op::Mul, 0, 1}, {Op::Input, 1}, {Op::Add, 2, 3}}, true,
+      "+post.");
   // Per-column extras (SmoothQuant's 1/s after GELU in the FFN-in): fused.
   add("gelu*col", {{Op::Input, 0}, {Op::GeluErf, 0}, {Op::Input, 3}, {Op::Mul, 1, 2}}, false,
       "+epilogue.columns");
-  add("(acc+residual)*col-col", {{Op::Input, 0}, {Op::Input, 1}, {Op::Add, 0, 1}, {Op::Input, 3},
-                                 {Op::Mul, 2, 3}, {Op::Sub, 4, 3}},
+  add("(acc+residual)*col-col",
+      {{Op::Input, 0},
+       {Op::Input, 1},
+       {Op::Add, 0, 1},
+       {Op::Input, 3},
+       {Op::Mul, 2, 3},
+       {Op::Sub, 4, 3}},
       true, "+residual+epilogue.columns");
   // acc used twice: no residual split, the whole program after the GEMM.
-  add("acc*acc-residual", {{Op::Input, 0}, {Op::Mul, 0, 0}, {Op::Input, 1}, {Op::Sub, 1, 2}},
-      true, "+post.");
+  add("acc*acc-residual", {{Op::Input, 0}, {Op::Mul, 0, 0}, {Op::Input, 1}, {Op::Sub, 1, 2}}, true,
+      "+post.");
   return f;
 }
 
@@ -450,8 +468,8 @@ void runQLinear(const QProblem &p, const Form &form, DType outType, bool perRow,
   spec.bias = p.bias.data();
   spec.wScale = p.ws.data(), spec.wScaleCount = p.n;
   spec.xScalePerRow = perRow;
-  spec.xScale = perRow ? h.tensor({p.b, p.s, 1}, xsRow.data(), DType::F32)
-                       : h.tensor({}, &xs, DType::F32);
+  spec.xScale =
+      perRow ? h.tensor({p.b, p.s, 1}, xsRow.data(), DType::F32) : h.tensor({}, &xs, DType::F32);
   spec.xScaleConst = !perRow && constScale ? &xs : nullptr;
   spec.xZeroPoint = h.tensor({}, &xzp, DType::U8);
   spec.xZeroPointConst = &xzp;
@@ -509,7 +527,8 @@ void runQLinear(const QProblem &p, const Form &form, DType outType, bool perRow,
         if (!ok && failures++ < 5)
           ADD_FAILURE() << what << ": [" << i << ", " << j << "] = " << got << ", want " << y;
       } else {
-        const int got = outType == DType::U8 ? int(out[i * p.n + j]) : int(int8_t(out[i * p.n + j]));
+        const int got =
+            outType == DType::U8 ? int(out[i * p.n + j]) : int(int8_t(out[i * p.n + j]));
         const int want = refQuantize(y, ys, yzp, lo, hi);
         if ((exact ? got != want : std::abs(got - want) > 1) && failures++ < 5)
           ADD_FAILURE() << what << ": [" << i << ", " << j << "] = " << got << ", want " << want
@@ -525,7 +544,8 @@ TEST(QLinearStep, EveryEpilogueFormMatchesTheFormula) {
   std::string amxWhy;
   const bool amxHost = octet::x86::amxUsable(&amxWhy);
   // Odd shapes: M tails (M = 2·9 = 18 > MR), an N tail, a K tail and K blocks.
-  const std::vector<std::array<int64_t, 4>> shapes = {{1, 1, 1, 1}, {2, 9, 37, 53}, {1, 5, 770, 17}};
+  const std::vector<std::array<int64_t, 4>> shapes = {
+      {1, 1, 1, 1}, {2, 9, 37, 53}, {1, 5, 770, 17}};
   for (const auto &shape : shapes) {
     QProblem p(shape[0], shape[1], shape[2], shape[3], unsigned(shape[2] + shape[3]));
     for (const Form &form : forms())
@@ -609,8 +629,17 @@ TEST(QLinearStep, ForcedOneDnnMatchesTheFormulaOrRefuses) {
   spec.xScale = h.tensor({}, &xs, DType::F32); // run-time: no xScaleConst
   EXPECT_FALSE(makeQLinear(spec, DType::F32, optionsFor(Provider::OneDnn), error));
   EXPECT_NE(error.find("run-time activation scale"), std::string::npos) << error;
-  // Auto without the JIT GEMM: oneDNN for a constant per-tensor scale.
+  // Auto without the JIT GEMM: oneDNN for a constant per-tensor scale; on a
+  // host without VNNI only for 7-bit weights (MatMulU8S8.h), else the exact
+  // reference loop.
   spec.xScaleConst = &xs;
+  if (!octet::onednn::oneDnnHasInt8Vnni()) {
+    step = makeQLinear(spec, DType::F32, noAvx512(), error);
+    ASSERT_TRUE(step) << error;
+    EXPECT_EQ(step->kind().rfind("qgemm.reference", 0), 0u) << step->kind();
+    for (auto &w : q.p.w)
+      w = int8_t(w / 2);
+  }
   step = makeQLinear(spec, DType::F32, noAvx512(), error);
   ASSERT_TRUE(step) << error;
   EXPECT_EQ(step->kind().rfind("qgemm.onednn", 0), 0u) << step->kind();
