@@ -183,20 +183,10 @@ void blockOp(const ElementwiseProgram::Instr &in, const float *a, const float *b
     for (int i = 0; i < count; ++i)
       r[i] = std::isnan(a[i]) ? a[i] : std::max(a[i], 0.0f);
     return;
-  default: {
+  default:
     // Everything else through the scalar definition, one element at a time.
-    ElementwiseProgram one;
-    one.numInputs = 2;
-    one.instrs = {{Op::Input, 0}, {Op::Input, 1}, {in.op, 0, 1, in.value}};
-    if (in.op == Op::Constant)
-      one.instrs = {{Op::Constant, -1, -1, in.value}};
-    else if (in.op >= Op::Neg)
-      one.instrs[2].b = -1;
-    for (int i = 0; i < count; ++i) {
-      float x[2] = {a ? a[i] : 0.0f, b ? b[i] : 0.0f};
-      r[i] = one.evaluate(x);
-    }
-  }
+    for (int i = 0; i < count; ++i)
+      r[i] = ElementwiseProgram::evaluateOp(in, a ? a[i] : 0.0f, b ? b[i] : 0.0f);
   }
 }
 

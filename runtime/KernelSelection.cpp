@@ -6,6 +6,7 @@
 #include "compiler/codegen/onednn/MatMulU8S8.h"
 #include "compiler/codegen/x86/AmxSupport.h"
 #include "compiler/codegen/x86/GemmBf16.h"
+#include "compiler/codegen/x86/Int8GemmAvx2.h"
 #include "compiler/codegen/x86/Int8GemmDriver.h"
 
 #include <algorithm>
@@ -18,13 +19,22 @@ namespace octet::rt {
 
 const char *gemmProviderName(GemmProvider provider) {
   switch (provider) {
-  case GemmProvider::Auto: return "auto";
-  case GemmProvider::JitF32: return "jit_avx512";
-  case GemmProvider::JitVnni: return "jit_vnni";
-  case GemmProvider::JitAmx: return "jit_amx";
-  case GemmProvider::OneDnn: return "onednn";
-  case GemmProvider::Reference: return "reference";
-  case GemmProvider::JitBf16: return "jit_bf16";
+  case GemmProvider::Auto:
+    return "auto";
+  case GemmProvider::JitF32:
+    return "jit_avx512";
+  case GemmProvider::JitVnni:
+    return "jit_vnni";
+  case GemmProvider::JitAmx:
+    return "jit_amx";
+  case GemmProvider::OneDnn:
+    return "onednn";
+  case GemmProvider::Reference:
+    return "reference";
+  case GemmProvider::JitBf16:
+    return "jit_bf16";
+  case GemmProvider::JitAvx2:
+    return "jit_avx2";
   }
   return "unknown";
 }
@@ -48,8 +58,8 @@ std::string KernelOptions::whyNotRunnableHere() const {
 bool fasterBeyondNoise(const BucketTiming &a, const BucketTiming &b) {
   if (!a.timed || !b.timed || !(a.medianMs > 0) || !(b.medianMs > 0))
     return false;
-  const double margin = std::max({kMinTimingNoise, (a.highMs - a.lowMs) / a.medianMs,
-                                  (b.highMs - b.lowMs) / b.medianMs});
+  const double margin = std::max(
+      {kMinTimingNoise, (a.highMs - a.lowMs) / a.medianMs, (b.highMs - b.lowMs) / b.medianMs});
   return a.medianMs * (1 + margin) < b.medianMs;
 }
 
@@ -108,9 +118,9 @@ GemmChoice decideGemmChoice(const GemmChoice &rule, const std::vector<GemmCandid
     }
     choice[b] = pick->provider;
     reason[b] = std::string("autotune: ") + gemmProviderName(pick->provider) + " " +
-                ms(pick->times[b].medianMs) + " ms beats the rule's " +
-                gemmProviderName(rule[b]) + " " + ms(ruled->times[b].medianMs) +
-                " ms beyond the noise" + (pick == fastest ? "" : " (provider of a smaller M)");
+                ms(pick->times[b].medianMs) + " ms beats the rule's " + gemmProviderName(rule[b]) +
+                " " + ms(ruled->times[b].medianMs) + " ms beyond the noise" +
+                (pick == fastest ? "" : " (provider of a smaller M)");
   }
   return choice;
 }
@@ -161,6 +171,8 @@ std::string whyNotRunnableHere(GemmProvider provider) {
   }
   case GemmProvider::JitBf16:
     return x86::GemmBf16::hostSupported() ? "" : "this CPU lacks AVX512-BF16";
+  case GemmProvider::JitAvx2:
+    return x86::Int8GemmAvx2::hostSupported() ? "" : "this CPU lacks AVX2";
   default:
     return "";
   }
@@ -173,7 +185,8 @@ std::string whyNotProvider(const QLinearSpec &spec, DType outType, const KernelO
   switch (provider) {
   case GemmProvider::JitVnni:
   case GemmProvider::JitAmx: {
-    const x86::Isa isa = provider == GemmProvider::JitAmx ? x86::Isa::AmxInt8 : x86::Isa::Avx512Vnni;
+    const x86::Isa isa =
+        provider == GemmProvider::JitAmx ? x86::Isa::AmxInt8 : x86::Isa::Avx512Vnni;
     if (!options.allowAvx512)
       return "AVX-512 is not allowed (isa=avx2)";
     if (!options.cpu.supports(isa))
@@ -182,6 +195,12 @@ std::string whyNotProvider(const QLinearSpec &spec, DType outType, const KernelO
       return "the JIT GEMM cannot take " + why;
     return "";
   }
+  case GemmProvider::JitAvx2:
+    if (!options.cpu.supports(x86::Isa::Avx2))
+      return "the target CPU (" + options.target + ") lacks " + x86::isaName(x86::Isa::Avx2);
+    if (std::string why = whyNotJitForm(spec, outType); !why.empty())
+      return "the JIT GEMM cannot take " + why;
+    return "";
   case GemmProvider::OneDnn:
     if (std::string why = whyNotOneDnn(spec, outType); !why.empty())
       return "oneDNN 2.6's int8 matmul cannot express " + why;
@@ -206,8 +225,8 @@ std::string whyNotProvider(const LinearSpec &, const KernelOptions &options,
     if (!options.allowAvx512)
       return "AVX-512 is not allowed";
     if (!options.cpu.supports(x86::Isa::Avx512Bf16))
-      return "the target CPU (" + options.target + ") lacks AVX512-BF16 (vdpbf16ps; it has: " +
-             options.cpu.describe() + ")";
+      return "the target CPU (" + options.target +
+             ") lacks AVX512-BF16 (vdpbf16ps; it has: " + options.cpu.describe() + ")";
     return "";
   case GemmProvider::OneDnn:
     return "";
@@ -227,8 +246,8 @@ struct BenchTensor {
   std::vector<uint8_t> bytes;
 };
 
-BenchTensor benchTensor(DType dtype, std::vector<int64_t> shape, std::mt19937 &rng,
-                        float value = 0, bool random = true) {
+BenchTensor benchTensor(DType dtype, std::vector<int64_t> shape, std::mt19937 &rng, float value = 0,
+                        bool random = true) {
   BenchTensor t{dtype, std::move(shape), {}};
   int64_t count = 1;
   for (int64_t d : t.shape)
@@ -418,6 +437,11 @@ GemmChoiceRecord resolveGemmChoice(QLinearSpec &spec, DType outType, const Kerne
       rule = uniform(GemmProvider::JitVnni);
       why = amxRefused.empty() ? "rule: AVX-512 VNNI JIT (fused epilogue)"
                                : "rule: AVX-512 VNNI JIT; AMX refused here: " + amxRefused;
+    } else if (valid(GemmProvider::JitAvx2)) {
+      // Before oneDNN: its AVX2 kernels (vpmaddubsw) saturate on full-range
+      // weights, and it fuses less; this GEMM is exact.
+      rule = uniform(GemmProvider::JitAvx2);
+      why = "rule: AVX2 JIT, exact s16 products (no VNNI on the target)";
     } else if (options.gemm == Gemm::Auto && valid(GemmProvider::OneDnn)) {
       rule = uniform(GemmProvider::OneDnn);
       why = "rule: no JIT INT8 GEMM on the target";
@@ -425,8 +449,12 @@ GemmChoiceRecord resolveGemmChoice(QLinearSpec &spec, DType outType, const Kerne
       rule = uniform(GemmProvider::Reference);
       why = "rule: no fast provider can take it";
     }
-    for (GemmProvider p : {GemmProvider::JitAmx, GemmProvider::JitVnni, GemmProvider::OneDnn})
-      if (valid(p) && (options.gemm == Gemm::Auto || p != GemmProvider::OneDnn))
+    // The AVX2 GEMM is a candidate only where no VNNI one is (it would not win).
+    const bool vnniOrAmx = valid(GemmProvider::JitAmx) || valid(GemmProvider::JitVnni);
+    for (GemmProvider p :
+         {GemmProvider::JitAmx, GemmProvider::JitVnni, GemmProvider::JitAvx2, GemmProvider::OneDnn})
+      if (valid(p) && (options.gemm == Gemm::Auto || p != GemmProvider::OneDnn) &&
+          (p != GemmProvider::JitAvx2 || !vnniOrAmx))
         candidates.push_back({p, "", {}});
   }
   const KernelOptions built = candidateOptions(options);
@@ -448,14 +476,14 @@ GemmChoiceRecord resolveGemmChoice(QLinearSpec &spec, DType outType, const Kerne
     std::vector<BenchTensor> t;
     t.push_back(benchTensor(DType::U8, {m, k}, rng));
     t.push_back(benchTensor(outType, {m, n}, rng, 0, false));
-    t.push_back(spec.xScalePerRow ? benchTensor(DType::F32, {m, 1}, rng, 0.02f, false)
-                                  : benchTensor(DType::F32, {}, rng,
-                                                spec.xScaleConst ? *spec.xScaleConst : 0.02f,
-                                                false));
-    t.push_back(benchTensor(DType::U8, {}, rng,
-                            spec.xZeroPointConst ? *spec.xZeroPointConst : 128, false));
-    t.push_back(benchTensor(DType::F32, {}, rng, spec.outScaleConst ? *spec.outScaleConst : 0.05f,
-                            false));
+    t.push_back(spec.xScalePerRow
+                    ? benchTensor(DType::F32, {m, 1}, rng, 0.02f, false)
+                    : benchTensor(DType::F32, {}, rng, spec.xScaleConst ? *spec.xScaleConst : 0.02f,
+                                  false));
+    t.push_back(
+        benchTensor(DType::U8, {}, rng, spec.xZeroPointConst ? *spec.xZeroPointConst : 128, false));
+    t.push_back(
+        benchTensor(DType::F32, {}, rng, spec.outScaleConst ? *spec.outScaleConst : 0.05f, false));
     t.push_back(benchTensor(outType == DType::F32 ? DType::U8 : outType, {}, rng, 0, false));
     addExtras(t, spec.extras.size(), spec.extraPerColumn, m, n, rng);
     return t;
@@ -598,8 +626,9 @@ StepPtr buildGemmStep(const GemmChoice &choice, int64_t k, std::optional<GemmCho
     providers.push_back(choice[b]);
     parts.push_back(std::move(part));
   }
-  StepPtr step = parts.size() == 1 ? std::move(parts[0])
-                                   : std::make_unique<BucketedGemmStep>(std::move(parts), partOf, k);
+  StepPtr step = parts.size() == 1
+                     ? std::move(parts[0])
+                     : std::make_unique<BucketedGemmStep>(std::move(parts), partOf, k);
   if (record && options.choices) {
     record->step = step.get();
     options.choices->records.push_back(std::move(*record));
@@ -617,12 +646,11 @@ void nameGemmChoices(GemmChoiceLog &log, const Plan &plan) {
 }
 
 std::string formatGemmChoices(const GemmChoiceLog &log, const KernelOptions &options) {
-  std::string out = "kernel choices: target " + options.target + " (" + options.cpu.describe() +
-                    "), " + (options.autotune ? "autotune" : "rule only") +
-                    "; times: median ms of the runs at M = " +
-                    std::to_string(kGemmBucketTimedM[0]) + ", " +
-                    std::to_string(kGemmBucketTimedM[1]) + ", " +
-                    std::to_string(kGemmBucketTimedM[2]) + "\n";
+  std::string out =
+      "kernel choices: target " + options.target + " (" + options.cpu.describe() + "), " +
+      (options.autotune ? "autotune" : "rule only") +
+      "; times: median ms of the runs at M = " + std::to_string(kGemmBucketTimedM[0]) + ", " +
+      std::to_string(kGemmBucketTimedM[1]) + ", " + std::to_string(kGemmBucketTimedM[2]) + "\n";
   char line[512];
   std::snprintf(line, sizeof line, "%-40s %-7s %5s %5s %-6s %-34s %-10s %s\n", "location", "op",
                 "K", "N", "M", "candidates (ms)", "choice", "reason");
@@ -641,14 +669,14 @@ std::string formatGemmChoices(const GemmChoiceLog &log, const KernelOptions &opt
       if (times.empty())
         times = "-";
       std::snprintf(line, sizeof line, "%-40s %-7s %5lld %5lld %-6s %-34s %-10s %s\n",
-                    location.c_str(), r.op.c_str(), (long long)r.k, (long long)r.n,
-                    bucketNames[b], times.c_str(), gemmProviderName(r.choice[b]),
-                    r.reason[b].c_str());
+                    location.c_str(), r.op.c_str(), (long long)r.k, (long long)r.n, bucketNames[b],
+                    times.c_str(), gemmProviderName(r.choice[b]), r.reason[b].c_str());
       out += line;
     }
     for (const GemmCandidate &c : r.candidates)
       if (!c.note.empty())
-        out += std::string(40, ' ') + " note: " + gemmProviderName(c.provider) + " " + c.note + "\n";
+        out +=
+            std::string(40, ' ') + " note: " + gemmProviderName(c.provider) + " " + c.note + "\n";
   }
   return out;
 }

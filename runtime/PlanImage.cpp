@@ -263,8 +263,8 @@ struct ConstantDecoder {
     uint64_t offset = r.u64();
     if (size_t(index) >= data.size() || offset > bytes[index]) {
       if (r.error.empty())
-        r.error = "a constant reference (" + std::to_string(index) + ", " +
-                  std::to_string(offset) + ") lies outside the constants section";
+        r.error = "a constant reference (" + std::to_string(index) + ", " + std::to_string(offset) +
+                  ") lies outside the constants section";
       return nullptr;
     }
     remaining[data[index] + offset] = bytes[index] - offset;
@@ -305,11 +305,17 @@ struct SpecWriter {
       w.u8(uint8_t(p));
   }
 
-  void operator()(const recipe::Binary &r) { w.u8(uint8_t(r.kind)), w.i32(r.a), w.i32(r.b), w.i32(r.out); }
+  void operator()(const recipe::Binary &r) {
+    w.u8(uint8_t(r.kind)), w.i32(r.a), w.i32(r.b), w.i32(r.out);
+  }
   void operator()(const recipe::Unary &r) { w.u8(uint8_t(r.kind)), w.i32(r.in), w.i32(r.out); }
   void operator()(const recipe::Cast &r) { w.i32(r.in), w.i32(r.out); }
-  void operator()(const recipe::Where &r) { w.i32(r.condition), w.i32(r.a), w.i32(r.b), w.i32(r.out); }
-  void operator()(const recipe::Gather &r) { w.i32(r.data), w.i32(r.indices), w.i32(r.axis), w.i32(r.out); }
+  void operator()(const recipe::Where &r) {
+    w.i32(r.condition), w.i32(r.a), w.i32(r.b), w.i32(r.out);
+  }
+  void operator()(const recipe::Gather &r) {
+    w.i32(r.data), w.i32(r.indices), w.i32(r.axis), w.i32(r.out);
+  }
   void operator()(const recipe::GatherND &r) {
     w.i32(r.data), w.i32(r.indices), w.i32(r.batchDims), w.i32(r.out);
   }
@@ -326,7 +332,9 @@ struct SpecWriter {
   }
   void operator()(const recipe::Copy &r) { w.i32(r.in), w.i32(r.out); }
   void operator()(const recipe::Concat &r) { w.vec(r.ins), w.i32(r.axis), w.i32(r.out); }
-  void operator()(const recipe::Reduce &r) { w.u8(uint8_t(r.kind)), w.i32(r.in), w.vec(r.axes), w.i32(r.out); }
+  void operator()(const recipe::Reduce &r) {
+    w.u8(uint8_t(r.kind)), w.i32(r.in), w.vec(r.axes), w.i32(r.out);
+  }
   void operator()(const recipe::CumSum &r) {
     w.i32(r.in), w.i32(r.axis), w.u8(r.exclusive), w.u8(r.reverse), w.i32(r.out);
   }
@@ -416,8 +424,7 @@ struct SpecReader {
     if (!p || !r.error.empty())
       return;
     auto it = constants.remaining.find(p);
-    if (count < 0 || it == constants.remaining.end() ||
-        uint64_t(count) > it->second / sizeof(T))
+    if (count < 0 || it == constants.remaining.end() || uint64_t(count) > it->second / sizeof(T))
       r.error = std::string(what) + " needs " + std::to_string(count) + " elements, more than " +
                 "its constant range holds";
   }
@@ -443,7 +450,7 @@ struct SpecReader {
   GemmChoice choice() {
     GemmChoice c{};
     for (GemmProvider &p : c)
-      p = r.enumeration(GemmProvider::JitBf16, "GEMM provider");
+      p = r.enumeration(GemmProvider::JitAvx2, "GEMM provider");
     return c;
   }
   WeightLayout layout() { return r.enumeration(WeightLayout::NK, "weight layout"); }
@@ -720,9 +727,8 @@ Status writePlanImage(const Plan &plan, const KernelOptions &options,
     body.str(info.name), body.u8(uint8_t(info.dtype)), body.vec(info.shape);
     body.u8(uint8_t(info.storage)), body.i32(info.index);
     if (!constants.encode(info.constant, body))
-      return Status::error(
-                           "tensor " + std::to_string(t) + " ('" + info.name +
-                               "') points at bytes outside the Plan's constant ranges");
+      return Status::error("tensor " + std::to_string(t) + " ('" + info.name +
+                           "') points at bytes outside the Plan's constant ranges");
     body.i32(info.viewOffset), body.vec(info.viewStrides);
   }
   body.vec(plan.arenaSlots);
@@ -741,22 +747,21 @@ Status writePlanImage(const Plan &plan, const KernelOptions &options,
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const Step &step = *plan.steps[i];
     if (!step.recipe)
-      return Status::error(
-                           "step " + std::to_string(i) + " (" + step.kind() + " at '" +
-                               step.location + "') was not built from a recipe");
+      return Status::error("step " + std::to_string(i) + " (" + step.kind() + " at '" +
+                           step.location + "') was not built from a recipe");
     body.str(step.location);
     body.u8(uint8_t(step.recipe->call.index()));
     SpecWriter writer{body, constants, {}};
     std::visit(writer, step.recipe->call);
     if (!writer.error.empty())
-      return Status::error(writer.error + " (step " + std::to_string(i) +
-                                                     ", '" + step.location + "')");
+      return Status::error(writer.error + " (step " + std::to_string(i) + ", '" + step.location +
+                           "')");
   }
 
   Writer table;
   constants.finish(table, out.constants);
 
-  Writer rest; // everything the plan checksum covers
+  Writer rest;              // everything the plan checksum covers
   rest.str(options.target); // messages add the features it stands for
   writeFeatures(rest, options.cpu);
   rest.u8(uint8_t(options.gemm));
@@ -785,8 +790,8 @@ Status corrupt(const std::string &why) {
 /// Everything before the scalars: the header (versions and checksums checked,
 /// the plan and code checksums verified), the kernel options and the tables
 /// of constant ranges and kernels. `r` is left at the scalars.
-Status readHead(const PlanImageView &image, Reader &r, PlanImageInfo &info,
-                KernelOptions &options, uint64_t &constantsSum) {
+Status readHead(const PlanImageView &image, Reader &r, PlanImageInfo &info, KernelOptions &options,
+                uint64_t &constantsSum) {
   char magic[sizeof(kMagic)];
   if (!r.take(magic, sizeof(magic)) || std::memcmp(magic, kMagic, sizeof(kMagic)) != 0)
     return Status::error("not an Octet compiled model (no plan header)");
@@ -795,9 +800,9 @@ Status readHead(const PlanImageView &image, Reader &r, PlanImageInfo &info,
   if (!r.error.empty())
     return corrupt(r.error);
   if (info.formatVersion != kPlanFormatVersion || info.octetVersion != OCTET_VERSION_STRING)
-    return Status::error("the model was compiled by Octet " + info.octetVersion +
-                         " (plan format " + std::to_string(info.formatVersion) +
-                         "); this is Octet " + OCTET_VERSION_STRING + " (plan format " +
+    return Status::error("the model was compiled by Octet " + info.octetVersion + " (plan format " +
+                         std::to_string(info.formatVersion) + "); this is Octet " +
+                         OCTET_VERSION_STRING + " (plan format " +
                          std::to_string(kPlanFormatVersion) + "): compile it again");
   uint64_t planSum = r.u64();
   constantsSum = r.u64();
@@ -856,8 +861,8 @@ Status readPlanImage(const PlanImageView &image, std::shared_ptr<const void> own
   std::string missing = info.features.missingOn(x86::CpuFeatures::host());
   if (!missing.empty())
     return Status::error("this CPU does not support the model's target '" + info.target + "' (" +
-                         info.features.describe() + "): it lacks " + missing + " (it has: " +
-                         x86::CpuFeatures::host().describe() + ")");
+                         info.features.describe() + "): it lacks " + missing +
+                         " (it has: " + x86::CpuFeatures::host().describe() + ")");
   ConstantDecoder constants;
   for (const ConstantRange &range : info.constants) {
     constants.data.push_back(static_cast<const uint8_t *>(range.data));
@@ -919,8 +924,8 @@ Status readPlanImage(const PlanImageView &image, std::shared_ptr<const void> own
     std::string error;
     StepPtr step = buildStep(recipe, options, error);
     if (!step)
-      return corrupt("step " + std::to_string(i) + " ('" + location + "') cannot be rebuilt: " +
-                     error);
+      return corrupt("step " + std::to_string(i) + " ('" + location +
+                     "') cannot be rebuilt: " + error);
     step->location = std::move(location);
     plan->steps.push_back(std::move(step));
   }

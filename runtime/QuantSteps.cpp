@@ -16,14 +16,15 @@
 #include "runtime/Steps.h"
 
 #include "compiler/codegen/onednn/MatMulU8S8.h"
+#include "compiler/codegen/x86/Int8GemmAvx2.h"
 #include "compiler/codegen/x86/Int8GemmDriver.h"
 #include "compiler/codegen/x86/ProgramEpilogue.h"
 #include "compiler/codegen/x86/QuantizeKernels.h"
 
 #include <algorithm>
-#include <optional>
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 
 namespace octet::rt {
@@ -48,10 +49,14 @@ int32_t zeroPointAt(const ExecContext &ctx, TensorId t, int64_t i) {
   if (t < 0)
     return 0;
   switch (ctx.dtype(t)) {
-  case DType::U8: return ctx.data<uint8_t>(t)[i];
-  case DType::I8: return ctx.data<int8_t>(t)[i];
-  case DType::I32: return ctx.data<int32_t>(t)[i];
-  default: return 0;
+  case DType::U8:
+    return ctx.data<uint8_t>(t)[i];
+  case DType::I8:
+    return ctx.data<int8_t>(t)[i];
+  case DType::I32:
+    return ctx.data<int32_t>(t)[i];
+  default:
+    return 0;
   }
 }
 
@@ -244,14 +249,15 @@ Status QuantizePerRowStep::run(const ExecContext &ctx) const {
   std::vector<int64_t> expected = shape;
   expected.back() = 1;
   if (ctx.shape(out) != shape || scaleShape != expected)
-    return Status::error(at + ": input " + shapeString(shape) + " needs a result of the same shape " +
-                         "and scales " + shapeString(expected) + ", got " +
-                         shapeString(ctx.shape(out)) + " and " + shapeString(scaleShape));
+    return Status::error(at + ": input " + shapeString(shape) +
+                         " needs a result of the same shape " + "and scales " +
+                         shapeString(expected) + ", got " + shapeString(ctx.shape(out)) + " and " +
+                         shapeString(scaleShape));
   RowView xv, qv, sv;
   if (!rowView(ctx, in, xv) || !asRows(ctx.shape(out), ctx.strides(out), qv) ||
       !asRows(scaleShape, ctx.strides(scaleOut), sv) || (sv.ld != 1 && sv.rows > 1))
     return Status::error(at + ": input, result and scales need unit column strides and one row "
-                         "stride (the scales contiguous)");
+                              "stride (the scales contiguous)");
   const int64_t rows = xv.rows, cols = xv.cols;
   const float *x = xv.data;
   auto *q = ctx.data<uint8_t>(out);
@@ -301,14 +307,15 @@ public:
     extrasRead_ = inputsRead(epilogue_);
   }
 
-  enum class Provider { Jit, OneDnn };
+  enum class Provider { Jit, OneDnn, Avx2 };
 
   /// The epilogue split shared by the providers: the residual add in the
   /// GEMM; the rest fused into it where the provider can (VNNI and AMX: any
   /// program on the accumulator and per-column vectors; oneDNN: GELU alone), else
   /// applied after it. Returns the GEMM's output: the result's type, or f32
   /// into a scratch that is requantized after the post-pass (or after the
-  /// residual add, which oneDNN cannot do in u8/s8).
+  /// residual add, which oneDNN cannot do in u8/s8; the AVX2 GEMM writes f32
+  /// only).
   x86::QuantOutput splitEpilogueFor(Provider provider, const KernelOptions &options) {
     const EpilogueSplit split = splitEpilogue(spec_.epilogue);
     residual_ = split.residual - 1 >= 0 ? split.residual - 1 : -1;
@@ -319,8 +326,8 @@ public:
       std::string why;
       // A fused program's result is requantized in the GEMM (no post-pass):
       // its GELU need not be more accurate than an output step.
-      const x86::GeluAccuracy gelu = outType_ == DType::F32 ? x86::GeluAccuracy::Full
-                                                            : x86::GeluAccuracy::ForRequantize;
+      const x86::GeluAccuracy gelu =
+          outType_ == DType::F32 ? x86::GeluAccuracy::Full : x86::GeluAccuracy::ForRequantize;
       if (columns.fusable)
         fused_ = x86::ProgramEpilogue::create(split.rest, why, columns.perColumn, gelu);
       // Otherwise (pressure, no vector form) the post-pass below applies it.
@@ -335,8 +342,9 @@ public:
       post_ = std::make_unique<ElementwiseApplier>(split.rest, postInputs, spec_.output);
       post_->buildJit(options, std::vector<bool>(postInputs.size(), false));
     }
-    const bool scratch = outType_ != DType::F32 &&
-                         (post_ || (provider == Provider::OneDnn && residual_ >= 0));
+    const bool scratch =
+        outType_ != DType::F32 &&
+        (post_ || provider == Provider::Avx2 || (provider == Provider::OneDnn && residual_ >= 0));
     if (outType_ == DType::F32 || scratch)
       return x86::QuantOutput::F32;
     return outType_ == DType::U8 ? x86::QuantOutput::U8 : x86::QuantOutput::S8;
@@ -354,20 +362,26 @@ public:
           outType_ == DType::U8 ? x86::QuantOutput::U8 : x86::QuantOutput::S8);
   }
 
+  /// What the JIT GEMMs take alike: the activation's zero point and scale, the
+  /// weight scales, the bias and whether a residual comes. A run-time
+  /// per-tensor scale takes the per-row path (the same formula, one value
+  /// repeated: run() passes it per row): the GEMM cannot know it at construction.
+  template <typename Params> void setScales(Params &p, int32_t xZp) const {
+    p.aZeroPoint = xZp;
+    p.xScalePerRow = spec_.xScalePerRow || !spec_.xScaleConst;
+    p.xScale = p.xScalePerRow ? 1.0f : *spec_.xScaleConst;
+    p.wScale = wScale_;
+    p.bias = bias_.empty() ? nullptr : bias_.data();
+    p.residual = residual_ >= 0;
+  }
+
   /// The JIT driver's parameters, with the split above applied.
   x86::Int8GemmParams jitParams(const KernelOptions &options, int32_t xZp, float outScale,
                                 int32_t outZp) {
     const x86::QuantOutput output = splitEpilogueFor(Provider::Jit, options);
     requantizeAfter(output, options, outScale, outZp);
     x86::Int8GemmParams p;
-    p.aZeroPoint = xZp;
-    // A run-time per-tensor scale takes the per-row path (the same formula,
-    // one value repeated): the GEMM cannot know it at construction.
-    p.xScalePerRow = spec_.xScalePerRow || !spec_.xScaleConst;
-    p.xScale = p.xScalePerRow ? 1.0f : *spec_.xScaleConst;
-    p.wScale = wScale_;
-    p.bias = bias_.empty() ? nullptr : bias_.data();
-    p.residual = residual_ >= 0;
+    setScales(p, xZp);
     p.elementwise = fused_.get();
     p.output = output;
     p.outScale = output == x86::QuantOutput::F32 ? 1.0f : outScale;
@@ -398,6 +412,19 @@ public:
     gemm_ = std::make_unique<x86::Int8GemmDriver>(view, jitParams(options, xZp, outScale, outZp));
   }
 
+  /// The AVX2 GEMM (exact s16 products): bias and residual in its epilogue,
+  /// the rest of the program and the requantize after it.
+  void useJitAvx2(const KernelOptions &options, int32_t xZp, float outScale, int32_t outZp) {
+    const x86::QuantOutput output = splitEpilogueFor(Provider::Avx2, options);
+    requantizeAfter(output, options, outScale, outZp);
+    x86::Int8GemmAvx2Params p;
+    setScales(p, xZp);
+    std::vector<int8_t> plain;
+    WeightLayout from;
+    const int8_t *w = plainWeight(plain, from);
+    gemm_ = std::make_unique<x86::Int8GemmAvx2>(w, from, spec_.k, spec_.n, p);
+  }
+
   /// The exact loop: it keeps its own [N, K] copy of the weight.
   void useReference() {
     weightNK_.resize(size_t(spec_.k * spec_.n));
@@ -414,8 +441,7 @@ public:
 
   /// oneDNN's int8 matmul (per-tensor constant x scale only) with the split
   /// above; "" or why oneDNN cannot run this qlinear.
-  std::string useOneDnn(const KernelOptions &options, int32_t xZp, float outScale,
-                        int32_t outZp) {
+  std::string useOneDnn(const KernelOptions &options, int32_t xZp, float outScale, int32_t outZp) {
     const x86::QuantOutput output = splitEpilogueFor(Provider::OneDnn, options);
     onednn::MatMulU8S8Params p;
     p.aZeroPoint = xZp;
@@ -549,10 +575,10 @@ Status QLinearStep::run(const ExecContext &ctx) const {
     std::vector<int64_t> expected = inShape;
     expected.back() = 1;
     RowView sv;
-    if (ctx.shape(spec_.xScale) != expected ||
-        !asRows(expected, ctx.strides(spec_.xScale), sv) || (sv.ld != 1 && sv.rows > 1))
-      return Status::error(at + ": per-row input scales must be a dense " +
-                           shapeString(expected) + ", got " + shapeString(ctx.shape(spec_.xScale)));
+    if (ctx.shape(spec_.xScale) != expected || !asRows(expected, ctx.strides(spec_.xScale), sv) ||
+        (sv.ld != 1 && sv.rows > 1))
+      return Status::error(at + ": per-row input scales must be a dense " + shapeString(expected) +
+                           ", got " + shapeString(ctx.shape(spec_.xScale)));
   } else if (ctx.numElements(spec_.xScale) != 1) {
     return Status::error(at + ": the input scale must have one element, got " +
                          shapeString(ctx.shape(spec_.xScale)));
@@ -569,8 +595,8 @@ Status QLinearStep::run(const ExecContext &ctx) const {
   int64_t ldr = 0;
   std::vector<float> residualCopy;
   if (residual_ >= 0)
-    if (Status s = residualRows(ctx, spec_.extras[residual_], outShape, at, residual, ldr,
-                                residualCopy);
+    if (Status s =
+            residualRows(ctx, spec_.extras[residual_], outShape, at, residual, ldr, residualCopy);
         !s.ok())
       return s;
   std::vector<const float *> columns;
@@ -738,6 +764,9 @@ static StepPtr buildQLinear(const QLinearSpec &spec, DType outType, GemmProvider
     case GemmProvider::JitAmx:
       step->useJit(PackIsa::Amx, options, *spec.xZeroPointConst, outScale, outZp);
       break;
+    case GemmProvider::JitAvx2:
+      step->useJitAvx2(options, *spec.xZeroPointConst, outScale, outZp);
+      break;
     case GemmProvider::OneDnn:
       if (std::string why = step->useOneDnn(options, *spec.xZeroPointConst, outScale, outZp);
           !why.empty()) {
@@ -804,15 +833,16 @@ StepPtr makeQLinear(const QLinearSpec &spec, DType outType, const KernelOptions 
       return nullptr;
   }
   // One step per distinct provider; a bucketed step when they differ.
-  return buildGemmStep(resolved.provider, spec.k, std::move(record), options,
-                       [&](GemmProvider p, std::string &error) -> StepPtr {
-                         if (std::string why = whyNotProvider(resolved, outType, options, p); !why.empty()) {
-                           error = at + ": provider " + gemmProviderName(p) + ": " + why;
-                           return nullptr;
-                         }
-                         return buildQLinear(resolved, outType, p, options, error);
-                       },
-                       error);
+  return buildGemmStep(
+      resolved.provider, spec.k, std::move(record), options,
+      [&](GemmProvider p, std::string &error) -> StepPtr {
+        if (std::string why = whyNotProvider(resolved, outType, options, p); !why.empty()) {
+          error = at + ": provider " + gemmProviderName(p) + ": " + why;
+          return nullptr;
+        }
+        return buildQLinear(resolved, outType, p, options, error);
+      },
+      error);
 }
 
 } // namespace octet::rt

@@ -21,9 +21,9 @@
 #ifndef OCTET_RUNTIME_STEPS_H
 #define OCTET_RUNTIME_STEPS_H
 
-#include "compiler/codegen/PackedWeights.h"
 #include "compiler/codegen/CpuFeatures.h"
 #include "compiler/codegen/ElementwiseProgram.h"
+#include "compiler/codegen/PackedWeights.h"
 #include "runtime/Plan.h"
 
 #include <array>
@@ -41,11 +41,43 @@ using StepPtr = std::unique_ptr<Step>;
 // ---- Generic steps ---------------------------------------------------------
 
 /// The kinds' order is part of the AOT format (PlanImage): append at the end.
-enum class BinaryKind { Add, Sub, Mul, Div, Pow, Max, Min, Equal, Less, Greater, And, Or, Xor, Mod, FMod };
+enum class BinaryKind {
+  Add,
+  Sub,
+  Mul,
+  Div,
+  Pow,
+  Max,
+  Min,
+  Equal,
+  Less,
+  Greater,
+  And,
+  Or,
+  Xor,
+  Mod,
+  FMod
+};
 enum class UnaryKind {
-  Neg, Abs, Exp, Log, Erf, Tanh, Sqrt, Rsqrt, Reciprocal, Relu, Sigmoid, Not,
-  Ceil, Floor, Sign,
-  IsNaN, IsInf, IsPosInf, IsNegInf ///< f32/f64 in, Bool out
+  Neg,
+  Abs,
+  Exp,
+  Log,
+  Erf,
+  Tanh,
+  Sqrt,
+  Rsqrt,
+  Reciprocal,
+  Relu,
+  Sigmoid,
+  Not,
+  Ceil,
+  Floor,
+  Sign,
+  IsNaN,
+  IsInf,
+  IsPosInf,
+  IsNegInf ///< f32/f64 in, Bool out
 };
 enum class ReduceKind { Mean, Sum, Max, Min };
 
@@ -113,12 +145,13 @@ StepPtr makeMatMul(TensorId a, TensorId b, TensorId out);
 /// resolves it through runtime/KernelSelection.h.
 enum class GemmProvider : uint8_t {
   Auto,
-  JitF32,   ///< x86::GemmF32 (AVX-512), linear only
-  JitVnni,  ///< x86::Int8GemmDriver on Int8GemmKernelVnni (AVX-512 VNNI), qlinear only
-  JitAmx,   ///< x86::Int8GemmDriver on Int8GemmKernelAmx (AMX-INT8), qlinear only
-  OneDnn,   ///< onednn::MatMulF32 / MatMulU8S8
+  JitF32,    ///< x86::GemmF32 (AVX-512), linear only
+  JitVnni,   ///< x86::Int8GemmDriver on Int8GemmKernelVnni (AVX-512 VNNI), qlinear only
+  JitAmx,    ///< x86::Int8GemmDriver on Int8GemmKernelAmx (AMX-INT8), qlinear only
+  OneDnn,    ///< onednn::MatMulF32 / MatMulU8S8
   Reference, ///< the exact C++ loop, qlinear only (nothing else can take it)
-  JitBf16   ///< x86::GemmBf16 (AVX512-BF16, bf16 weights), linear only (--precision bf16)
+  JitBf16,   ///< x86::GemmBf16 (AVX512-BF16, bf16 weights), linear only (--precision bf16)
+  JitAvx2    ///< x86::Int8GemmAvx2 (AVX2, exact s16 products: CPUs without VNNI), qlinear only
 };
 const char *gemmProviderName(GemmProvider provider); ///< "jit_vnni", ...
 
@@ -128,7 +161,9 @@ const char *gemmProviderName(GemmProvider provider); ///< "jit_vnni", ...
 constexpr int kGemmBuckets = 3;
 constexpr int64_t kGemmBucketMaxM[kGemmBuckets] = {32, 256, INT64_MAX};
 constexpr int64_t kGemmBucketTimedM[kGemmBuckets] = {16, 128, 1024};
-inline int gemmBucket(int64_t m) { return m <= kGemmBucketMaxM[0] ? 0 : m <= kGemmBucketMaxM[1] ? 1 : 2; }
+inline int gemmBucket(int64_t m) {
+  return m <= kGemmBucketMaxM[0] ? 0 : m <= kGemmBucketMaxM[1] ? 1 : 2;
+}
 /// The provider of each M bucket: plain data, stored in the specs (AOT).
 using GemmChoice = std::array<GemmProvider, kGemmBuckets>;
 
@@ -143,7 +178,7 @@ const char *attentionPrecisionName(AttentionPrecision precision);
 
 struct KernelOptions {
   enum class Gemm { Auto, Jit, OneDnn };
-  Gemm gemm = Gemm::Auto; ///< Auto: the documented rule (docs/kernel-selection.md)
+  Gemm gemm = Gemm::Auto;  ///< Auto: the documented rule (docs/kernel-selection.md)
   bool allowAvx512 = true; ///< false: act as on an AVX2-only host (tests, isa=avx2)
   /// The CPU the steps are built for: every kernel decision reads this, never
   /// the host. A foreign target's code is generated but must not run here.
@@ -253,8 +288,7 @@ struct AttentionSpec {
   float outputScale = 1;
   int32_t outputZeroPoint = 0;
 };
-StepPtr makeAttention(const AttentionSpec &spec, const KernelOptions &options,
-                      std::string &error);
+StepPtr makeAttention(const AttentionSpec &spec, const KernelOptions &options, std::string &error);
 
 /// out = program(inputs...) elementwise, inputs broadcast to out's shape
 /// (octet.gelu is the one-instruction program GeluErf / GeluTanh).
@@ -322,7 +356,7 @@ struct QLinearSpec {
   const float *wScale = nullptr; ///< [wScaleCount] (copied)
   int64_t wScaleCount = 0;       ///< 1 or N
   TensorId xScale = -1, xZeroPoint = -1, outScale = -1, outZeroPoint = -1;
-  bool xScalePerRow = false; ///< xScale is [..., 1] f32, one per input row
+  bool xScalePerRow = false;          ///< xScale is [..., 1] f32, one per input row
   const float *xScaleConst = nullptr; ///< per tensor only
   const uint8_t *xZeroPointConst = nullptr;
   const float *outScaleConst = nullptr;

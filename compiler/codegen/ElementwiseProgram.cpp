@@ -68,6 +68,81 @@ float maxf(float a, float b) { return std::isnan(a) || std::isnan(b) ? NAN : std
 float minf(float a, float b) { return std::isnan(a) || std::isnan(b) ? NAN : std::min(a, b); }
 } // namespace
 
+float ElementwiseProgram::evaluateOp(const Instr &in, float a, float b) {
+  const double x = a;
+  float r = 0;
+  switch (in.op) {
+  case Op::Input: // read by the caller
+    break;
+  case Op::Constant:
+    r = in.value;
+    break;
+  case Op::Add:
+    r = a + b;
+    break;
+  case Op::Sub:
+    r = a - b;
+    break;
+  case Op::Mul:
+    r = a * b;
+    break;
+  case Op::Div:
+    r = a / b;
+    break;
+  case Op::Max:
+    r = maxf(a, b);
+    break;
+  case Op::Min:
+    r = minf(a, b);
+    break;
+  case Op::Pow:
+    r = std::pow(a, b);
+    break;
+  case Op::Neg:
+    r = -a;
+    break;
+  case Op::Abs:
+    r = std::fabs(a);
+    break;
+  case Op::Exp:
+    r = float(std::exp(x));
+    break;
+  case Op::Log:
+    r = float(std::log(x));
+    break;
+  case Op::Erf:
+    r = float(std::erf(x));
+    break;
+  case Op::Tanh:
+    r = float(std::tanh(x));
+    break;
+  case Op::Sigmoid:
+    r = float(1.0 / (1.0 + std::exp(-x)));
+    break;
+  case Op::Sqrt:
+    r = std::sqrt(a);
+    break;
+  case Op::Rsqrt:
+    r = float(1.0 / std::sqrt(x));
+    break;
+  case Op::Reciprocal:
+    r = 1.0f / a;
+    break;
+  case Op::Relu:
+    r = std::isnan(a) ? a : std::max(a, 0.0f);
+    break;
+  case Op::GeluErf:
+    r = float(x * 0.5 * (1.0 + std::erf(x * M_SQRT1_2)));
+    break;
+  case Op::GeluTanh: {
+    const double u = 0.7978845608028654 * (x + 0.044715 * x * x * x);
+    r = float(0.5 * x * (1.0 + std::tanh(u)));
+    break;
+  }
+  }
+  return r;
+}
+
 float ElementwiseProgram::evaluate(const float *inputs) const {
   // Small programs: a stack buffer; larger ones a vector.
   float small[64];
@@ -79,81 +154,13 @@ float ElementwiseProgram::evaluate(const float *inputs) const {
   }
   for (size_t i = 0; i < instrs.size(); ++i) {
     const Instr &in = instrs[i];
-    const float a = in.a >= 0 && in.op != Op::Input ? v[in.a] : 0.0f;
+    if (in.op == Op::Input) {
+      v[i] = inputs[in.a];
+      continue;
+    }
+    const float a = in.a >= 0 ? v[in.a] : 0.0f;
     const float b = in.b >= 0 ? v[in.b] : 0.0f;
-    const double x = a;
-    float r = 0;
-    switch (in.op) {
-    case Op::Input:
-      r = inputs[in.a];
-      break;
-    case Op::Constant:
-      r = in.value;
-      break;
-    case Op::Add:
-      r = a + b;
-      break;
-    case Op::Sub:
-      r = a - b;
-      break;
-    case Op::Mul:
-      r = a * b;
-      break;
-    case Op::Div:
-      r = a / b;
-      break;
-    case Op::Max:
-      r = maxf(a, b);
-      break;
-    case Op::Min:
-      r = minf(a, b);
-      break;
-    case Op::Pow:
-      r = std::pow(a, b);
-      break;
-    case Op::Neg:
-      r = -a;
-      break;
-    case Op::Abs:
-      r = std::fabs(a);
-      break;
-    case Op::Exp:
-      r = float(std::exp(x));
-      break;
-    case Op::Log:
-      r = float(std::log(x));
-      break;
-    case Op::Erf:
-      r = float(std::erf(x));
-      break;
-    case Op::Tanh:
-      r = float(std::tanh(x));
-      break;
-    case Op::Sigmoid:
-      r = float(1.0 / (1.0 + std::exp(-x)));
-      break;
-    case Op::Sqrt:
-      r = std::sqrt(a);
-      break;
-    case Op::Rsqrt:
-      r = float(1.0 / std::sqrt(x));
-      break;
-    case Op::Reciprocal:
-      r = 1.0f / a;
-      break;
-    case Op::Relu:
-      r = std::isnan(a) ? a : std::max(a, 0.0f);
-      break;
-    case Op::GeluErf:
-      r = float(x * 0.5 * (1.0 + std::erf(x * M_SQRT1_2)));
-      break;
-    case Op::GeluTanh: {
-      const double u = 0.7978845608028654 * (x + 0.044715 * x * x * x);
-      r = float(0.5 * x * (1.0 + std::tanh(u)));
-      break;
-    }
-    }
-    v[i] = r;
+    v[i] = evaluateOp(in, a, b);
   }
   // No instructions: the identity of input 0 (the accumulator of a linear epilogue).
   return instrs.empty() ? inputs[0] : v[instrs.size() - 1];

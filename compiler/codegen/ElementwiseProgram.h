@@ -21,10 +21,27 @@ struct ElementwiseProgram {
     Input,    ///< inputs[a]
     Constant, ///< value
     // binary: instrs[a] (op) instrs[b]
-    Add, Sub, Mul, Div, Max, Min, Pow,
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Max,
+    Min,
+    Pow,
     // unary: op(instrs[a])
-    Neg, Abs, Exp, Log, Erf, Tanh, Sigmoid, Sqrt, Rsqrt, Reciprocal, Relu,
-    GeluErf, GeluTanh, ///< x·Φ(x) as one op (what octet.gelu lowers to)
+    Neg,
+    Abs,
+    Exp,
+    Log,
+    Erf,
+    Tanh,
+    Sigmoid,
+    Sqrt,
+    Rsqrt,
+    Reciprocal,
+    Relu,
+    GeluErf,
+    GeluTanh, ///< x·Φ(x) as one op (what octet.gelu lowers to)
   };
   struct Instr {
     Op op = Op::Constant;
@@ -37,6 +54,9 @@ struct ElementwiseProgram {
 
   /// The result for one element, computed in float (double for the math functions).
   float evaluate(const float *inputs) const;
+  /// One instruction (not Input) of evaluate() on its operands' values (b is
+  /// ignored by unary ops): the block interpreter's per-element path.
+  static float evaluateOp(const Instr &in, float a, float b);
   /// Empty when well formed, else what is wrong (out-of-order operand, ...).
   std::string verify() const;
   /// One line per instruction, for dumps and error messages.

@@ -14,6 +14,7 @@
 #include "runtime/KernelSelection.h"
 #include "compiler/codegen/PackedWeights.h"
 #include "compiler/codegen/x86/AmxSupport.h"
+#include "compiler/codegen/x86/Int8GemmAvx2.h"
 #include "compiler/codegen/x86/Int8GemmDriver.h"
 #include "test/unit/PlanTestUtil.h"
 
@@ -217,14 +218,15 @@ TEST(GemmRule, QLinearProviderPerTarget) {
   };
   EXPECT_EQ(rule(optionsFor("amx")), all(GemmProvider::JitAmx));
   EXPECT_EQ(rule(optionsFor("icelake-server")), all(GemmProvider::JitVnni));
-  EXPECT_EQ(rule(optionsFor("avx512")), all(GemmProvider::OneDnn));
-  EXPECT_EQ(rule(optionsFor("avx2")), all(GemmProvider::OneDnn));
+  // Without VNNI: the exact AVX2 GEMM, for per-tensor and per-row scales alike.
+  EXPECT_EQ(rule(optionsFor("avx512")), all(GemmProvider::JitAvx2));
+  EXPECT_EQ(rule(optionsFor("avx2")), all(GemmProvider::JitAvx2));
   KernelOptions noAvx512 = optionsFor("amx");
   noAvx512.allowAvx512 = false;
-  EXPECT_EQ(rule(noAvx512), all(GemmProvider::OneDnn));
+  EXPECT_EQ(rule(noAvx512), all(GemmProvider::JitAvx2));
   QLinearSpec perRow = q.spec;
   perRow.xScalePerRow = true, perRow.xScaleConst = nullptr;
-  EXPECT_EQ(rule(optionsFor("avx2"), perRow), all(GemmProvider::Reference));
+  EXPECT_EQ(rule(optionsFor("avx2"), perRow), all(GemmProvider::JitAvx2));
   EXPECT_EQ(rule(optionsFor("avx512-vnni"), perRow), all(GemmProvider::JitVnni));
   // An entry already resolved is kept.
   QLinearSpec given = q.spec;
@@ -281,19 +283,14 @@ TEST(GemmAutotune, TimesWhatRunsHereAndCachesPerShape) {
   // A copy: the second makeQLinear below appends to log.records, which may
   // move the first record (a reference would dangle).
   const GemmChoiceRecord r = log.records[0];
-  if (!octet::x86::Int8GemmDriver::hostSupported()) {
-    // No JIT INT8 GEMM here: at most oneDNN is a candidate, nothing to compare.
-    EXPECT_FALSE(r.autotuned);
-    EXPECT_LE(r.candidates.size(), 1u);
-    GTEST_SKIP() << "host lacks AVX-512 VNNI: one provider at most, autotune times nothing";
-  }
   EXPECT_TRUE(r.autotuned);
   EXPECT_EQ(r.step, step.get());
-  ASSERT_GE(r.candidates.size(), 2u); // oneDNN and at least the VNNI or AMX JIT here
+  ASSERT_GE(r.candidates.size(), 2u); // oneDNN and a JIT GEMM here (AMX, VNNI or AVX2)
   for (const GemmCandidate &c : r.candidates) {
     const bool runnable =
         c.provider == GemmProvider::OneDnn ||
         (c.provider == GemmProvider::JitVnni && octet::x86::Int8GemmDriver::hostSupported()) ||
+        (c.provider == GemmProvider::JitAvx2 && octet::x86::Int8GemmAvx2::hostSupported()) ||
         (c.provider == GemmProvider::JitAmx && octet::x86::amxUsable());
     for (int b = 0; b < kGemmBuckets; ++b)
       EXPECT_EQ(c.times[b].timed, runnable) << gemmProviderName(c.provider) << " " << c.note;

@@ -15,6 +15,7 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/codegen/onednn/MatMulU8S8.h"
 #include "compiler/codegen/x86/AmxSupport.h"
+#include "compiler/codegen/x86/Int8GemmAvx2.h"
 #include "compiler/codegen/x86/Int8GemmDriver.h"
 #include "compiler/codegen/x86/QuantizeKernels.h"
 #include "runtime/Steps.h"
@@ -430,12 +431,10 @@ std::vector<Form> forms() {
   return f;
 }
 
-enum class Provider { Reference, Vnni, Amx, OneDnn };
+enum class Provider { Reference, Vnni, Amx, OneDnn, Avx2 };
 
 KernelOptions optionsFor(Provider provider) {
   KernelOptions o;
-  if (provider == Provider::Reference) // Jit where it cannot run: the reference loop
-    o.allowAvx512 = false, o.gemm = KernelOptions::Gemm::Jit;
   if (provider == Provider::OneDnn)
     o.gemm = KernelOptions::Gemm::OneDnn;
   return o;
@@ -451,6 +450,7 @@ void runQLinear(const QProblem &p, const Form &form, DType outType, bool perRow,
                            (provider == Provider::Vnni     ? " vnni"
                             : provider == Provider::Amx    ? " amx"
                             : provider == Provider::OneDnn ? " onednn"
+                            : provider == Provider::Avx2   ? " avx2"
                                                            : " reference");
   Harness h;
   std::vector<uint8_t> x = p.x;
@@ -488,6 +488,10 @@ void runQLinear(const QProblem &p, const Form &form, DType outType, bool perRow,
   // Where the rule would pick AMX (an AMX host), the VNNI case asks for VNNI.
   if (vnni)
     spec.provider.fill(provider == Provider::Amx ? GemmProvider::JitAmx : GemmProvider::JitVnni);
+  if (provider == Provider::Avx2)
+    spec.provider.fill(GemmProvider::JitAvx2);
+  if (provider == Provider::Reference)
+    spec.provider.fill(GemmProvider::Reference);
   std::string error;
   StepPtr step = makeQLinear(spec, outType, optionsFor(provider), error);
   ASSERT_TRUE(step) << what << ": " << error;
@@ -506,6 +510,9 @@ void runQLinear(const QProblem &p, const Form &form, DType outType, bool perRow,
   if (provider == Provider::Reference) {
     EXPECT_EQ(step->kind().rfind("qgemm.reference", 0), 0u) << step->kind();
   }
+  if (provider == Provider::Avx2) {
+    EXPECT_EQ(step->kind().rfind("qgemm.jit_avx2", 0), 0u) << what << ": " << step->kind();
+  }
   Status st = h.run(*step);
   ASSERT_TRUE(st.ok()) << what << ": " << st.message();
 
@@ -518,7 +525,9 @@ void runQLinear(const QProblem &p, const Form &form, DType outType, bool perRow,
       const float y = form.program.instrs.empty() ? in[0] : form.program.evaluate(in);
       // Reference loop: exactly the formula. VNNI: exact for exact programs.
       // oneDNN: within its bias-quotient rounding (MatMulU8S8.h).
-      const bool exact = provider == Provider::Reference || (vnni && form.exact);
+      // AVX2: its epilogue is the formula's; the post-pass exact where the form is.
+      const bool exact =
+          provider == Provider::Reference || ((vnni || provider == Provider::Avx2) && form.exact);
       if (outType == DType::F32) {
         float got;
         std::memcpy(&got, &out[(i * p.n + j) * 4], 4);
@@ -550,14 +559,17 @@ TEST(QLinearStep, EveryEpilogueFormMatchesTheFormula) {
     QProblem p(shape[0], shape[1], shape[2], shape[3], unsigned(shape[2] + shape[3]));
     for (const Form &form : forms())
       for (DType outType : {DType::F32, DType::U8, DType::I8})
-        for (Provider provider : {Provider::Reference, Provider::Vnni, Provider::Amx}) {
-          if ((provider == Provider::Vnni && !vnniHost) || (provider == Provider::Amx && !amxHost))
+        for (Provider provider :
+             {Provider::Reference, Provider::Vnni, Provider::Amx, Provider::Avx2}) {
+          if ((provider == Provider::Vnni && !vnniHost) ||
+              (provider == Provider::Amx && !amxHost) ||
+              (provider == Provider::Avx2 && !octet::x86::Int8GemmAvx2::hostSupported()))
             continue;
           runQLinear(p, form, outType, false, true, provider);
         }
   }
   if (!vnniHost)
-    GTEST_SKIP() << "host lacks AVX-512 VNNI: only the reference loop ran";
+    GTEST_SKIP() << "host lacks AVX-512 VNNI: the reference loop and the AVX2 GEMM ran";
   if (!amxHost)
     GTEST_SKIP() << "AMX not usable (" << amxWhy << "): the reference loop and VNNI ran";
 }
@@ -569,14 +581,16 @@ TEST(QLinearStep, PerRowAndRunTimeScales) {
   const std::vector<Form> all = forms();
   for (const Form &form : {all[0], all[1], all[2], all[5]})
     for (DType outType : {DType::F32, DType::U8})
-      for (Provider provider : {Provider::Reference, Provider::Vnni, Provider::Amx}) {
-        if ((provider == Provider::Vnni && !vnniHost) || (provider == Provider::Amx && !amxHost))
+      for (Provider provider :
+           {Provider::Reference, Provider::Vnni, Provider::Amx, Provider::Avx2}) {
+        if ((provider == Provider::Vnni && !vnniHost) || (provider == Provider::Amx && !amxHost) ||
+            (provider == Provider::Avx2 && !octet::x86::Int8GemmAvx2::hostSupported()))
           continue;
         runQLinear(p, form, outType, true, false, provider);  // per row
         runQLinear(p, form, outType, false, false, provider); // per tensor, known at run time
       }
   if (!vnniHost)
-    GTEST_SKIP() << "host lacks AVX-512 VNNI: only the reference loop ran";
+    GTEST_SKIP() << "host lacks AVX-512 VNNI: the reference loop and the AVX2 GEMM ran";
 }
 
 /// A [1, 3, 16] x [16, 8] f32 qlinear with a_zp 128; the x scale is the test's.
@@ -629,20 +643,12 @@ TEST(QLinearStep, ForcedOneDnnMatchesTheFormulaOrRefuses) {
   spec.xScale = h.tensor({}, &xs, DType::F32); // run-time: no xScaleConst
   EXPECT_FALSE(makeQLinear(spec, DType::F32, optionsFor(Provider::OneDnn), error));
   EXPECT_NE(error.find("run-time activation scale"), std::string::npos) << error;
-  // Auto without the JIT GEMM: oneDNN for a constant per-tensor scale; on a
-  // host without VNNI only for 7-bit weights (MatMulU8S8.h), else the exact
-  // reference loop.
+  // Auto without AVX-512: the AVX2 GEMM (before oneDNN, whose AVX2 kernels
+  // saturate on full-range weights).
   spec.xScaleConst = &xs;
-  if (!octet::onednn::oneDnnHasInt8Vnni()) {
-    step = makeQLinear(spec, DType::F32, noAvx512(), error);
-    ASSERT_TRUE(step) << error;
-    EXPECT_EQ(step->kind().rfind("qgemm.reference", 0), 0u) << step->kind();
-    for (auto &w : q.p.w)
-      w = int8_t(w / 2);
-  }
   step = makeQLinear(spec, DType::F32, noAvx512(), error);
   ASSERT_TRUE(step) << error;
-  EXPECT_EQ(step->kind().rfind("qgemm.onednn", 0), 0u) << step->kind();
+  EXPECT_EQ(step->kind().rfind("qgemm.jit_avx2", 0), 0u) << step->kind();
 }
 
 // A per-column extra that is not what the plan declared is an error at run time.

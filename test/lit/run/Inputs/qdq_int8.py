@@ -24,7 +24,7 @@ run = subprocess.run(args, capture_output=True, text=True)
 if run.returncode != 0:
     print("ERROR octetc run:", run.stdout, run.stderr)
     sys.exit(1)
-print("qgemm providers:", " ".join(k for k in ("qgemm.jit_vnni", "qgemm.jit_amx", "qgemm.onednn", "qgemm.reference")
+print("qgemm providers:", " ".join(k for k in ("qgemm.jit_vnni", "qgemm.jit_amx", "qgemm.jit_avx2", "qgemm.onednn", "qgemm.reference")
                                    if k in run.stdout))
 got = np.load(os.path.join(out, "last_hidden_state.npy")).astype(np.float64)
 failed = qdq_reference.compare(
