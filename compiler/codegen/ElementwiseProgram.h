@@ -20,28 +20,14 @@ struct ElementwiseProgram {
   enum class Op : uint8_t {
     Input,    ///< inputs[a]
     Constant, ///< value
+    // One line per group of ops:
+    // clang-format off
     // binary: instrs[a] (op) instrs[b]
-    Add,
-    Sub,
-    Mul,
-    Div,
-    Max,
-    Min,
-    Pow,
+    Add, Sub, Mul, Div, Max, Min, Pow,
     // unary: op(instrs[a])
-    Neg,
-    Abs,
-    Exp,
-    Log,
-    Erf,
-    Tanh,
-    Sigmoid,
-    Sqrt,
-    Rsqrt,
-    Reciprocal,
-    Relu,
-    GeluErf,
-    GeluTanh, ///< x·Φ(x) as one op (what octet.gelu lowers to)
+    Neg, Abs, Exp, Log, Erf, Tanh, Sigmoid, Sqrt, Rsqrt, Reciprocal, Relu,
+    GeluErf, GeluTanh, ///< x·Φ(x) as one op (what octet.gelu lowers to)
+    // clang-format on
   };
   struct Instr {
     Op op = Op::Constant;
