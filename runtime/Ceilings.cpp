@@ -42,9 +42,11 @@ constexpr double kTrialSeconds = 0.01;
 /// `vpdpbusd` or `vdpbf16ps` on independent accumulators. void fn(int64_t iterations).
 class PeakLoop : public KernelGenerator {
 public:
-  enum class Kind { FmaZmm, FmaYmm, DotZmm, DotYmm, Bf16Zmm };
+  enum class Kind { FmaZmm, FmaYmm, DotZmm, DotYmm, S16Ymm, Bf16Zmm };
   explicit PeakLoop(Kind kind)
-      : KernelGenerator("ceilings.peak", kind == Kind::FmaYmm || kind == Kind::DotYmm ? Isa::Avx2
+      : KernelGenerator("ceilings.peak", kind == Kind::FmaYmm || kind == Kind::DotYmm ||
+                                                 kind == Kind::S16Ymm
+                                             ? Isa::Avx2
                                          : kind == Kind::Bf16Zmm ? Isa::Avx512Bf16
                                                                  : Isa::Avx512),
         kind_(kind) {}
@@ -81,6 +83,10 @@ protected:
           break;
         case Kind::DotYmm:
           vpdpbusd(acc, a, b, Xbyak::VexEncoding);
+          break;
+        case Kind::S16Ymm: // as Int8GemmAvx2's K step: a product, then its add
+          vpmaddwd(Xbyak::Ymm(kAccumulators + 2), a, b);
+          vpaddd(acc, acc, Xbyak::Ymm(kAccumulators + 2));
           break;
         case Kind::Bf16Zmm:
           vdpbf16ps(Xbyak::Zmm(acc.getIdx()), Xbyak::Zmm(a.getIdx()), Xbyak::Zmm(b.getIdx()));
@@ -237,13 +243,16 @@ ComputeLoop fmaLoop(const x86::CpuFeatures &cpu) {
              : ComputeLoop{PeakLoop::Kind::FmaYmm, 8 * 2.0, "avx2"};
 }
 
-/// vpdpbusd: 4 u8·s8 products summed into each int32 lane, 2 ops each; none
-/// without VNNI.
+/// vpdpbusd: 4 u8·s8 products summed into each int32 lane, 2 ops each;
+/// without VNNI, AVX2's exact form (x86::Int8GemmAvx2): vpmaddwd, 2 s16
+/// products into each int32 lane, and the vpaddd that accumulates them.
 std::optional<ComputeLoop> dotLoop(const x86::CpuFeatures &cpu) {
   if (cpu.supports(Isa::Avx512) && cpu.avx512vnni)
     return ComputeLoop{PeakLoop::Kind::DotZmm, 16 * 4 * 2.0, "avx512_vnni"};
   if (cpu.avxVnni)
     return ComputeLoop{PeakLoop::Kind::DotYmm, 8 * 4 * 2.0, "avx_vnni"};
+  if (cpu.supports(Isa::Avx2))
+    return ComputeLoop{PeakLoop::Kind::S16Ymm, 8 * 2 * 2.0, "avx2_s16"};
   return std::nullopt;
 }
 
@@ -401,7 +410,7 @@ bool jsonField(const std::string &json, const std::string &key, std::string &raw
 }
 
 /// 2: amx_note added.
-constexpr int kCacheVersion = 3; // 3: bf16_gflops
+constexpr int kCacheVersion = 4; // 3: bf16_gflops; 4: int8 on avx2_s16 without VNNI
 
 } // namespace
 

@@ -4,8 +4,8 @@
 // thread count a run uses:
 //  - peak FP32 FMA: JIT vfmadd231ps loops (zmm with AVX-512, else ymm) with 12
 //    independent accumulators per thread, so latency never limits;
-//  - peak INT8: JIT vpdpbusd loops (AVX512-VNNI zmm, or AVX-VNNI ymm), 0 when
-//    the CPU has neither;
+//  - peak INT8: JIT vpdpbusd loops (AVX512-VNNI zmm, or AVX-VNNI ymm), else
+//    AVX2's exact s16 form (vpmaddwd + vpaddd, what x86::Int8GemmAvx2 runs);
 //  - peak bf16: a JIT vdpbf16ps loop (AVX512-BF16), 0 without it;
 //  - peak AMX INT8: a JIT tdpbusd loop on 4 independent 16x64-byte accumulator
 //    tiles, only where amxUsable() (AMX-INT8 and Linux granted XTILEDATA);
@@ -40,7 +40,7 @@ struct Ceilings {
   std::string host, cpu;  ///< hostname and CPU brand string
   std::string fp32Isa;    ///< "avx512" or "avx2"
   double fp32Gflops = 0;  ///< peak FMA: 2 flops per lane per instruction
-  std::string int8Isa;    ///< "avx512_vnni", "avx_vnni" or "" (none)
+  std::string int8Isa;    ///< "avx512_vnni", "avx_vnni", "avx2_s16" or "" (none)
   double int8Gops = 0;    ///< peak vpdpbusd: 2 ops per u8·s8 product
   double bf16Gflops = 0;  ///< peak vdpbf16ps: 2 flops per bf16 product; 0 without AVX512-BF16
   double amxInt8Gops = 0; ///< peak tdpbusd; 0: AMX not usable

@@ -34,10 +34,11 @@ int runCeilings() {
                << llvm::format("  fp32 FMA     %8.1f GFLOP/s  (%s vfmadd231ps)\n", c.fp32Gflops,
                                c.fp32Isa.c_str());
   if (c.int8Gops > 0)
-    llvm::outs() << llvm::format("  int8 dot     %8.1f GOP/s    (%s vpdpbusd)\n", c.int8Gops,
-                                 c.int8Isa.c_str());
+    llvm::outs() << llvm::format(
+        "  int8 dot     %8.1f GOP/s    (%s %s)\n", c.int8Gops, c.int8Isa.c_str(),
+        c.int8Isa == "avx2_s16" ? "vpmaddwd + vpaddd: exact s16, no VNNI" : "vpdpbusd");
   else
-    llvm::outs() << "  int8 dot          - (no VNNI)\n";
+    llvm::outs() << "  int8 dot          - (no VNNI, no AVX2)\n";
   if (c.bf16Gflops > 0)
     llvm::outs() << llvm::format("  bf16 dot     %8.1f GFLOP/s  (avx512_bf16 vdpbf16ps)\n",
                                  c.bf16Gflops);
