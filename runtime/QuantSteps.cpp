@@ -623,14 +623,11 @@ Status QLinearStep::run(const ExecContext &ctx) const {
   const int32_t lo = outType_ == DType::U8 ? 0 : -128, hi = lo + 255;
 #pragma omp parallel for schedule(static) if (m * n > 65536)
   for (int64_t r = 0; r < m; ++r) {
-    if (requant_) {
+    if (requant_)
       requant_->run(scratch.data() + r * n, bytes + r * cv.ld, n, outScale_, outZp_);
-      continue;
-    }
-    for (int64_t j = 0; j < n; ++j) {
-      const int32_t q = x86::quantizeScalar(scratch[r * n + j], outScale_, outZp_, lo, hi);
-      bytes[r * cv.ld + j] = outType_ == DType::U8 ? uint8_t(q) : uint8_t(int8_t(q));
-    }
+    else
+      x86::quantizeRowCompiled(scratch.data() + r * n, bytes + r * cv.ld, n, outScale_, outZp_,
+                               lo, hi);
   }
   return Status();
 }

@@ -1,6 +1,8 @@
 //===- QuantizeKernels.cpp ------------------------------------------------===//
 #include "compiler/codegen/x86/QuantizeKernels.h"
 
+#include <immintrin.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -43,6 +45,44 @@ float quantizeRowScalar(const float *x, int64_t cols, uint8_t *q) {
     q[j] = std::isnan(v) ? 128 : uint8_t(int32_t(std::clamp(v, -127.0f, 127.0f)) + 128);
   }
   return scale;
+}
+
+namespace {
+/// quantizeScalar 8 lanes at a time over the whole vectors of the row;
+/// returns how many elements it wrote (a multiple of 8).
+__attribute__((target("avx2"))) int64_t quantizeRowAvx2(const float *x, uint8_t *q, int64_t count,
+                                                        float scale, int32_t zp, int32_t lo,
+                                                        int32_t hi) {
+  const __m256 vs = _mm256_set1_ps(scale), vz = _mm256_set1_ps(float(zp));
+  const __m256 vlo = _mm256_set1_ps(float(lo)), vhi = _mm256_set1_ps(float(hi));
+  int64_t i = 0;
+  for (; i + 8 <= count; i += 8) {
+    const __m256 r = _mm256_round_ps(_mm256_div_ps(_mm256_loadu_ps(x + i), vs),
+                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m256 v = _mm256_add_ps(r, vz);
+    const __m256 nan = _mm256_cmp_ps(v, v, _CMP_UNORD_Q);
+    // max(v, lo) is lo for a NaN v; the blend then makes it zp.
+    const __m256 clamped = _mm256_blendv_ps(_mm256_min_ps(_mm256_max_ps(v, vlo), vhi), vz, nan);
+    // Integral values in [lo, hi]: the packs saturate nothing.
+    const __m256i words = _mm256_packs_epi32(_mm256_cvtps_epi32(clamped), _mm256_setzero_si256());
+    const __m256i bytes =
+        lo < 0 ? _mm256_packs_epi16(words, words) : _mm256_packus_epi16(words, words);
+    const uint32_t low = uint32_t(_mm256_extract_epi32(bytes, 0));
+    const uint32_t high = uint32_t(_mm256_extract_epi32(bytes, 4));
+    std::memcpy(q + i, &low, 4);
+    std::memcpy(q + i + 4, &high, 4);
+  }
+  return i;
+}
+} // namespace
+
+void quantizeRowCompiled(const float *x, void *q, int64_t count, float scale, int32_t zp,
+                         int32_t lo, int32_t hi) {
+  static const bool avx2 = CpuFeatures::host().supports(Isa::Avx2);
+  auto *bytes = static_cast<uint8_t *>(q);
+  int64_t i = avx2 ? quantizeRowAvx2(x, bytes, count, scale, zp, lo, hi) : 0;
+  for (; i < count; ++i)
+    bytes[i] = uint8_t(quantizeScalar(x[i], scale, zp, lo, hi));
 }
 
 // ---- QuantizePerRowKernel ----------------------------------------------------

@@ -99,6 +99,13 @@ private:
 /// True when the kernels above can run here (AVX-512 F/BW/DQ/VL).
 bool quantizeKernelsSupported();
 
+/// q[i] = quantizeScalar(x[i], scale, zp, lo, hi), i < count, u8 (lo 0) or
+/// s8 (lo -128) bytes: compiled C++ on AVX2 where the host has it (8 lanes,
+/// the same operations: exact division, round to nearest even, NaN -> zp),
+/// else the scalar loop. The requantize of hosts without AVX-512.
+void quantizeRowCompiled(const float *x, void *q, int64_t count, float scale, int32_t zp,
+                         int32_t lo, int32_t hi);
+
 /// One row of QuantizePerRowKernel in C++; returns the row's scale.
 float quantizeRowScalar(const float *x, int64_t cols, uint8_t *q);
 /// One element of QuantizeKernel in C++: saturate(RNE(x / scale) + zp) into [lo, hi].

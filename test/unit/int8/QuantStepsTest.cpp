@@ -106,6 +106,29 @@ std::vector<float> awkwardRows(int64_t rows, int64_t cols, int64_t ld, unsigned 
 
 // ---- QuantizePerRowKernel / QuantizeKernel --------------------------------------
 
+// The requantize of hosts without AVX-512 (8 AVX2 lanes, then a scalar tail):
+// the formula bit for bit, ties, NaN, infinities and values past the range
+// included, u8 and s8, every tail length.
+TEST(QuantizeKernels, CompiledRowMatchesTheFormula) {
+  std::vector<float> x;
+  for (int i = -300; i <= 300; ++i)
+    x.push_back(float(i) * 0.5f); // ties at every other value
+  for (float v : {NAN, INFINITY, -INFINITY, 1e30f, -1e30f, -0.0f, 0.49999997f})
+    x.push_back(v);
+  for (int32_t lo : {0, -128})
+    for (int32_t zp : {lo, lo + 7, lo + 255})
+      for (float scale : {1.0f, 0.37f, 3.0f})
+        for (int64_t count :
+             {int64_t(0), int64_t(1), int64_t(7), int64_t(8), int64_t(13), int64_t(x.size())}) {
+          std::vector<uint8_t> q(size_t(count) + 1, 0xa5);
+          octet::x86::quantizeRowCompiled(x.data(), q.data(), count, scale, zp, lo, lo + 255);
+          for (int64_t i = 0; i < count; ++i)
+            ASSERT_EQ(q[i], uint8_t(octet::x86::quantizeScalar(x[i], scale, zp, lo, lo + 255)))
+                << "x " << x[i] << " scale " << scale << " zp " << zp << " lo " << lo;
+          ASSERT_EQ(q[count], 0xa5) << "wrote past the row";
+        }
+}
+
 TEST(QuantizeKernels, PerRowMatchesTheFormulaBitForBit) {
   SKIP_WITHOUT_AVX512();
   octet::x86::QuantizePerRowKernel kernel;
