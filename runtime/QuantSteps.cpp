@@ -626,8 +626,8 @@ Status QLinearStep::run(const ExecContext &ctx) const {
     if (requant_)
       requant_->run(scratch.data() + r * n, bytes + r * cv.ld, n, outScale_, outZp_);
     else
-      x86::quantizeRowCompiled(scratch.data() + r * n, bytes + r * cv.ld, n, outScale_, outZp_,
-                               lo, hi);
+      x86::quantizeRowCompiled(scratch.data() + r * n, bytes + r * cv.ld, n, outScale_, outZp_, lo,
+                               hi);
   }
   return Status();
 }
