@@ -2,9 +2,6 @@
 #include "compiler/codegen/x86/Int8GemmAvx2.h"
 
 #include "compiler/codegen/CpuFeatures.h"
-#include "compiler/codegen/x86/GemmF32.h" // CacheLineAllocator, WeightAllocator
-
-#include <omp.h>
 
 #include <algorithm>
 #include <cstddef>
@@ -143,10 +140,10 @@ bool Int8GemmAvx2::hostSupported() {
   return supported;
 }
 
-std::vector<int16_t> Int8GemmAvx2::packB(const int8_t *weight, WeightLayout layout, int64_t k,
-                                         int64_t n) {
+Int8GemmAvx2::PackedB Int8GemmAvx2::packB(const int8_t *weight, WeightLayout layout, int64_t k,
+                                          int64_t n) {
   const int64_t pairs = (k + 1) / 2, panels = (n + 15) / 16;
-  std::vector<int16_t> b(size_t(panels * pairs * 32), 0);
+  PackedB b(size_t(panels * pairs * 32), 0);
   for (int64_t kk = 0; kk < k; ++kk)
     for (int64_t nn = 0; nn < n; ++nn) {
       const int8_t w = layout == WeightLayout::KN ? weight[kk * n + nn] : weight[nn * k + kk];

@@ -30,6 +30,7 @@
 
 #include "compiler/codegen/Int8Gemm.h"
 #include "compiler/codegen/WeightLayout.h"
+#include "compiler/codegen/x86/GemmF32.h" // WeightAllocator
 #include "compiler/codegen/x86/KernelGenerator.h"
 
 #include <array>
@@ -102,9 +103,10 @@ public:
   const char *name() const override { return "jit_avx2"; }
 
   static bool hostSupported();
-  /// Packs B as the micro-kernel reads it (exposed for the tests).
-  static std::vector<int16_t> packB(const int8_t *weight, WeightLayout layout, int64_t k,
-                                    int64_t n);
+  /// B as the micro-kernel reads it: streamed whole every run, so 64-byte
+  /// aligned (no 32-byte load straddles a line) and on huge pages from 2 MiB.
+  using PackedB = std::vector<int16_t, WeightAllocator<int16_t>>;
+  static PackedB packB(const int8_t *weight, WeightLayout layout, int64_t k, int64_t n);
 
 private:
   const Int8GemmKernelAvx2 &kernel(int rows, bool tailPanel) const {
@@ -112,7 +114,7 @@ private:
   }
   int64_t k_, n_, pairs_, panels_;
   Int8GemmAvx2Params params_;
-  std::vector<int16_t> b_;
+  PackedB b_;
   std::vector<float> wScale_, bias_; ///< padded to whole panels
   /// [full panel, last panel when N % 16 != 0][rows - 1]
   std::array<std::array<std::unique_ptr<Int8GemmKernelAvx2>, 6>, 2> kernels_;
