@@ -1,6 +1,9 @@
 //===- EpilogueSplit.cpp - what the GEMM steps share ----------------------===//
 #include "runtime/EpilogueSplit.h"
 
+#include "compiler/codegen/x86/ProgramEpilogue.h"
+#include "compiler/codegen/x86/VectorMathAvx2.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -151,9 +154,10 @@ bool isIdentity(const ElementwiseProgram &p) {
 }
 
 namespace {
-/// One op of ElementwiseProgram::evaluate (the same formulas) over a block.
+/// One op of ElementwiseProgram::evaluate (the same formulas) over a block;
+/// on AVX2 hosts the math functions as VectorMath's, GELUs of `gelu`'s form.
 void blockOp(const ElementwiseProgram::Instr &in, const float *a, const float *b, float *r,
-             int count) {
+             int count, x86::GeluAccuracy gelu) {
   switch (in.op) {
   case Op::Add:
     for (int i = 0; i < count; ++i)
@@ -184,10 +188,18 @@ void blockOp(const ElementwiseProgram::Instr &in, const float *a, const float *b
       r[i] = std::isnan(a[i]) ? a[i] : std::max(a[i], 0.0f);
     return;
   default:
-    // Everything else through the scalar definition, one element at a time.
-    for (int i = 0; i < count; ++i)
-      r[i] = ElementwiseProgram::evaluateOp(in, a ? a[i] : 0.0f, b ? b[i] : 0.0f);
+    break;
   }
+  // VectorMath's functions on 8 AVX2 lanes where the host has them (the
+  // zmm code's algorithms: its bounds, not libm's double results).
+  x86::UnaryOp unary;
+  if (x86::toUnaryOp(in.op, gelu, unary) && x86::avx2::hostSupported()) {
+    x86::avx2::unaryBlock(unary, a, r, count);
+    return;
+  }
+  // Everything else through the scalar definition, one element at a time.
+  for (int i = 0; i < count; ++i)
+    r[i] = ElementwiseProgram::evaluateOp(in, a ? a[i] : 0.0f, b ? b[i] : 0.0f);
 }
 
 } // namespace
@@ -210,6 +222,14 @@ void ElementwiseApplier::buildJit(const KernelOptions &options,
   std::string error;
   jit_ = x86::ElementwiseKernel::create(program_, broadcastColumns, error);
   jitError_ = error;
+}
+
+void ElementwiseApplier::setInterpreterGelu(x86::GeluAccuracy gelu) {
+  interpreterGelu_ = gelu;
+  if (gelu != x86::GeluAccuracy::Full && !jit_) {
+    program_ = withoutDeadCode(x86::withGeluOps(program_));
+    read_ = inputsRead(program_);
+  }
 }
 
 Status ElementwiseApplier::apply(const ExecContext &ctx, const StepWhere &where,
@@ -347,50 +367,79 @@ Status ElementwiseApplier::apply(const ExecContext &ctx, const StepWhere &where,
     return Status();
   }
 
-  // Interpreter: per row, blocks of kBlock elements, one op at a time.
+  // Interpreter: per row, blocks of kBlock elements, one op at a time. Each
+  // instruction's block is a pointer: inputs with a unit column stride are
+  // read where they lie (others gathered), constants filled once per thread.
   constexpr int kBlock = 64;
   const int64_t rows = total / cols;
   const ElementwiseProgram &p = program_;
-#pragma omp parallel for schedule(static) if (total > 32768)
-  for (int64_t row = 0; row < rows; ++row) {
-    std::vector<int64_t> offset(numInputs + 1, 0);
-    int64_t rest = row;
-    for (int d = lead - 1; d >= 0; --d) {
-      const int64_t idx = rest % shape[d];
-      rest /= shape[d];
-      for (int i = 0; i <= numInputs; ++i)
-        if (tensorsLive(i))
-          offset[i] += idx * strides[i][d];
-    }
-    std::vector<float> in(size_t(std::max(numInputs, 1)) * kBlock);
-    std::vector<float> values((p.instrs.size() + 1) * kBlock);
-    for (int64_t c0 = 0; c0 < cols; c0 += kBlock) {
-      const int count = int(std::min<int64_t>(kBlock, cols - c0));
-      for (int i = 0; i < numInputs; ++i) {
-        if (!read_[i])
-          continue;
-        const int64_t cs = rank ? strides[i][rank - 1] : 0;
-        const float *src = base[i] + offset[i] + c0 * cs;
-        for (int e = 0; e < count; ++e)
-          in[i * kBlock + e] = src[e * cs];
+  const size_t numInstrs = p.instrs.size();
+  auto columnStride = [&](int i) { return rank ? strides[i][rank - 1] : int64_t(0); };
+#pragma omp parallel if (total > 32768)
+  {
+    std::vector<float> gathered(size_t(std::max(numInputs, 1)) * kBlock);
+    std::vector<float> values((numInstrs + 1) * kBlock);
+    std::vector<const float *> block(numInstrs);
+    for (size_t k = 0; k < numInstrs; ++k)
+      if (p.instrs[k].op == Op::Constant)
+        std::fill_n(values.begin() + k * kBlock, kBlock, p.instrs[k].value);
+    std::vector<int64_t> offset(numInputs + 1);
+#pragma omp for schedule(static)
+    for (int64_t row = 0; row < rows; ++row) {
+      std::fill(offset.begin(), offset.end(), 0);
+      int64_t rest = row;
+      for (int d = lead - 1; d >= 0; --d) {
+        const int64_t idx = rest % shape[d];
+        rest /= shape[d];
+        for (int i = 0; i <= numInputs; ++i)
+          if (tensorsLive(i))
+            offset[i] += idx * strides[i][d];
       }
-      const float *result = in.data();
-      for (size_t k = 0; k < p.instrs.size(); ++k) {
-        const auto &instr = p.instrs[k];
-        float *r = values.data() + k * kBlock;
-        if (instr.op == Op::Input)
-          std::memcpy(r, in.data() + instr.a * kBlock, count * sizeof(float));
-        else if (instr.op == Op::Constant)
-          std::fill(r, r + count, instr.value);
+      for (int64_t c0 = 0; c0 < cols; c0 += kBlock) {
+        const int count = int(std::min<int64_t>(kBlock, cols - c0));
+        const float *result = nullptr;
+        for (size_t k = 0; k < numInstrs; ++k) {
+          const auto &instr = p.instrs[k];
+          float *own = values.data() + k * kBlock;
+          if (instr.op == Op::Input && !read_[size_t(instr.a)]) {
+            block[k] = own; // a dead read: any values
+          } else if (instr.op == Op::Input) {
+            const int i = instr.a;
+            const int64_t cs = columnStride(i);
+            const float *src = base[i] + offset[i] + c0 * cs;
+            if (cs == 1) {
+              block[k] = src;
+            } else {
+              float *dst = gathered.data() + size_t(i) * kBlock;
+              for (int e = 0; e < count; ++e)
+                dst[e] = src[e * cs];
+              block[k] = dst;
+            }
+          } else if (instr.op == Op::Constant) {
+            block[k] = own;
+          } else {
+            blockOp(instr, block[size_t(instr.a)], instr.b >= 0 ? block[size_t(instr.b)] : nullptr,
+                    own, count, interpreterGelu_);
+            block[k] = own;
+          }
+          result = block[k];
+        }
+        if (!result) { // no instructions: input 0
+          const int64_t cs = columnStride(0);
+          const float *src = base[0] + offset[0] + c0 * cs;
+          float *dst = gathered.data();
+          for (int e = 0; e < count; ++e)
+            dst[e] = src[e * cs];
+          result = dst;
+        }
+        float *dst = const_cast<float *>(base[numInputs]) + offset[numInputs];
+        const int64_t cs = columnStride(numInputs);
+        if (cs == 1)
+          std::memmove(dst + c0, result, size_t(count) * sizeof(float));
         else
-          blockOp(instr, values.data() + instr.a * kBlock,
-                  instr.b >= 0 ? values.data() + instr.b * kBlock : nullptr, r, count);
-        result = r;
+          for (int e = 0; e < count; ++e)
+            dst[(c0 + e) * cs] = result[e];
       }
-      float *dst = const_cast<float *>(base[numInputs]) + offset[numInputs];
-      const int64_t cs = rank ? strides[numInputs][rank - 1] : 0;
-      for (int e = 0; e < count; ++e)
-        dst[(c0 + e) * cs] = result[e];
     }
   }
   return Status();

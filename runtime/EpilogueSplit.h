@@ -75,6 +75,11 @@ public:
   /// Generates the JIT kernel when the host and options allow it and the
   /// program lowers; `broadcastColumns[i]`: input i is one value per row.
   void buildJit(const KernelOptions &options, std::vector<bool> broadcastColumns);
+  /// The GELUs of the block interpreter's AVX2 path: ForRequantize where the
+  /// result is rounded to 8 bits (a qlinear's post-pass before its requantize),
+  /// as the fused epilogues compute them (x86::GeluAccuracy). Default Full.
+  /// Also folds a spelled-out GELU (erf) into one op there (x86::withGeluOps).
+  void setInterpreterGelu(x86::GeluAccuracy gelu);
   bool hasJit() const { return jit_ != nullptr; }
   const std::string &jitError() const { return jitError_; }
 
@@ -91,6 +96,7 @@ private:
   std::vector<bool> read_, broadcastColumns_;
   std::unique_ptr<x86::ElementwiseKernel> jit_;
   std::string jitError_;
+  x86::GeluAccuracy interpreterGelu_ = x86::GeluAccuracy::Full;
 };
 
 // ---- The GEMM-side split ---------------------------------------------------

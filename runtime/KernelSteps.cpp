@@ -16,8 +16,10 @@
 #include "compiler/codegen/x86/NextStepPrefetch.h"
 #include "compiler/codegen/x86/GemmBf16.h"
 #include "compiler/codegen/x86/GemmF32.h"
+#include "compiler/codegen/x86/LayerNormAvx2.h"
 #include "compiler/codegen/x86/ProgramEpilogue.h"
 #include "compiler/codegen/x86/QuantizeKernels.h"
+#include "compiler/codegen/x86/VectorMathAvx2.h"
 
 #include <malloc.h>
 #include <omp.h>
@@ -388,6 +390,31 @@ namespace {
 
 /// Sum for the mean; subtract, square-accumulate for the variance; subtract,
 /// scale by 1/σ, multiply by gamma, add beta.
+/// The LayerNorm row's formulas (x86::layerNormRowAvx2 is their AVX2 form):
+/// row = x (+ residual); mean and variance in double; y = (row - mean) rstd
+/// gamma + beta, and own with qGamma, qBeta. `y` may be `row`.
+void layerNormRowScalar(const float *x, const float *residual, int64_t n, float eps,
+                        const float *gamma, const float *beta, const float *qGamma,
+                        const float *qBeta, float *row, float *y, float *own) {
+  for (int64_t j = 0; j < n; ++j)
+    row[j] = residual ? x[j] + residual[j] : x[j];
+  double mean = 0;
+  for (int64_t j = 0; j < n; ++j)
+    mean += row[j];
+  mean /= double(n);
+  double var = 0;
+  for (int64_t j = 0; j < n; ++j)
+    var += (row[j] - mean) * (row[j] - mean);
+  var /= double(n);
+  const float rstd = float(1.0 / std::sqrt(var + eps)), meanF = float(mean);
+  for (int64_t j = 0; j < n; ++j) {
+    const float norm = (row[j] - meanF) * rstd;
+    if (qGamma)
+      own[j] = norm * qGamma[j] + qBeta[j];
+    y[j] = norm * gamma[j] + beta[j];
+  }
+}
+
 constexpr double kLayerNormOpsPerElement = 7;
 
 class LayerNormStep : public Step {
@@ -402,7 +429,9 @@ public:
   }
   std::string kind() const override {
     const char *what = spec_.quantized < 0 ? "layernorm" : "layernorm_quantize";
-    return std::string(what) + (jit_ ? ".jit_avx512" : ".compiled");
+    return std::string(what) + (jit_                         ? ".jit_avx512"
+                                : x86::avx2::hostSupported() ? ".avx2"
+                                                             : ".compiled");
   }
   Status run(const ExecContext &ctx) const override;
   /// kOpsPerElement per element (+1 for the residual add, +1 to quantize, +2
@@ -525,44 +554,27 @@ Status LayerNormStep::run(const ExecContext &ctx) const {
   const float eps = spec_.epsilon;
   const bool signedQ = spec_.quantizedType == DType::I8;
   const int32_t lo = signedQ ? -128 : 0;
-#pragma omp parallel for schedule(static) if (rows * n > 32768)
-  for (int64_t r = 0; r < rows; ++r) {
-    std::vector<float> row(n);
-    const float *xr = x + r * n;
-    for (int64_t j = 0; j < n; ++j)
-      row[j] = res ? xr[j] + res[r * n + j] : xr[j];
-    if (sum)
-      std::copy(row.begin(), row.end(), static_cast<float *>(sum) + r * n);
-    double mean = 0;
-    for (int64_t j = 0; j < n; ++j)
-      mean += row[j];
-    mean /= double(n);
-    double var = 0;
-    for (int64_t j = 0; j < n; ++j)
-      var += (row[j] - mean) * (row[j] - mean);
-    var /= double(n);
-    const float rstd = float(1.0 / std::sqrt(var + eps)), meanF = float(mean);
-    std::vector<float> own; // quant_affine: the quantized row's own affine
-    if (spec_.qGamma) {
-      own.resize(n);
-      for (int64_t j = 0; j < n; ++j)
-        own[j] = (row[j] - meanF) * rstd * spec_.qGamma[j] + spec_.qBeta[j];
-    }
-    for (int64_t j = 0; j < n; ++j)
-      row[j] = (row[j] - meanF) * rstd * gamma[j] + beta[j];
-    if (y)
-      std::copy(row.begin(), row.end(), static_cast<float *>(y) + r * n);
-    if (rowScale) {
-      static_cast<float *>(rowScale)[r] =
-          x86::quantizeRowScalar(row.data(), n, static_cast<uint8_t *>(q) + r * n);
-    } else if (q) {
-      const std::vector<float> &yq = spec_.qGamma ? own : row;
-      for (int64_t j = 0; j < n; ++j) {
-        const int32_t v = x86::quantizeScalar(yq[j], spec_.qScale, spec_.qZeroPoint, lo, lo + 255);
-        if (signedQ)
-          static_cast<int8_t *>(q)[r * n + j] = int8_t(v);
-        else
-          static_cast<uint8_t *>(q)[r * n + j] = uint8_t(v);
+  const bool avx2 = x86::avx2::hostSupported();
+#pragma omp parallel if (rows * n > 32768)
+  {
+    std::vector<float> rowBuffer(n), yBuffer(n), own(spec_.qGamma ? n : 0);
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < rows; ++r) {
+      const float *xr = x + r * n, *rr = res ? res + r * n : nullptr;
+      float *row = sum ? static_cast<float *>(sum) + r * n : rowBuffer.data();
+      float *yr = y ? static_cast<float *>(y) + r * n : yBuffer.data();
+      if (avx2)
+        x86::layerNormRowAvx2(xr, rr, n, eps, gamma, beta, spec_.qGamma, spec_.qBeta, row, yr,
+                              own.data());
+      else
+        layerNormRowScalar(xr, rr, n, eps, gamma, beta, spec_.qGamma, spec_.qBeta, row, yr,
+                           own.data());
+      if (rowScale) {
+        static_cast<float *>(rowScale)[r] =
+            x86::quantizeRowScalar(yr, n, static_cast<uint8_t *>(q) + r * n);
+      } else if (q) {
+        x86::quantizeRowCompiled(spec_.qGamma ? own.data() : yr, static_cast<uint8_t *>(q) + r * n,
+                                 n, spec_.qScale, spec_.qZeroPoint, lo, lo + 255);
       }
     }
   }

@@ -1,16 +1,20 @@
 //===- VectorMathTest.cpp - VectorMath functions against double references ===//
 //
-// Each function is mapped over dense sweeps with UnaryKernel and compared with
-// the double-precision libm value; the bounds are the ones VectorMath.h states.
+// Each function is mapped over dense sweeps - by the JIT's UnaryKernel and by
+// the AVX2 twins (VectorMathAvx2.h), each where the host runs it - and
+// compared with the double-precision libm value; the bounds are the ones
+// VectorMath.h states, for both.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/codegen/x86/FusedKernels.h"
 #include "compiler/codegen/x86/VectorMath.h"
+#include "compiler/codegen/x86/VectorMathAvx2.h"
 
 #include <gtest/gtest.h>
 
 #include <cfloat>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <vector>
@@ -22,6 +26,21 @@ namespace {
 #define REQUIRE_AVX512()                                                                       \
   if (!CpuFeatures::host().supports(Isa::Avx512))                                              \
   GTEST_SKIP() << "host lacks AVX-512 F/BW/VL/DQ: JIT code cannot run here"
+
+/// Who maps a function over a vector: the zmm code or its AVX2 twin.
+enum class Backend { Jit, Avx2 };
+Backend gBackend = Backend::Jit; // set by VectorMathOps' SetUp
+
+class VectorMathOps : public ::testing::TestWithParam<Backend> {
+protected:
+  void SetUp() override {
+    gBackend = GetParam();
+    if (gBackend == Backend::Jit && !CpuFeatures::host().supports(Isa::Avx512))
+      GTEST_SKIP() << "host lacks AVX-512 F/BW/VL/DQ: JIT code cannot run here";
+    if (gBackend == Backend::Avx2 && !avx2::hostSupported())
+      GTEST_SKIP() << "host lacks AVX2 + FMA";
+  }
+};
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
@@ -45,8 +64,12 @@ double ulpError(float got, double ref) {
 }
 
 std::vector<float> mapThrough(UnaryOp op, const std::vector<float> &x) {
-  UnaryKernel kernel(op);
   std::vector<float> y(x.size());
+  if (gBackend == Backend::Avx2) {
+    avx2::unaryBlock(op, x.data(), y.data(), int64_t(x.size()));
+    return y;
+  }
+  UnaryKernel kernel(op);
   kernel.run(x.data(), y.data(), int64_t(x.size()));
   return y;
 }
@@ -99,8 +122,7 @@ TEST(VectorMath, GeneratesEveryOp) {
   }
 }
 
-TEST(VectorMath, NegAbs) {
-  REQUIRE_AVX512();
+TEST_P(VectorMathOps, NegAbs) {
   std::vector<float> x = linspace(-5, 5, 1001);
   x.insert(x.end(), kSpecials.begin(), kSpecials.end());
   std::vector<float> n = mapThrough(UnaryOp::Neg, x), a = mapThrough(UnaryOp::Abs, x);
@@ -111,8 +133,7 @@ TEST(VectorMath, NegAbs) {
   }
 }
 
-TEST(VectorMath, Exp) {
-  REQUIRE_AVX512();
+TEST_P(VectorMathOps, Exp) {
   auto ref = [](double x) { return std::exp(x); };
   EXPECT_LE(maxUlp(UnaryOp::Exp, linspace(-20, 20, 1000000), ref), 2.0);
   EXPECT_LE(maxUlp(UnaryOp::Exp, linspace(-104, 89, 1000000), ref), 2.0); // denormals, overflow
@@ -126,30 +147,26 @@ TEST(VectorMath, Exp) {
   EXPECT_EQ(y[6], 0.0f);
 }
 
-TEST(VectorMath, Erf) {
-  REQUIRE_AVX512();
+TEST_P(VectorMathOps, Erf) {
   auto ref = [](double x) { return std::erf(x); };
   EXPECT_LE(maxUlp(UnaryOp::Erf, linspace(-20, 20, 1000000), ref), 2.0);
   EXPECT_LE(maxUlp(UnaryOp::Erf, linspace(-1.5, 1.5, 1000000), ref), 2.0);
   EXPECT_LE(maxUlp(UnaryOp::Erf, logspace(1e-38, 1, 100000), ref), 2.0);
 }
 
-TEST(VectorMath, Tanh) {
-  REQUIRE_AVX512();
+TEST_P(VectorMathOps, Tanh) {
   auto ref = [](double x) { return std::tanh(x); };
   EXPECT_LE(maxUlp(UnaryOp::Tanh, linspace(-20, 20, 1000000), ref), 2.0);
   EXPECT_LE(maxUlp(UnaryOp::Tanh, linspace(-1, 1, 1000000), ref), 2.0);
   EXPECT_LE(maxUlp(UnaryOp::Tanh, logspace(1e-38, 1, 100000), ref), 2.0);
 }
 
-TEST(VectorMath, Sigmoid) {
-  REQUIRE_AVX512();
+TEST_P(VectorMathOps, Sigmoid) {
   EXPECT_LE(maxUlp(UnaryOp::Sigmoid, linspace(-20, 20, 1000000), sigmoidRef), 3.0);
   EXPECT_LE(maxUlp(UnaryOp::Sigmoid, linspace(-110, 40, 1000000), sigmoidRef), 3.0);
 }
 
-TEST(VectorMath, Rsqrt) {
-  REQUIRE_AVX512();
+TEST_P(VectorMathOps, Rsqrt) {
   auto ref = [](double x) { return 1 / std::sqrt(x); };
   EXPECT_LE(maxUlp(UnaryOp::Rsqrt, logspace(1e-44, 3e38, 1000000), ref), 2.0);
   std::vector<float> y = mapThrough(UnaryOp::Rsqrt, {0.0f, -0.0f, kInf, -1.0f, kNaN});
@@ -160,8 +177,7 @@ TEST(VectorMath, Rsqrt) {
   EXPECT_TRUE(std::isnan(y[4]));
 }
 
-TEST(VectorMath, Reciprocal) {
-  REQUIRE_AVX512();
+TEST_P(VectorMathOps, Reciprocal) {
   auto ref = [](double x) { return 1 / x; };
   EXPECT_LE(maxUlp(UnaryOp::Reciprocal, logspace(1e-37, 1e37, 1000000), ref), 0.5);
 }
@@ -192,13 +208,11 @@ void checkGelu(UnaryOp op, const std::function<double(double)> &ref, double boun
   EXPECT_EQ(s[6], 0.0f);
 }
 
-TEST(VectorMath, GeluErf) {
-  REQUIRE_AVX512();
+TEST_P(VectorMathOps, GeluErf) {
   checkGelu(UnaryOp::GeluErf, geluErfRef, std::ldexp(1.0, -22));
 }
 
-TEST(VectorMath, GeluTanh) {
-  REQUIRE_AVX512();
+TEST_P(VectorMathOps, GeluTanh) {
   checkGelu(UnaryOp::GeluTanh, geluTanhRef, std::ldexp(1.0, -22));
   EXPECT_LE(maxUlp(UnaryOp::GeluTanh, linspace(0, 20, 1000000), geluTanhRef), 3.0);
 }
@@ -226,14 +240,43 @@ void checkFastGelu(UnaryOp op, const std::function<double(double)> &ref) {
   }
 }
 
-TEST(VectorMath, GeluErfFast) {
-  REQUIRE_AVX512();
+TEST_P(VectorMathOps, GeluErfFast) {
   checkFastGelu(UnaryOp::GeluErfFast, geluErfRef);
 }
 
-TEST(VectorMath, GeluTanhFast) {
-  REQUIRE_AVX512();
+TEST_P(VectorMathOps, GeluTanhFast) {
   checkFastGelu(UnaryOp::GeluTanhFast, geluTanhRef);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, VectorMathOps, ::testing::Values(Backend::Jit, Backend::Avx2),
+                         [](const ::testing::TestParamInfo<Backend> &info) {
+                           return info.param == Backend::Jit ? "Jit" : "Avx2";
+                         });
+
+// The AVX2 twins compute what the zmm code computes, operation for operation
+// (VectorMathAvx2.h): the same bits, but for rsqrt (1 / sqrt there).
+TEST(VectorMathAvx2, MatchesTheZmmCodeBitForBit) {
+  if (!CpuFeatures::host().supports(Isa::Avx512) || !avx2::hostSupported())
+    GTEST_SKIP() << "needs both AVX-512 and AVX2 + FMA on the host";
+  std::vector<float> x = linspace(-110, 110, 400001);
+  for (float v : logspace(1e-44, 3e38, 100000))
+    x.push_back(v), x.push_back(-v);
+  x.insert(x.end(), kSpecials.begin(), kSpecials.end());
+  for (UnaryOp op : {UnaryOp::Neg, UnaryOp::Abs, UnaryOp::Exp, UnaryOp::Erf, UnaryOp::Tanh,
+                     UnaryOp::Sigmoid, UnaryOp::Reciprocal, UnaryOp::GeluErf, UnaryOp::GeluTanh,
+                     UnaryOp::GeluErfFast, UnaryOp::GeluTanhFast}) {
+    gBackend = Backend::Jit;
+    const std::vector<float> jit = mapThrough(op, x);
+    gBackend = Backend::Avx2;
+    const std::vector<float> twin = mapThrough(op, x);
+    int mismatches = 0;
+    for (size_t i = 0; i < x.size(); ++i)
+      if (std::memcmp(&jit[i], &twin[i], sizeof(float)) != 0 &&
+          !(std::isnan(jit[i]) && std::isnan(twin[i])) && ++mismatches <= 3)
+        ADD_FAILURE() << "op " << int(op) << ", x = " << x[i] << ": zmm " << jit[i] << ", AVX2 "
+                      << twin[i];
+    EXPECT_EQ(mismatches, 0) << "op " << int(op);
+  }
 }
 
 /// n floats (a multiple of 16) through expFast.

@@ -22,6 +22,8 @@ bool isCommutative(Op op) {
   return op == Op::Add || op == Op::Mul || op == Op::Max || op == Op::Min;
 }
 
+} // namespace
+
 bool toUnaryOp(Op op, GeluAccuracy gelu, UnaryOp &out) {
   const bool fast = gelu != GeluAccuracy::Full;
   switch (op) {
@@ -59,6 +61,8 @@ bool toUnaryOp(Op op, GeluAccuracy gelu, UnaryOp &out) {
     return false;
   }
 }
+
+namespace {
 
 bool isConstant(const rt::ElementwiseProgram &p, int i, float value) {
   return p.instrs[i].op == Op::Constant && p.instrs[i].value == value;
@@ -138,6 +142,13 @@ bool powExponentSupported(float e) {
 }
 } // namespace
 
+rt::ElementwiseProgram withGeluOps(rt::ElementwiseProgram program) {
+  for (int i = 0; i < int(program.instrs.size()); ++i)
+    if (const int x = decomposedGeluErf(program, i); x >= 0)
+      program.instrs[i] = {Op::GeluErf, x, -1, 0};
+  return program;
+}
+
 std::string ProgramLowering::plan(const rt::ElementwiseProgram &source, bool input0InResult,
                                   int maxZmm, GeluAccuracy gelu) {
   steps_.clear();
@@ -154,9 +165,7 @@ std::string ProgramLowering::plan(const rt::ElementwiseProgram &source, bool inp
   // A requantized (or bf16-bound) result takes the fast GELU also where the
   // program spells it out; the erf and friends it replaces are dead below.
   if (gelu != GeluAccuracy::Full)
-    for (int i = 0; i < n; ++i)
-      if (const int x = decomposedGeluErf(program, i); x >= 0)
-        program.instrs[i] = {Op::GeluErf, x, -1, 0};
+    program = withGeluOps(std::move(program));
   inputsRead_.assign(std::max(program.numInputs, 1), false);
 
   // Canonical value per instruction (one per distinct input and constant).

@@ -39,6 +39,16 @@
 
 namespace octet::x86 {
 
+/// The VectorMath function of a unary program op (GELUs: `gelu`'s form), or
+/// false where VectorMath has none (log, sqrt, relu, binary ops).
+bool toUnaryOp(rt::ElementwiseProgram::Op op, GeluAccuracy gelu, UnaryOp &out);
+
+/// `program` with each GELU (erf) that a fused region spells out, (x * 0.5) *
+/// (erf(x * 2^-1/2 or x / 2^1/2) + 1), as one GeluErf instruction: the same
+/// function, whose fast form a requantized result may take. The erf and the
+/// rest it replaces are left dead; instruction ids do not change.
+rt::ElementwiseProgram withGeluOps(rt::ElementwiseProgram program);
+
 class ProgramLowering {
 public:
   /// Plans `program`. `input0InResult`: input 0 is already in the result

@@ -7,8 +7,10 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/codegen/x86/AmxSupport.h"
+#include "compiler/codegen/x86/AttentionAvx2.h"
 #include "compiler/codegen/x86/AttentionKernels.h"
 #include "compiler/codegen/x86/QuantizeKernels.h"
+#include "compiler/codegen/x86/VectorMathAvx2.h"
 #include "runtime/Steps.h"
 #include "runtime/TokenLayout.h"
 #include "test/unit/PlanTestUtil.h"
@@ -195,7 +197,9 @@ void runCase(const Case &c) {
   ASSERT_TRUE(step) << error;
   const bool bf16 = c.precision == AttentionPrecision::Bf16 && c.allowAvx512 && hostRunsBf16();
   const bool int8 = c.precision == AttentionPrecision::Int8 && c.allowAvx512 && hostRunsInt8();
-  const char *f32Kind = c.allowAvx512 && hostHasAvx512() ? "attention.jit_avx512" : "attention.cpp";
+  const char *f32Kind = c.allowAvx512 && hostHasAvx512() ? "attention.jit_avx512"
+                        : x86::avx2::hostSupported()     ? "attention.avx2"
+                                                         : "attention.cpp";
   EXPECT_EQ(step->kind(), bf16 ? hostBf16Kind() : int8 ? "attention.vnni_int8" : f32Kind);
   Status status = pb.run(*step);
   ASSERT_TRUE(status.ok()) << status.message();
@@ -373,6 +377,98 @@ TEST(Attention, Int8) {
   c.batch = 2, c.seq = 200, c.heads = 2, c.dim = 136, c.mask = MaskShape::B11S;
   c.masked = Masked::NegInf, c.precision = AttentionPrecision::Int8;
   runCase(c);
+}
+
+// The AVX2 twins (hosts without AVX-512) against the scalar references:
+// every row count to 8 (strips of 6 plus the rest), column tails of both
+// ymm halves, K 0 (zeros) to past 128, padded strides; nothing past the
+// columns is written. FMA against mul + add: a few ulp of sum |a b|.
+TEST(AttentionKernels, Avx2GemmMatchesReference) {
+  if (!x86::avx2::hostSupported())
+    GTEST_SKIP() << "host lacks AVX2 + FMA";
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> value(-2.0f, 2.0f);
+  for (int mr = 1; mr <= 8; ++mr)
+    for (int64_t columns : {1, 7, 8, 9, 15, 16, 17, 31, 40, 63, 64})
+      for (int64_t k : {0, 1, 5, 64, 131}) {
+        const int64_t lda = k + 3, ldb = 64 + 5, ldc = columns + 2;
+        std::vector<float> a(size_t(mr * lda + 1)), b(size_t((k + 1) * ldb));
+        for (float &v : a)
+          v = value(rng);
+        for (float &v : b)
+          v = value(rng);
+        std::vector<float> got(size_t(mr * ldc), -7.0f), want(got);
+        x86::AttentionGemmArgs args;
+        args.a = a.data(), args.b = b.data(), args.lda = lda, args.ldb = ldb, args.ldc = ldc;
+        args.k = k;
+        args.setColumns(columns);
+        args.c = want.data();
+        x86::attentionGemmReference(args, mr);
+        args.c = got.data();
+        x86::attentionGemmAvx2(args, mr);
+        for (int r = 0; r < mr; ++r)
+          for (int64_t j = 0; j < ldc; ++j) {
+            const size_t i = size_t(r * ldc + j);
+            SCOPED_TRACE("mr=" + std::to_string(mr) + " columns=" + std::to_string(columns) +
+                         " k=" + std::to_string(k) + " at " + std::to_string(r) + "," +
+                         std::to_string(j));
+            if (j >= columns) {
+              ASSERT_EQ(got[i], -7.0f); // untouched
+              continue;
+            }
+            double magnitude = 0;
+            for (int64_t kk = 0; kk < k; ++kk)
+              magnitude += std::fabs(double(a[size_t(r * lda + kk)]) * b[size_t(kk * ldb + j)]);
+            ASSERT_NEAR(got[i], want[i], 1e-6 * magnitude + 1e-30);
+          }
+      }
+}
+
+TEST(AttentionKernels, Avx2SoftmaxMatchesReference) {
+  // Row counts, tails of every length, no mask / one shared / per row (with
+  // -inf entries), strided rows; fully masked rows give zeros; columns past n
+  // and rows past `rows` stay untouched. The weighted form has no AVX2 twin.
+  if (!x86::avx2::hostSupported())
+    GTEST_SKIP() << "host lacks AVX2 + FMA";
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> value(-6.0f, 6.0f);
+  for (int64_t rows : {1, 2, 3, 5})
+    for (int64_t n : {1, 7, 8, 9, 15, 16, 17, 50, 128, 131})
+      for (int maskMode = 0; maskMode < 3; ++maskMode) {
+        const int64_t ldx = n + 3, ldMask = maskMode == 2 ? n : 0;
+        std::vector<float> x(size_t((rows + 1) * ldx)), mask(size_t((rows + 1) * n));
+        for (float &v : x)
+          v = value(rng);
+        for (float &v : mask)
+          v = value(rng) < -4.0f ? -INFINITY : value(rng);
+        if (maskMode == 2) // the last row fully masked
+          std::fill(mask.begin() + (rows - 1) * n, mask.begin() + rows * n, -INFINITY);
+        std::vector<float> want = x;
+        x86::AttentionSoftmaxArgs args;
+        args.ldx = ldx, args.rows = rows, args.n = n, args.scale = 0.125f;
+        args.mask = maskMode ? mask.data() : nullptr, args.ldMask = ldMask;
+        args.x = want.data();
+        x86::attentionSoftmaxReference(args);
+        args.x = x.data();
+        x86::attentionSoftmaxAvx2(args);
+        for (size_t i = 0; i < x.size(); ++i) {
+          const int64_t r = int64_t(i) / ldx, c = int64_t(i) % ldx;
+          SCOPED_TRACE("rows=" + std::to_string(rows) + " n=" + std::to_string(n) +
+                       " mask=" + std::to_string(maskMode) + " at " + std::to_string(r) + "," +
+                       std::to_string(c));
+          if (r >= rows || c >= n)
+            ASSERT_EQ(x[i], want[i]);
+          else if (maskMode == 2 && r == rows - 1)
+            ASSERT_EQ(x[i], 0.0f);
+          else
+            ASSERT_NEAR(x[i], want[i], 2e-6f + 2e-6f * std::fabs(want[i]));
+        }
+      }
+  std::vector<float> x(4, 1.0f), weights(4, 1.0f), inverse(1), largest(1);
+  x86::AttentionSoftmaxArgs args;
+  args.x = x.data(), args.ldx = 4, args.rows = 1, args.n = 4, args.weights = weights.data();
+  args.rowInverse = inverse.data(), args.rowMax = largest.data();
+  EXPECT_THROW(x86::attentionSoftmaxAvx2(args), std::invalid_argument);
 }
 
 TEST(AttentionKernels, KeysPackingMatchesReference) {

@@ -440,6 +440,21 @@ std::vector<Form> forms() {
   // Per-column extras (SmoothQuant's 1/s after GELU in the FFN-in): fused.
   add("gelu*col", {{Op::Input, 0}, {Op::GeluErf, 0}, {Op::Input, 3}, {Op::Mul, 1, 2}}, false,
       "+epilogue.columns");
+  // The same as a fused region spells GELU out: folded back into one GELU
+  // (fast, for a u8/s8 result) by the zmm lowering and the block interpreter.
+  add("spelled gelu*col",
+      {{Op::Input, 0},
+       {Op::Constant, -1, -1, 0.5f},
+       {Op::Mul, 0, 1},
+       {Op::Constant, -1, -1, 0.70710677f},
+       {Op::Mul, 0, 3},
+       {Op::Erf, 4},
+       {Op::Constant, -1, -1, 1.0f},
+       {Op::Add, 5, 6},
+       {Op::Mul, 2, 7},
+       {Op::Input, 3},
+       {Op::Mul, 8, 9}},
+      false, "+epilogue.columns");
   add("(acc+residual)*col-col",
       {{Op::Input, 0},
        {Op::Input, 1},

@@ -12,12 +12,14 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/codegen/x86/KernelGenerator.h"
 #include "compiler/codegen/x86/ProgramEpilogue.h"
+#include "compiler/codegen/x86/QuantizeKernels.h"
 #include "runtime/Steps.h"
 #include "test/unit/PlanTestUtil.h"
 #include "test/unit/TestData.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace {
@@ -410,6 +412,85 @@ TEST(LayerNorm, PlainResidualSumStrided) {
     checkLayerNorm(avx512, true, true, 9, 768, 0);
     checkLayerNorm(avx512, true, false, 5, 33, 7);
     checkLayerNorm(avx512, false, false, 1, 1, 3);
+  }
+}
+
+// layer_norm_quantize on every path this host runs (the JIT; the compiled
+// rows, AVX2 where the host has it): per tensor u8 and s8 (saturating), the
+// quantized copy's own affine, per row; q is the quantize formula applied to
+// the step's own y (or, for the own affine, within one step of the double
+// LayerNorm), odd widths for the tails.
+TEST(LayerNorm, QuantizedOutputsAreTheQuantizeFormulasOfY) {
+  for (bool avx512 : {false, true}) {
+    if (avx512 && !hasAvx512())
+      continue;
+    for (int64_t n : {1, 13, 768})
+      for (int mode = 0; mode < 4; ++mode) { // u8, s8, own affine (u8), per row
+        SCOPED_TRACE("avx512 " + std::to_string(avx512) + " n " + std::to_string(n) + " mode " +
+                     std::to_string(mode));
+        const int64_t rows = 5;
+        std::vector<float> x = octet::test::randomFloats(rows * n, 21);
+        std::vector<float> r = octet::test::randomFloats(rows * n, 22);
+        std::vector<float> gamma = octet::test::randomFloats(n, 23),
+                           beta = octet::test::randomFloats(n, 24);
+        std::vector<float> qGamma = octet::test::randomFloats(n, 25),
+                           qBeta = octet::test::randomFloats(n, 26);
+        std::vector<float> y(static_cast<size_t>(rows * n)), scales(static_cast<size_t>(rows));
+        std::vector<uint8_t> q(static_cast<size_t>(rows * n));
+        Harness h;
+        LayerNormSpec spec;
+        spec.x = h.tensor({rows, n}, x.data());
+        spec.residual = h.tensor({rows, n}, r.data());
+        spec.output = h.tensor({rows, n}, y.data());
+        spec.quantized = h.tensor({rows, n}, q.data());
+        spec.quantizedType = mode == 1 ? DType::I8 : DType::U8;
+        spec.gamma = gamma.data(), spec.beta = beta.data(), spec.n = n;
+        spec.qScale = 0.01f, spec.qZeroPoint = mode == 1 ? -3 : 120; // saturates some
+        if (mode == 2)
+          spec.qGamma = qGamma.data(), spec.qBeta = qBeta.data();
+        if (mode == 3)
+          spec.rowScale = h.tensor({rows, 1}, scales.data());
+        h.plan.tensors[spec.quantized].dtype = spec.quantizedType;
+        KernelOptions options;
+        options.allowAvx512 = avx512;
+        std::string error;
+        StepPtr step = makeLayerNorm(spec, options, error);
+        ASSERT_NE(step, nullptr) << error;
+        Status st = h.run(*step);
+        ASSERT_TRUE(st.ok()) << st.message();
+        const int32_t lo = mode == 1 ? -128 : 0;
+        for (int64_t i = 0; i < rows; ++i) {
+          std::vector<uint8_t> want(static_cast<size_t>(n));
+          if (mode == 3) {
+            const float scale = octet::x86::quantizeRowScalar(&y[size_t(i * n)], n, want.data());
+            ASSERT_EQ(scales[size_t(i)], scale) << step->kind() << " row " << i;
+          }
+          double mean = 0, var = 0;
+          for (int64_t j = 0; j < n; ++j)
+            mean += double(x[size_t(i * n + j)] + r[size_t(i * n + j)]);
+          mean /= double(n);
+          for (int64_t j = 0; j < n; ++j) {
+            const double d = double(x[size_t(i * n + j)] + r[size_t(i * n + j)]) - mean;
+            var += d * d;
+          }
+          var /= double(n);
+          for (int64_t j = 0; j < n; ++j) {
+            const size_t e = size_t(i * n + j);
+            if (mode == 2) { // within one step of the double own affine
+              const double norm = (double(x[e] + r[e]) - mean) / std::sqrt(var + 1e-5);
+              const double ref = std::clamp(
+                  std::nearbyint((norm * qGamma[size_t(j)] + qBeta[size_t(j)]) / 0.01) + 120, 0.0,
+                  255.0);
+              ASSERT_LE(std::fabs(double(q[e]) - ref), 1.0) << step->kind() << " " << i << "," << j;
+            } else if (mode != 3) {
+              want[size_t(j)] =
+                  uint8_t(octet::x86::quantizeScalar(y[e], 0.01f, spec.qZeroPoint, lo, lo + 255));
+            }
+            if (mode != 2)
+              ASSERT_EQ(q[e], want[size_t(j)]) << step->kind() << " " << i << "," << j;
+          }
+        }
+      }
   }
 }
 
