@@ -42,6 +42,7 @@ void Int8GemmKernelAvx2::generate() {
   const bool maskedHalf = config_.columns % 8 != 0; // the last half is partial
   const Reg64 a0 = rsi, a3 = rdx, b = rcx, pairs = r8, lda = r9, c = r10, ldc = r11;
   const Reg64 residual = rax, ldr = rbx, xs = r12, xsStride = r13, ws = r14, bias = r15;
+  const Reg64 prefetch = rbp, prefetchStride = rax; // the loop's; rax is the epilogue's after
   auto acc = [](int r, int h) { return Ymm(2 * r + h); };
   const Ymm aPair(14), product(15);
   auto bHalf = [](int h) { return Ymm(12 + h); };
@@ -52,6 +53,8 @@ void Int8GemmKernelAvx2::generate() {
   mov(b, ptr[rdi + offsetof(Int8GemmAvx2Args, b)]);
   mov(pairs, ptr[rdi + offsetof(Int8GemmAvx2Args, pairs)]);
   mov(lda, ptr[rdi + offsetof(Int8GemmAvx2Args, lda)]);
+  mov(prefetch, ptr[rdi + offsetof(Int8GemmAvx2Args, prefetch)]);
+  mov(prefetchStride, ptr[rdi + offsetof(Int8GemmAvx2Args, prefetchStride)]);
   lea(a3, ptr[a0 + lda * 2]);
   add(a3, lda);
   for (int r = 0; r < rows; ++r)
@@ -62,6 +65,7 @@ void Int8GemmKernelAvx2::generate() {
   L(loop);
   for (int h = 0; h < halves; ++h)
     vmovdqu(bHalf(h), ptr[b + 32 * h]);
+  prefetcht1(ptr[prefetch]);
   for (int r = 0; r < rows; ++r) {
     const Reg64 &base = r < 3 ? a0 : a3;
     const int scale = r % 3;
@@ -74,6 +78,7 @@ void Int8GemmKernelAvx2::generate() {
   add(a0, 4);
   add(a3, 4);
   add(b, Int8GemmKernelAvx2::kColumns * 4);
+  add(prefetch, prefetchStride);
   dec(pairs);
   jnz(loop, T_NEAR);
 
@@ -239,8 +244,18 @@ void Int8GemmAvx2::run(const uint8_t *a, int64_t m, int64_t lda, void *c, int64_
         args.ldr = ldr * int64_t(sizeof(float));
         args.xScaleStride = xsStride;
         args.pairs = pairs_;
+        // The next panel's pairs lines of 64 bytes, in `calls` slices: call
+        // c prefetches from c * pairs * stride on, stride = ceil(64 / calls)
+        // bytes a pair (the last panel prefetches itself: a no-op).
+        const int64_t calls =
+            (rowsEnd - i0 + Int8GemmKernelAvx2::kMaxRows - 1) / Int8GemmKernelAvx2::kMaxRows;
+        const char *next =
+            reinterpret_cast<const char *>(p + 1 < panels_ ? args.b + pairs_ * 32 : args.b);
+        args.prefetchStride = (64 + calls - 1) / calls;
         for (int64_t i = i0; i < rowsEnd; i += Int8GemmKernelAvx2::kMaxRows) {
           const int rows = int(std::min<int64_t>(Int8GemmKernelAvx2::kMaxRows, rowsEnd - i));
+          args.prefetch =
+              next + (i - i0) / Int8GemmKernelAvx2::kMaxRows * pairs_ * args.prefetchStride;
           args.a = pa + i * aStride;
           args.c = out + i * ldc + p * 16;
           args.xScale = params_.xScalePerRow ? xScale + i : &params_.xScale;
