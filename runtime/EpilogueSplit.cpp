@@ -281,6 +281,16 @@ Status ElementwiseApplier::apply(const ExecContext &ctx, const StepWhere &where,
   const int64_t cols = rank ? shape[rank - 1] : 1;
   const int lead = std::max(rank - 1, 0);
   auto tensorsLive = [&](int i) { return i == numInputs || read_[i]; };
+  // offset[i] += the element offset of tensor i at flat `index` over dims [0, dims).
+  auto addOffsets = [&](int64_t index, int dims, std::vector<int64_t> &offset) {
+    for (int d = dims - 1; d >= 0; --d) {
+      const int64_t idx = index % shape[d];
+      index /= shape[d];
+      for (int i = 0; i <= numInputs; ++i)
+        if (tensorsLive(i))
+          offset[i] += idx * strides[i][d];
+    }
+  };
 
   // JIT: column modes must match; then collapse the innermost leading dims
   // that share one row stride in every tensor, loop over the rest.
@@ -337,16 +347,10 @@ Status ElementwiseApplier::apply(const ExecContext &ctx, const StepWhere &where,
     const int64_t tasks = outerCount * chunks;
 #pragma omp parallel for schedule(static) if (tasks > 1 && total > 32768)
     for (int64_t task = 0; task < tasks; ++task) {
-      int64_t outer = task / chunks, chunk = task % chunks;
+      const int64_t outer = task / chunks, chunk = task % chunks;
       x86::ElementwiseKernelArgs args;
       std::vector<int64_t> offset(numInputs + 1, 0);
-      for (int d = split - 1; d >= 0; --d) {
-        const int64_t idx = outer % shape[d];
-        outer /= shape[d];
-        for (int i = 0; i <= numInputs; ++i)
-          if (tensorsLive(i))
-            offset[i] += idx * strides[i][d];
-      }
+      addOffsets(outer, split, offset);
       const int64_t firstRow = chunk * chunkRows;
       for (int i = 0; i <= numInputs; ++i) {
         if (!tensorsLive(i))
@@ -387,14 +391,7 @@ Status ElementwiseApplier::apply(const ExecContext &ctx, const StepWhere &where,
 #pragma omp for schedule(static)
     for (int64_t row = 0; row < rows; ++row) {
       std::fill(offset.begin(), offset.end(), 0);
-      int64_t rest = row;
-      for (int d = lead - 1; d >= 0; --d) {
-        const int64_t idx = rest % shape[d];
-        rest /= shape[d];
-        for (int i = 0; i <= numInputs; ++i)
-          if (tensorsLive(i))
-            offset[i] += idx * strides[i][d];
-      }
+      addOffsets(row, lead, offset);
       for (int64_t c0 = 0; c0 < cols; c0 += kBlock) {
         const int count = int(std::min<int64_t>(kBlock, cols - c0));
         const float *result = nullptr;

@@ -135,8 +135,9 @@ public:
       jitS8_ = std::make_unique<x86::QuantizeKernel>(x86::QuantOutput::S8);
     }
   }
-  /// The JIT kernel takes per-tensor scales of dense f32 tensors; per-axis
-  /// scales and other layouts run the C++ loop (same formula).
+  /// The JIT kernel (or, without AVX-512, x86::quantizeRowCompiled) takes
+  /// per-tensor scales of dense f32 tensors; per-axis scales and other
+  /// layouts run the C++ loop (same formula).
   std::string kind() const override { return jitU8_ ? "quantize.jit_avx512" : "quantize"; }
   Status run(const ExecContext &ctx) const override {
     TensorId in = inputs[0], out = outputs[0];
@@ -153,7 +154,7 @@ public:
     const int32_t lo = u8 ? 0 : -128, hi = u8 ? 255 : 127;
     void *y = ctx.data(out);
     const x86::QuantizeKernel *jit = u8 ? jitU8_.get() : jitS8_.get();
-    if (jit && !map.perAxis && isDense(ctx, in)) {
+    if (!map.perAxis && isDense(ctx, in)) {
       const int32_t zp = zeroPointAt(ctx, zp_, 0);
       if (zp >= lo && zp <= hi) {
         const float s = scale[0];
@@ -161,7 +162,11 @@ public:
 #pragma omp parallel for schedule(static) if (chunks > 4)
         for (int64_t c = 0; c < chunks; ++c) {
           const int64_t begin = c * kChunk, count = std::min(kChunk, total - begin);
-          jit->run(x + begin, static_cast<uint8_t *>(y) + begin, count, s, zp);
+          auto *bytes = static_cast<uint8_t *>(y) + begin;
+          if (jit)
+            jit->run(x + begin, bytes, count, s, zp);
+          else
+            x86::quantizeRowCompiled(x + begin, bytes, count, s, zp, lo, hi);
         }
         return Status();
       }

@@ -2,6 +2,7 @@
 #include "compiler/codegen/x86/Int8GemmAvx2.h"
 
 #include "compiler/codegen/CpuFeatures.h"
+#include "compiler/codegen/x86/VectorMathAvx2.h" // avx2::hostSupported
 
 #include <algorithm>
 #include <cstddef>
@@ -140,10 +141,7 @@ void Int8GemmKernelAvx2::generate() {
 
 // ---- the GEMM -----------------------------------------------------------------
 
-bool Int8GemmAvx2::hostSupported() {
-  static const bool supported = CpuFeatures::host().supports(Isa::Avx2);
-  return supported;
-}
+bool Int8GemmAvx2::hostSupported() { return avx2::hostSupported(); }
 
 Int8GemmAvx2::PackedB Int8GemmAvx2::packB(const int8_t *weight, WeightLayout layout, int64_t k,
                                           int64_t n) {

@@ -20,9 +20,10 @@
 // accumulators in ymm0-11; per K pair two B loads and a prefetcht1 of the
 // next panel, then per row one vpbroadcastd of its A pair, two vpmaddwd and
 // two vpaddd. The prefetch: a panel's first call reads it from memory (the
-// weights, 2 bytes each, are far beyond L3), which at K = 3072 takes about
-// 2.7 times as long as the call computes; the C calls on a panel each fetch
-// 1/C of the next one, so that only the first panel waits. The epilogue is
+// weights, 2 bytes each, are far beyond L3; by the ceilings' DRAM bandwidth
+// a K = 3072 panel takes longer to arrive than a 6-row call computes); the C
+// calls on a panel each fetch 1/C of the next one, so that only the first
+// panel waits. The epilogue is
 // the reference loop's formula, operation for operation (bit-identical):
 // y = f32(xs * ws[n]) * f32(sum) [+ bias[n]] [+ residual], an f32 result.
 // What else the qlinear's epilogue holds runs after it (the step's split:

@@ -1,6 +1,8 @@
 //===- QuantizeKernels.cpp ------------------------------------------------===//
 #include "compiler/codegen/x86/QuantizeKernels.h"
 
+#include "compiler/codegen/x86/VectorMathAvx2.h" // avx2::hostSupported
+
 #include <immintrin.h>
 
 #include <algorithm>
@@ -78,9 +80,8 @@ __attribute__((target("avx2"))) int64_t quantizeRowAvx2(const float *x, uint8_t 
 
 void quantizeRowCompiled(const float *x, void *q, int64_t count, float scale, int32_t zp,
                          int32_t lo, int32_t hi) {
-  static const bool avx2 = CpuFeatures::host().supports(Isa::Avx2);
   auto *bytes = static_cast<uint8_t *>(q);
-  int64_t i = avx2 ? quantizeRowAvx2(x, bytes, count, scale, zp, lo, hi) : 0;
+  int64_t i = avx2::hostSupported() ? quantizeRowAvx2(x, bytes, count, scale, zp, lo, hi) : 0;
   for (; i < count; ++i)
     bytes[i] = uint8_t(quantizeScalar(x[i], scale, zp, lo, hi));
 }
